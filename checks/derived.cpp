@@ -1,0 +1,322 @@
+// Derived facts: joins and decisions computed from the other probes' facts, never from files.
+// This is where the hardware knowledge that needs several facts lives: which GPUs there are
+// and whether each is an APU; which TTM limit is configured for the module amdgpu really uses;
+// the recommended limit for --reserve; amdgpu.gttsize; suspicious kernel arguments.
+// It runs last, and again on facts replayed with --facts (so --reserve still applies).
+#include "gfx.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <halo/units.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace halo::probes {
+namespace {
+
+constexpr const char* kDerived = "derived";
+
+/// Copies a fact under a new key, keeping its status, source and reason.
+void alias(FactSet& facts, const std::string& to, const std::string& from, const std::string& why) {
+  if (const Fact* f = facts.find(from)) {
+    Fact c = *f;
+    c.key = to;
+    facts.put(std::move(c));
+  } else {
+    facts.put_status(to, Status::missing, kDerived, why);
+  }
+}
+
+void derive_gpus(FactSet& facts) {
+  const auto kfd = facts.get<std::vector<std::string>>("kfd.gpu_nodes").value_or(std::vector<std::string>{});
+  const auto cards = facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
+  const auto pci_count = facts.get_int("pci.amd_gpu_count").value_or(0);
+  const bool present = !kfd.empty() || !cards.empty() || pci_count > 0;
+  facts.put_ok("amd.gpu_present", present, "derived: PCI, DRM and KFD");
+
+  auto card_for_minor = [&](std::int64_t minor) -> std::string {
+    for (const auto& c : cards)
+      if (facts.get_int("drm." + c + ".render_minor") == minor) return c;
+    return {};
+  };
+  auto put_gpu = [&](std::int64_t i, const std::optional<std::string>& gfx,
+                     std::optional<std::int64_t> device_id, const std::string& card,
+                     const std::string& basis) {
+    const std::string pre = fmt::format("gpu.{}", i);
+    if (gfx) facts.put_ok(pre + ".gfx_target", *gfx, basis);
+    else facts.put_status(pre + ".gfx_target", Status::missing, basis, "no KFD topology node for this GPU");
+    if (device_id) facts.put_ok(pre + ".device_id", *device_id, basis);
+    else facts.put_status(pre + ".device_id", Status::missing, basis, "device id unknown");
+    const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
+    facts.put_ok(pre + ".card", card, basis);
+    for (const char* m : {"vram_total_bytes", "vis_vram_total_bytes", "gtt_total_bytes"})
+      alias(facts, pre + "." + m, "drm." + card + "." + m, why);
+    auto apu = apu_basis(gfx, device_id);
+    facts.put_ok(pre + ".apu", apu.has_value(), "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
+    facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gfx.cpp");
+    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gfx.cpp");
+  };
+
+  std::int64_t n = 0;
+  if (!kfd.empty()) {
+    for (const auto& node : kfd) {
+      const std::string kpre = "kfd.node." + node;
+      auto gfx = facts.get<std::string>(kpre + ".gfx_target");
+      auto dev = facts.get_int(kpre + ".device_id");
+      auto minor = facts.get_int(kpre + ".drm_render_minor");
+      put_gpu(n, gfx, dev, minor ? card_for_minor(*minor) : std::string(),
+              "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties");
+      facts.put_ok(fmt::format("gpu.{}.kfd_node", n), node, kDerived);
+      ++n;
+    }
+  } else if (!cards.empty()) {
+    for (const auto& c : cards) put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c, "/sys/class/drm/" + c);
+  } else {
+    for (std::int64_t i = 0; i < pci_count; ++i)
+      put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "", "/sys/bus/pci/devices");
+  }
+  facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
+}
+
+void derive_driver(FactSet& facts) {
+  // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
+  bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
+  if (!live && facts.get<bool>("amdgpu.builtin") == true) {
+    for (const auto& c : facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{}))
+      if (facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu")) live = true;
+  }
+  facts.put_ok("amdgpu.live", live, "derived: /sys/module/amdgpu/initstate, DRM driver links");
+
+  std::vector<std::string> blocked;
+  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr) blocked.emplace_back("nomodeset (kernel command line)");
+  if (facts.get<std::string>("kernel.cmdline.param.amdgpu.modeset") == std::string("0"))
+    blocked.emplace_back("amdgpu.modeset=0 (kernel command line)");
+  for (const char* p : {"modprobe.blacklist", "module_blacklist"}) {
+    auto v = facts.get<std::string>(std::string("kernel.cmdline.param.") + p);
+    if (v && (v->find("amdgpu") != std::string::npos))
+      blocked.push_back(fmt::format("{}={} (kernel command line)", p, *v));
+  }
+  if (facts.find("modprobe.blacklist_source.amdgpu") != nullptr)
+    blocked.push_back("blacklist amdgpu (" + *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
+  if (facts.find("modprobe.blocked_source.amdgpu") != nullptr)
+    blocked.push_back("install amdgpu /bin/false (" + *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
+  facts.put_ok("amdgpu.blocked_by", blocked, "derived: /proc/cmdline, modprobe.d");
+}
+
+/// The value of a TTM parameter as configured for module `m`: kernel command line first (it is
+/// applied after modprobe.d options, so it wins), then modprobe.d.
+struct Configured {
+  std::optional<std::int64_t> cmdline;
+  std::optional<std::int64_t> modprobe;
+  std::string cmdline_src;
+  std::string modprobe_src;
+};
+
+Configured configured(const FactSet& facts, const std::string& m, const std::string& p) {
+  Configured c;
+  const std::string ck = "kernel.cmdline.param." + m + "." + p;
+  const std::string mk = "modprobe.options." + m + "." + p;
+  if (auto v = facts.get<std::string>(ck)) {
+    c.cmdline = parse_int(*v);
+    c.cmdline_src = facts.find(ck)->source;
+  }
+  if (auto v = facts.get<std::string>(mk)) {
+    c.modprobe = parse_int(*v);
+    c.modprobe_src = facts.find(mk)->source;
+  }
+  return c;
+}
+
+void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
+  const std::array<std::string, 3> modules = {"ttm", "amdttm", "amd_ttm"};
+  const std::array<std::string, 2> params = {"pages_limit", "page_pool_size"};
+  auto used = facts.get<std::string>("ttm.module");
+
+  std::vector<std::string> elsewhere;
+  for (const auto& m : modules) {
+    if (used && m == *used) continue;
+    for (const auto& p : params) {
+      Configured c = configured(facts, m, p);
+      if (facts.find("kernel.cmdline.param." + m + "." + p) != nullptr)
+        elsewhere.push_back(fmt::format("{}.{} (kernel command line)", m, p));
+      if (facts.find("modprobe.options." + m + "." + p) != nullptr)
+        elsewhere.push_back(fmt::format("{}.{} ({})", m, p, c.modprobe_src));
+    }
+  }
+  if (used) facts.put_ok("ttm.configured_elsewhere", elsewhere, "derived: /proc/cmdline, modprobe.d");
+  else facts.put_status("ttm.configured_elsewhere", Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+
+  bool on_used = false;
+  for (const auto& p : params) {
+    const std::string base = "ttm.configured." + p;
+    const std::string cmd_key = "ttm.cmdline." + p;
+    const std::string mp_key = "ttm.modprobe." + p;
+    if (!used) {
+      for (const auto& k : {base, cmd_key, mp_key})
+        for (const char* u : {"_pages", "_bytes"})
+          facts.put_status(k + u, Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+      continue;
+    }
+    Configured c = configured(facts, *used, p);
+    auto put = [&](const std::string& key, std::optional<std::int64_t> v, const std::string& src) {
+      if (v) {
+        facts.put_ok(key + "_pages", *v, src);
+        facts.put_ok(key + "_bytes", *v * units::kTtmPageBytes, src);
+      } else {
+        facts.put_status(key + "_pages", Status::missing, src.empty() ? kDerived : src, "not configured");
+        facts.put_status(key + "_bytes", Status::missing, src.empty() ? kDerived : src, "not configured");
+      }
+    };
+    put(cmd_key, c.cmdline, c.cmdline_src);
+    put(mp_key, c.modprobe, c.modprobe_src);
+    put(base, c.cmdline ? c.cmdline : c.modprobe, c.cmdline ? c.cmdline_src : c.modprobe_src);
+    on_used = on_used || c.cmdline || c.modprobe;
+  }
+  if (used) facts.put_ok("ttm.configured_on_used", on_used, "derived: /proc/cmdline, modprobe.d");
+  else facts.put_status("ttm.configured_on_used", Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+
+  // Recommended limit: MemTotal minus --reserve, in whole GiB, as 4 KiB pages.
+  if (auto total = facts.get_int("mem.total_bytes")) {
+    const std::int64_t gib = *total / units::kGiB - opt.reserve_gib;
+    const std::string src = fmt::format("derived: floor(MemTotal in GiB) - reserve {} GiB", opt.reserve_gib);
+    if (gib > 0) {
+      facts.put_ok("ttm.recommended_gib", gib, src);
+      facts.put_ok("ttm.recommended_pages", gib * units::kPagesPerGiB, src);
+      facts.put_ok("ttm.recommended_bytes", gib * units::kGiB, src);
+    } else {
+      for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
+        facts.put_status(k, Status::error, src, "--reserve leaves no memory for the GPU");
+    }
+  } else {
+    for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
+      facts.put_status(k, Status::missing, kDerived, "MemTotal unknown");
+  }
+}
+
+void derive_gttsize(FactSet& facts) {
+  // amdgpu.gttsize (MiB, -1 = auto) is deprecated; the configured value is what the user wrote,
+  // the active one what the module took (0600: root only).
+  std::optional<std::int64_t> v;
+  std::string src;
+  for (const char* k : {"kernel.cmdline.param.amdgpu.gttsize", "modprobe.options.amdgpu.gttsize",
+                        "amdgpu.param.gttsize"}) {
+    if (auto s = facts.get<std::string>(k)) {
+      v = parse_int(*s);
+      src = facts.find(k)->source;
+      if (v) break;
+    }
+  }
+  const bool set = v && *v != -1;
+  facts.put_ok("amdgpu.gttsize_set", set, src.empty() ? "derived: not configured" : src);
+  if (set) {
+    facts.put_ok("amdgpu.gttsize_mib", *v, src);
+    facts.put_ok("amdgpu.gttsize_bytes", *v * units::kMiB, src);
+  } else {
+    facts.put_status("amdgpu.gttsize_mib", Status::missing, kDerived, "amdgpu.gttsize is not set");
+    facts.put_status("amdgpu.gttsize_bytes", Status::missing, kDerived, "amdgpu.gttsize is not set");
+  }
+}
+
+/// Known misspellings seen in the field; the kernel ignores them ("unknown parameter ignored").
+struct Typo {
+  const char* name;
+  const char* hint;
+};
+constexpr std::array<Typo, 8> kTypos = {{
+    {"amdgpu.gtt_size", "did you mean amdgpu.gttsize? It is deprecated anyway: use ttm.pages_limit (ROCm/ROCm#5595)"},
+    {"ttm.pages_pool_size", "did you mean ttm.page_pool_size?"},
+    {"amdttm.pages_pool_size", "did you mean amdttm.page_pool_size?"},
+    {"amd_ttm.pages_pool_size", "did you mean amd_ttm.page_pool_size?"},
+    {"ttm.page_limit", "did you mean ttm.pages_limit?"},
+    {"amdttm.page_limit", "did you mean amdttm.pages_limit?"},
+    {"ttm.pool_size", "did you mean ttm.page_pool_size?"},
+    {"amdgpu.gtt", "did you mean amdgpu.gttsize? Use ttm.pages_limit instead"},
+}};
+
+void derive_suspects(FactSet& facts) {
+  std::vector<std::string> names;
+  std::vector<std::string> hints;
+  auto flag = [&](const std::string& name, const std::string& hint) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) return;
+    names.push_back(name);
+    hints.push_back(fmt::format("{}: {}", name, hint));
+  };
+  const auto cmd_names = facts.get<std::vector<std::string>>("kernel.cmdline.names");
+  if (!cmd_names) {
+    facts.put_status("kernel.cmdline.suspect_names", Status::missing, kDerived, "no kernel command line");
+    facts.put_status("kernel.cmdline.suspect_hints", Status::missing, kDerived, "no kernel command line");
+    return;
+  }
+  for (const auto& n : *cmd_names) {
+    for (const auto& t : kTypos)
+      if (n == t.name) flag(n, std::string("no such parameter; the kernel ignores it; ") + t.hint);
+    // A module parameter the loaded module does not have is ignored by the kernel. Parameters
+    // with permission 0 are absent from sysfs, so only modules whose list we hold are judged.
+    auto dot = n.find('.');
+    if (dot != std::string::npos) {
+      const std::string m = n.substr(0, dot);
+      const std::string p = n.substr(dot + 1);
+      std::optional<std::vector<std::string>> known;
+      if (m == "amdgpu") known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+      else if (m == "ttm" || m == "amdttm" || m == "amd_ttm")
+        known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
+      if (known && std::find(known->begin(), known->end(), p) == known->end())
+        flag(n, fmt::format("the loaded {} module has no parameter '{}' (/sys/module/{}/parameters); the kernel ignores it", m, p, m));
+    }
+  }
+  if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu"); v == std::string("pt"))
+    flag("amd_iommu", "amd_iommu=pt is not a valid value (the kernel logs \"AMD-Vi: Unknown option - 'pt'\"); use iommu=pt (kyuz0/amd-strix-halo-toolboxes#66)");
+  for (const auto& n : *cmd_names) {
+    if (n == "Modprobe.blacklist" || n == "Module_blacklist")
+      flag(n, "kernel parameter names are case-sensitive: write modprobe.blacklist");
+  }
+  const std::string src = facts.find("kernel.cmdline.names")->source;
+  facts.put_ok("kernel.cmdline.suspect_names", names, src);
+  facts.put_ok("kernel.cmdline.suspect_hints", hints, src);
+
+  // modprobe.d options for parameters the module does not have.
+  std::vector<std::string> mp_hints;
+  for (const auto& [key, f] : facts.all()) {
+    if (key.rfind("modprobe.options.", 0) != 0 || !f.ok()) continue;
+    const std::string rest = key.substr(17);
+    const auto dot = rest.find('.');
+    const std::string m = rest.substr(0, dot);
+    const std::string p = rest.substr(dot + 1);
+    std::optional<std::vector<std::string>> known;
+    if (m == "amdgpu") known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+    else known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
+    if (known && std::find(known->begin(), known->end(), p) == known->end())
+      mp_hints.push_back(fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
+  }
+  facts.put_ok("modprobe.suspect_hints", mp_hints, "derived: modprobe.d, /sys/module/*/parameters");
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  derive_gpus(facts);
+  derive_driver(facts);
+  derive_ttm(facts, ctx.options);
+  derive_gttsize(facts);
+  derive_suspects(facts);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_derived_probe() {
+  return std::make_unique<BasicProbe>(
+      "derived",
+      std::vector<std::string>{
+          "amd.gpu_present", "gpu.count", "gpu.*.gfx_target", "gpu.*.device_id", "gpu.*.card",
+          "gpu.*.vram_total_bytes", "gpu.*.vis_vram_total_bytes", "gpu.*.gtt_total_bytes",
+          "gpu.*.apu", "gpu.*.instinct", "gpu.*.mi300_series", "gpu.*.kfd_node", "amdgpu.live",
+          "amdgpu.blocked_by", "ttm.configured_elsewhere", "ttm.configured_on_used",
+          "ttm.configured.*", "ttm.cmdline.*", "ttm.modprobe.*", "ttm.recommended_gib",
+          "ttm.recommended_pages", "ttm.recommended_bytes", "amdgpu.gttsize_set",
+          "amdgpu.gttsize_mib", "amdgpu.gttsize_bytes", "kernel.cmdline.suspect_names",
+          "kernel.cmdline.suspect_hints", "modprobe.suspect_hints"},
+      std::vector<std::string>{}, collect);
+}
+
+} // namespace halo::probes

@@ -1,0 +1,182 @@
+// Probe: can the current user open /dev/kfd and the GPUs' render nodes read-write, as ROCm
+// must? Identity comes from /proc/self/status (Uid:, Gid:, Groups:), names from /etc/passwd and
+// /etc/group, never from getlogin(). On the live root the kernel's own answer, access(2)
+// (which also honours ACLs such as logind's uaccess), decides; in a fixture the mode bits do.
+// The fixture sidecar /.halo/nodes.json holds device-node owners and modes (see Root).
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+namespace halo::probes {
+namespace {
+
+struct Identity {
+  std::optional<std::uint32_t> uid;
+  std::optional<std::uint32_t> gid;
+  std::set<std::uint32_t> gids; // active: primary + supplementary
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto p = s.find(sep, start);
+    if (p == std::string::npos) p = s.size();
+    out.push_back(s.substr(start, p - start));
+    start = p + 1;
+  }
+  return out;
+}
+
+bool user_can_rw(const NodeInfo& n, const Identity& id, const std::set<std::uint32_t>& gids) {
+  if (!id.uid) return false;
+  if (*id.uid == 0) return true;
+  if (n.uid == *id.uid) return (n.mode & 0600U) == 0600U;
+  if (gids.count(n.gid) != 0U) return (n.mode & 0060U) == 0060U;
+  return (n.mode & 0006U) == 0006U;
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const Root& root = ctx.root;
+  Identity id;
+  ReadResult st = root.read("/proc/self/status");
+  if (st.ok()) {
+    for (const auto& line : split_lines(st.text)) {
+      auto first_num = [&](std::size_t off) {
+        return parse_int(line.substr(off, line.find_first_of(" \t", off + 1) - off));
+      };
+      if (line.rfind("Uid:", 0) == 0) {
+        if (auto v = first_num(line.find_first_not_of(" \t", 4))) id.uid = static_cast<std::uint32_t>(*v);
+      } else if (line.rfind("Gid:", 0) == 0) {
+        if (auto v = first_num(line.find_first_not_of(" \t", 4))) id.gid = static_cast<std::uint32_t>(*v);
+      } else if (line.rfind("Groups:", 0) == 0) {
+        std::string rest = line.substr(7);
+        for (const auto& tok : split(rest, ' ')) {
+          for (const auto& t2 : split(tok, '\t'))
+            if (auto v = parse_int(t2)) id.gids.insert(static_cast<std::uint32_t>(*v));
+        }
+      }
+    }
+  }
+  if (id.gid) id.gids.insert(*id.gid);
+  if (!id.uid) {
+    facts.put_status("user.uid", st.ok() ? Status::error : st.status, st.path,
+                     st.ok() ? "no Uid: line" : st.reason);
+  } else {
+    facts.put_ok("user.uid", static_cast<std::int64_t>(*id.uid), st.path);
+  }
+
+  // Names: /etc/passwd for the user, /etc/group for group names and configured membership.
+  std::string user_name;
+  ReadResult pw = root.read("/etc/passwd", 1024 * 1024);
+  if (pw.ok() && id.uid) {
+    for (const auto& line : split_lines(pw.text)) {
+      auto f = split(line, ':');
+      if (f.size() >= 4 && parse_int(f[2]) == static_cast<std::int64_t>(*id.uid)) {
+        user_name = f[0];
+        break;
+      }
+    }
+  }
+  if (!user_name.empty()) facts.put_ok("user.name", user_name, pw.path);
+  else facts.put_status("user.name", pw.ok() ? Status::missing : pw.status, pw.path,
+                        pw.ok() ? "uid not in /etc/passwd" : pw.reason);
+
+  std::map<std::uint32_t, std::string> group_names;
+  std::map<std::string, std::uint32_t> group_ids;
+  std::set<std::uint32_t> configured = id.gid ? std::set<std::uint32_t>{*id.gid} : std::set<std::uint32_t>{};
+  ReadResult gr = root.read("/etc/group", 1024 * 1024);
+  if (gr.ok()) {
+    for (const auto& line : split_lines(gr.text)) {
+      auto f = split(line, ':');
+      if (f.size() < 4) continue;
+      auto g = parse_int(f[2]);
+      if (!g) continue;
+      const auto gid = static_cast<std::uint32_t>(*g);
+      group_names[gid] = f[0];
+      group_ids[f[0]] = gid;
+      auto members = split(f[3], ',');
+      if (!user_name.empty() && std::find(members.begin(), members.end(), user_name) != members.end())
+        configured.insert(gid);
+    }
+  }
+  auto names_of = [&](const std::set<std::uint32_t>& gids) {
+    std::vector<std::string> out;
+    for (auto g : gids) out.push_back(group_names.count(g) != 0U ? group_names[g] : std::to_string(g));
+    return out;
+  };
+  if (id.uid) facts.put_ok("user.groups", names_of(id.gids), st.path + " (Groups:)");
+  if (gr.ok()) facts.put_ok("user.configured_groups", names_of(configured), gr.path);
+  else facts.put_status("user.configured_groups", gr.status, gr.path, gr.reason);
+  for (const char* g : {"render", "video"}) {
+    if (group_ids.count(g) != 0U) facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]), gr.path);
+  }
+
+  auto node_facts = [&](const std::string& pre, const std::string& path) {
+    NodeInfo n = root.node(path);
+    facts.put_ok(pre + ".path", path, path);
+    facts.put_ok(pre + ".exists", n.status == Status::ok, path);
+    if (n.status != Status::ok) {
+      for (const char* k : {".mode", ".group", ".rw", ".rw_after_relogin"})
+        facts.put_status(pre + k, n.status, path, n.reason);
+      return;
+    }
+    facts.put_ok(pre + ".mode", fmt::format("{:04o}", n.mode), path);
+    facts.put_ok(pre + ".group", group_names.count(n.gid) != 0U ? group_names[n.gid] : std::to_string(n.gid), path);
+    facts.put_ok(pre + ".uid", static_cast<std::int64_t>(n.uid), path);
+    if (!id.uid) {
+      facts.put_status(pre + ".rw", Status::error, path, "the current user is unknown");
+      return;
+    }
+    if (root.is_live()) {
+      const bool ok = ::access(path.c_str(), R_OK | W_OK) == 0;
+      facts.put_ok(pre + ".rw", ok, "access(2) " + path);
+    } else {
+      facts.put_ok(pre + ".rw", user_can_rw(n, id, id.gids), path + " (mode bits)");
+    }
+    std::set<std::uint32_t> after = id.gids;
+    after.insert(configured.begin(), configured.end());
+    facts.put_ok(pre + ".rw_after_relogin", user_can_rw(n, id, after), path + " (mode bits, /etc/group)");
+  };
+
+  node_facts("access.kfd", "/dev/kfd");
+  // The render node of each KFD GPU node, in the same order as gpu.N.
+  std::int64_t i = 0;
+  if (auto gpus = facts.get<std::vector<std::string>>("kfd.gpu_nodes")) {
+    for (const auto& node : *gpus) {
+      auto minor = facts.get_int("kfd.node." + node + ".drm_render_minor");
+      if (!minor) continue;
+      node_facts(fmt::format("access.render.{}", i++), fmt::format("/dev/dri/renderD{}", *minor));
+    }
+  }
+  if (i == 0) {
+    // No KFD topology: fall back to the render nodes of the AMD DRM cards.
+    if (auto cards = facts.get<std::vector<std::string>>("drm.amd_cards")) {
+      for (const auto& c : *cards)
+        if (auto minor = facts.get_int("drm." + c + ".render_minor"))
+          node_facts(fmt::format("access.render.{}", i++), fmt::format("/dev/dri/renderD{}", *minor));
+    }
+  }
+  facts.put_ok("access.render_count", i, "/dev/dri");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_device_access_probe() {
+  return std::make_unique<BasicProbe>(
+      "device_access",
+      std::vector<std::string>{"user.uid", "user.name", "user.groups", "user.configured_groups",
+                               "group.*.gid", "access.kfd.*", "access.render.*.*",
+                               "access.render_count"},
+      std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",
+                               "/dev/dri/renderD*"},
+      collect);
+}
+
+} // namespace halo::probes

@@ -1,0 +1,78 @@
+// Probe: amdgpu's DRM view of each AMD card. Reads /sys/class/drm/cardN/device/{vendor,device,
+// uevent,driver,mem_info_vram_total,mem_info_vis_vram_total,mem_info_gtt_total,
+// mem_info_vram_used,mem_info_gtt_used,current_compute_partition,current_memory_partition,
+// uma/carveout} and the render node under device/drm/. mem_info_* are bytes (amdgpu_vram_mgr.c,
+// amdgpu_gtt_mgr.c). On an APU, vram_total is the BIOS carve-out.
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <regex>
+
+namespace halo::probes {
+namespace {
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const std::string base = "/sys/class/drm";
+  Status st = Status::ok;
+  auto entries = ctx.root.list(base, &st);
+  std::vector<std::string> cards;
+  if (!entries) {
+    facts.put_status("drm.amd_cards", st, base, "cannot list DRM devices");
+    return;
+  }
+  static const std::regex card_re("card[0-9]+");
+  for (const auto& e : *entries) {
+    if (!std::regex_match(e, card_re)) continue;
+    const std::string dev = base + "/" + e + "/device";
+    ReadResult vendor = ctx.root.read_trimmed(dev + "/vendor");
+    if (!vendor.ok() || parse_hex(vendor.text) != 0x1002) continue;
+    cards.push_back(e);
+    const std::string pre = "drm." + e;
+    ReadResult did = ctx.root.read_trimmed(dev + "/device");
+    if (auto d = did.ok() ? parse_hex(did.text) : std::nullopt) facts.put_ok(pre + ".device_id", *d, did.path);
+    else facts.put_status(pre + ".device_id", did.ok() ? Status::error : did.status, did.path, did.reason);
+    auto drv = ctx.root.link_name(dev + "/driver");
+    facts.put_ok(pre + ".driver", drv.value_or(""), dev + "/driver");
+    ReadResult ue = ctx.root.read(dev + "/uevent");
+    if (ue.ok()) {
+      for (const auto& line : split_lines(ue.text))
+        if (line.rfind("PCI_SLOT_NAME=", 0) == 0) facts.put_ok(pre + ".pci_slot", line.substr(14), ue.path);
+    }
+    for (const char* m : {"vram_total", "vis_vram_total", "gtt_total", "vram_used", "gtt_used"})
+      put_int(facts, ctx.root, pre + "." + m + "_bytes", dev + "/mem_info_" + m);
+    for (const char* p : {"current_compute_partition", "current_memory_partition"}) {
+      if (ctx.root.exists(dev + "/" + p)) put_text(facts, ctx.root, pre + "." + p, dev + "/" + p);
+    }
+    if (ctx.root.exists(dev + "/uma/carveout")) put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
+    if (auto nodes = ctx.root.list(dev + "/drm")) {
+      for (const auto& n : *nodes) {
+        if (n.rfind("renderD", 0) == 0)
+          if (auto minor = parse_int(n.substr(7))) facts.put_ok(pre + ".render_minor", *minor, dev + "/drm/" + n);
+      }
+    }
+  }
+  facts.put_ok("drm.amd_cards", cards, base);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_drm_probe() {
+  return std::make_unique<BasicProbe>(
+      "drm",
+      std::vector<std::string>{"drm.amd_cards", "drm.*.device_id", "drm.*.driver", "drm.*.pci_slot",
+                               "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes",
+                               "drm.*.gtt_total_bytes", "drm.*.vram_used_bytes",
+                               "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
+                               "drm.*.current_memory_partition", "drm.*.uma_carveout",
+                               "drm.*.render_minor"},
+      std::vector<std::string>{"/sys/class/drm/card*/device/vendor",
+                               "/sys/class/drm/card*/device/device",
+                               "/sys/class/drm/card*/device/uevent",
+                               "/sys/class/drm/card*/device/mem_info_*",
+                               "/sys/class/drm/card*/device/current_*_partition",
+                               "/sys/class/drm/card*/device/uma/carveout",
+                               "/sys/class/drm/card*/device/drm/renderD*"},
+      collect);
+}
+
+} // namespace halo::probes

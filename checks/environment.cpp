@@ -1,0 +1,60 @@
+// Probe: the environment training will see, read from /proc/self/environ (NUL-separated): the
+// ROCm runtime (HSA_*, ROCR_*), HIP (HIP_*, GPU_*), rocBLAS, PyTorch allocator and BLAS
+// variables. Keys are lower-cased: HSA_OVERRIDE_GFX_VERSION -> env.hsa_override_gfx_version.
+#include "gfx.hpp"
+#include "probes.hpp"
+
+#include <algorithm>
+
+namespace halo::probes {
+namespace {
+
+bool wanted(const std::string& name) {
+  for (const char* p : {"HSA_", "HIP_", "ROCR_", "GPU_", "ROCBLAS_", "TORCH_BLAS_", "HCC_",
+                        "PYTORCH_ROCM_", "PYTORCH_TUNABLEOP_", "MIOPEN_", "NCCL_", "RCCL_"})
+    if (name.rfind(p, 0) == 0) return true;
+  return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||
+         name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES";
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  ReadResult r = ctx.root.read("/proc/self/environ", 1024 * 1024);
+  if (!r.ok()) {
+    facts.put_status("env.names", r.status, r.path, r.reason);
+    return;
+  }
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start < r.text.size()) {
+    std::size_t end = r.text.find('\0', start);
+    if (end == std::string::npos) end = r.text.size();
+    std::string entry = r.text.substr(start, end - start);
+    start = end + 1;
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (!wanted(name)) continue;
+    std::string key = name;
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    names.push_back(name);
+    facts.put_ok("env." + key, entry.substr(eq + 1), r.path);
+  }
+  std::sort(names.begin(), names.end());
+  facts.put_ok("env.names", names, r.path);
+  if (auto v = facts.get<std::string>("env.hsa_override_gfx_version")) {
+    if (auto g = gfx_from_override(*v)) facts.put_ok("env.hsa_override_gfx_target", *g, r.path);
+    else facts.put_status("env.hsa_override_gfx_target", Status::error, r.path,
+                          "HSA_OVERRIDE_GFX_VERSION is not MAJOR.MINOR.STEPPING: '" + *v + "'");
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_environment_probe() {
+  return std::make_unique<BasicProbe>(
+      "environment", std::vector<std::string>{"env.names", "env.*"},
+      std::vector<std::string>{"/proc/self/environ"}, collect);
+}
+
+} // namespace halo::probes

@@ -1,0 +1,88 @@
+#include "gfx.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <regex>
+
+namespace halo::probes {
+
+std::optional<std::string> decode_gfx_target_version(std::int64_t v) {
+  if (v <= 0) return std::nullopt;
+  const std::int64_t major = v / 10000;
+  const std::int64_t minor = (v / 100) % 100;
+  const std::int64_t step = v % 100;
+  if (minor > 15 || step > 15) return std::nullopt;
+  return fmt::format("gfx{}{:x}{:x}", major, minor, step);
+}
+
+std::optional<std::string> gfx_from_override(const std::string& value) {
+  static const std::regex re(R"((\d+)\.(\d+)\.(\d+))");
+  std::smatch m;
+  if (!std::regex_match(value, m, re)) return std::nullopt;
+  const long long major = std::stoll(m[1]);
+  const long long minor = std::stoll(m[2]);
+  const long long step = std::stoll(m[3]);
+  if (minor > 15 || step > 15) return std::nullopt;
+  return fmt::format("gfx{}{:x}{:x}", major, minor, step);
+}
+
+namespace {
+struct Known {
+  const char* gfx;
+  std::int64_t id;
+  const char* name;
+};
+// Integrated GPUs (APUs). gfx targets per LLVM AMDGPUUsage; ids per pci.ids.
+constexpr std::array<Known, 17> kApus = {{
+    {"gfx1151", 0x1586, "Strix Halo (Radeon 8060S/8050S/8040S)"},
+    {"gfx1150", 0x150e, "Strix Point (Radeon 890M/880M)"},
+    {"gfx1152", 0x1114, "Krackan Point (Radeon 860M/840M)"},
+    {"gfx1103", 0x15bf, "Phoenix (Radeon 780M/760M)"},
+    {"gfx1103", 0x15c8, "Phoenix 2 (Radeon 740M)"},
+    {"gfx1103", 0x1900, "Hawk Point (Radeon 780M)"},
+    {"gfx1103", 0x1901, "Hawk Point 2"},
+    {"gfx1037", 0x1506, "Mendocino (Radeon 610M)"},
+    {"gfx1036", 0x164e, "Raphael (Radeon Graphics)"},
+    {"gfx1035", 0x1681, "Rembrandt (Radeon 680M/660M)"},
+    {"gfx1033", 0x163f, "Van Gogh"},
+    {"gfx90c", 0x1636, "Renoir"},
+    {"gfx90c", 0x1638, "Cezanne"},
+    {"gfx90c", 0x164c, "Lucienne"},
+    {"gfx902", 0x15dd, "Raven"},
+    {"gfx909", 0x15d8, "Picasso"},
+    {"gfx942", 0x74a0, "Instinct MI300A"},
+}};
+} // namespace
+
+std::optional<std::string> apu_basis(const std::optional<std::string>& gfx,
+                                     std::optional<std::int64_t> device_id) {
+  if (device_id) {
+    for (const auto& k : kApus)
+      if (k.id == *device_id) return fmt::format("PCI device 0x{:04x} is {}", k.id, k.name);
+  }
+  if (gfx && *gfx != "gfx942") {
+    for (const auto& k : kApus)
+      if (*gfx == k.gfx) return fmt::format("{} is an integrated-GPU target ({})", *gfx, k.name);
+  }
+  return std::nullopt;
+}
+
+bool is_instinct(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id) {
+  if (gfx && (*gfx == "gfx908" || *gfx == "gfx90a" || *gfx == "gfx940" || *gfx == "gfx941" ||
+              *gfx == "gfx942" || *gfx == "gfx950"))
+    return true;
+  if (device_id) {
+    const std::int64_t id = *device_id;
+    return id == 0x738c || id == 0x7388 || (id >= 0x7408 && id <= 0x740f) ||
+           (id >= 0x74a0 && id <= 0x74a5) || id == 0x75a0 || id == 0x75a3;
+  }
+  return false;
+}
+
+bool is_mi300_series(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id) {
+  if (gfx && (*gfx == "gfx940" || *gfx == "gfx941" || *gfx == "gfx942")) return true;
+  return device_id && *device_id >= 0x74a0 && *device_id <= 0x74a5;
+}
+
+} // namespace halo::probes

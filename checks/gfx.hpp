@@ -1,0 +1,32 @@
+// GPU identity knowledge: gfx target decoding and the APU / Instinct tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace halo::probes {
+
+/// Decodes KFD's gfx_target_version (major*10000 + minor*100 + stepping, decimal) into the LLVM
+/// target name: 110501 -> "gfx1151", 90402 -> "gfx942", 90010 -> "gfx90a". Minor and stepping
+/// are printed in hex, as rocminfo and the LLVM AMDGPU processor names do. 0 (a CPU node) and
+/// values whose minor or stepping exceed 15 give std::nullopt.
+std::optional<std::string> decode_gfx_target_version(std::int64_t v);
+
+/// Parses an HSA_OVERRIDE_GFX_VERSION value "11.5.1" into the gfx name "gfx1151" (the same
+/// format ROCr accepts: three decimal numbers; minor and stepping printed in hex).
+std::optional<std::string> gfx_from_override(const std::string& value);
+
+/// Why a GPU counts as an APU (an integrated GPU sharing system RAM), or std::nullopt.
+/// Tables: LLVM AMDGPUUsage processor list (APU column) and pci.ids device names; Strix Halo is
+/// gfx1151 / 0x1586 (reference/amd-gpu-facts.md 2.1); MI300A is gfx942 / 0x74a0.
+std::optional<std::string> apu_basis(const std::optional<std::string>& gfx,
+                                     std::optional<std::int64_t> device_id);
+
+/// True for Instinct accelerators (gfx908, gfx90a, gfx94x, gfx950, or their PCI ids).
+bool is_instinct(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id);
+
+/// True for the MI300 series (MI300X/A, MI308X, MI325X: gfx940-942, ids 0x74a0-0x74a5).
+bool is_mi300_series(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id);
+
+} // namespace halo::probes

@@ -1,0 +1,69 @@
+// Probe: the running kernel's release and command line.
+// Reads /proc/sys/kernel/osrelease (uname -r) and /proc/cmdline.
+#include "cmdline.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace halo::probes {
+namespace {
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  ReadResult rel = ctx.root.read_trimmed("/proc/sys/kernel/osrelease");
+  if (!rel.ok()) {
+    for (const char* k : {"kernel.release", "kernel.version"})
+      facts.put_status(k, rel.status, rel.path, rel.reason);
+  } else {
+    facts.put_ok("kernel.release", rel.text, rel.path);
+    if (auto kr = parse_kernel_release(rel.text)) {
+      facts.put_ok("kernel.version", kr->version, rel.path);
+      if (kr->ubuntu_abi) {
+        facts.put_ok("kernel.ubuntu_abi", static_cast<std::int64_t>(*kr->ubuntu_abi), rel.path);
+        facts.put_ok("kernel.ubuntu_flavor", kr->ubuntu_flavor, rel.path);
+      } else {
+        for (const char* k : {"kernel.ubuntu_abi", "kernel.ubuntu_flavor"})
+          facts.put_status(k, Status::missing, rel.path, "not an Ubuntu-style release (X.Y.Z-ABI-flavor)");
+      }
+    } else {
+      facts.put_status("kernel.version", Status::error, rel.path,
+                       fmt::format("not a kernel release: '{}'", rel.text.substr(0, 60)));
+    }
+  }
+
+  ReadResult cmd = ctx.root.read_trimmed("/proc/cmdline");
+  if (!cmd.ok()) {
+    for (const char* k : {"kernel.cmdline", "kernel.cmdline.names", "kernel.cmdline.duplicates"})
+      facts.put_status(k, cmd.status, cmd.path, cmd.reason);
+    return;
+  }
+  facts.put_ok("kernel.cmdline", cmd.text, cmd.path);
+  std::vector<std::string> names;
+  std::vector<std::string> duplicates;
+  for (const KernelArg& a : parse_cmdline(cmd.text)) {
+    if (std::find(names.begin(), names.end(), a.name) != names.end()) {
+      if (std::find(duplicates.begin(), duplicates.end(), a.name) == duplicates.end())
+        duplicates.push_back(a.name);
+    } else {
+      names.push_back(a.name);
+    }
+    // The last occurrence wins: parse_args() assigns parameters in order.
+    facts.put_ok("kernel.cmdline.param." + a.name, a.value.value_or(""), cmd.path);
+  }
+  facts.put_ok("kernel.cmdline.names", names, cmd.path);
+  facts.put_ok("kernel.cmdline.duplicates", duplicates, cmd.path);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_kernel_probe() {
+  return std::make_unique<BasicProbe>(
+      "kernel",
+      std::vector<std::string>{"kernel.release", "kernel.version", "kernel.ubuntu_abi",
+                               "kernel.ubuntu_flavor", "kernel.cmdline", "kernel.cmdline.names",
+                               "kernel.cmdline.duplicates", "kernel.cmdline.param.**"},
+      std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/cmdline"}, collect);
+}
+
+} // namespace halo::probes

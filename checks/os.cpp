@@ -1,0 +1,73 @@
+// Probe: the distribution, from os-release(5): /etc/os-release, else /usr/lib/os-release.
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+namespace halo::probes {
+namespace {
+
+/// Unquotes an os-release value: shell-style single or double quotes, backslash escapes.
+std::string unquote(std::string_view v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) {
+    const char q = v.front();
+    v = v.substr(1, v.size() - 2);
+    if (q == '\'') return std::string(v);
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '\\' && i + 1 < v.size()) ++i;
+      out += v[i];
+    }
+    return out;
+  }
+  return std::string(v);
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  ReadResult r = ctx.root.read("/etc/os-release");
+  if (r.status == Status::missing) r = ctx.root.read("/usr/lib/os-release");
+  const std::vector<std::pair<std::string, std::string>> wanted = {
+      {"ID", "os.id"},
+      {"ID_LIKE", "os.id_like"},
+      {"VERSION_ID", "os.version_id"},
+      {"VARIANT_ID", "os.variant_id"},
+      {"PRETTY_NAME", "os.pretty_name"}};
+  if (!r.ok()) {
+    for (const auto& [field, key] : wanted) facts.put_status(key, r.status, r.path, r.reason);
+    return;
+  }
+  std::map<std::string, std::string> kv;
+  for (const auto& line : split_lines(r.text)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    kv[line.substr(0, eq)] = unquote(std::string_view(line).substr(eq + 1));
+  }
+  for (const auto& [field, key] : wanted) {
+    auto it = kv.find(field);
+    if (it != kv.end()) facts.put_ok(key, it->second, r.path);
+    else facts.put_status(key, Status::missing, r.path, field + " is not set");
+  }
+  // ID_LIKE as a list makes "is this Debian-like" a single contains test.
+  std::vector<std::string> family;
+  if (kv.count("ID") != 0U) family.push_back(kv["ID"]);
+  std::string like = kv.count("ID_LIKE") != 0U ? kv["ID_LIKE"] : "";
+  std::size_t pos = 0;
+  while (pos < like.size()) {
+    auto sp = like.find(' ', pos);
+    if (sp == std::string::npos) sp = like.size();
+    if (sp > pos) family.push_back(like.substr(pos, sp - pos));
+    pos = sp + 1;
+  }
+  facts.put_ok("os.family", family, r.path);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_os_probe() {
+  return std::make_unique<BasicProbe>(
+      "os",
+      std::vector<std::string>{"os.id", "os.id_like", "os.version_id", "os.variant_id",
+                               "os.pretty_name", "os.family"},
+      std::vector<std::string>{"/etc/os-release", "/usr/lib/os-release"}, collect);
+}
+
+} // namespace halo::probes

@@ -1,0 +1,81 @@
+#include "probe_util.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace halo::probes {
+
+namespace {
+std::string_view trim_view(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  return s;
+}
+} // namespace
+
+std::optional<std::int64_t> parse_int(std::string_view s) {
+  s = trim_view(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> parse_hex(std::string_view s) {
+  s = trim_view(s);
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+void put_text(FactSet& facts, const Root& root, const std::string& key, std::string_view abs) {
+  ReadResult r = root.read_trimmed(abs);
+  if (r.ok()) facts.put_ok(key, r.text, r.path);
+  else facts.put_status(key, r.status, r.path, r.reason);
+}
+
+std::optional<std::int64_t> put_int(FactSet& facts, const Root& root, const std::string& key,
+                                    std::string_view abs, std::int64_t scale) {
+  ReadResult r = root.read_trimmed(abs);
+  if (!r.ok()) {
+    facts.put_status(key, r.status, r.path, r.reason);
+    return std::nullopt;
+  }
+  auto v = parse_int(r.text);
+  if (!v) {
+    facts.put_status(key, Status::error, r.path,
+                     fmt::format("expected an integer, found '{}'", r.text.substr(0, 40)));
+    return std::nullopt;
+  }
+  facts.put_ok(key, *v * scale, r.path);
+  return *v * scale;
+}
+
+std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::string_view text) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (const auto& line : split_lines(text)) {
+    std::string_view l = trim_view(line);
+    auto sp = l.find_first_of(" \t");
+    if (sp == std::string_view::npos || sp == 0) continue;
+    out.emplace(std::string(l.substr(0, sp)), std::string(trim_view(l.substr(sp + 1))));
+  }
+  return out;
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    out.emplace_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+} // namespace halo::probes

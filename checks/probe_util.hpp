@@ -1,0 +1,36 @@
+// Helpers shared by the probe modules: turning reads into facts without losing the status.
+#pragma once
+
+#include <halo/fact.hpp>
+#include <halo/root.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace halo::probes {
+
+/// Parses a whole decimal integer (optionally signed, surrounding whitespace allowed).
+std::optional<std::int64_t> parse_int(std::string_view s);
+
+/// Parses a hexadecimal value written as "0x1586" (sysfs `vendor`, `device`, `class`).
+std::optional<std::int64_t> parse_hex(std::string_view s);
+
+/// Puts the trimmed text of `abs` under `key` (or its status when the read failed).
+void put_text(FactSet& facts, const Root& root, const std::string& key, std::string_view abs);
+
+/// Puts the integer in `abs` under `key`, times `scale`. Malformed text is an error fact that
+/// quotes the text. Returns the value when ok.
+std::optional<std::int64_t> put_int(FactSet& facts, const Root& root, const std::string& key,
+                                    std::string_view abs, std::int64_t scale = 1);
+
+/// Parses "key value" lines (KFD topology `properties`, `mem_banks/N/properties`). Lines that
+/// do not have that shape are skipped.
+std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::string_view text);
+
+/// Splits text into lines without the newline characters.
+std::vector<std::string> split_lines(std::string_view text);
+
+} // namespace halo::probes

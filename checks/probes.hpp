@@ -1,0 +1,48 @@
+// The built-in probe modules, one per file in checks/. Each factory returns a probe whose
+// provides()/reads() document what it produces and reads (docs/facts.md lists them).
+#pragma once
+
+#include <halo/probe.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace halo::probes {
+
+/// A probe defined by data and one collect function; every module in checks/ builds one.
+class BasicProbe : public Probe {
+public:
+  using Collect = std::function<void(const ProbeContext&, FactSet&)>;
+  BasicProbe(std::string id, std::vector<std::string> provides, std::vector<std::string> reads,
+             Collect collect)
+      : id_(std::move(id)), provides_(std::move(provides)), reads_(std::move(reads)),
+        collect_(std::move(collect)) {}
+  std::string_view id() const override { return id_; }
+  std::vector<std::string> provides() const override { return provides_; }
+  std::vector<std::string> reads() const override { return reads_; }
+  void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
+
+private:
+  std::string id_;
+  std::vector<std::string> provides_;
+  std::vector<std::string> reads_;
+  Collect collect_;
+};
+
+std::unique_ptr<Probe> make_kernel_probe();        // checks/kernel.cpp
+std::unique_ptr<Probe> make_os_probe();            // checks/os.cpp
+std::unique_ptr<Probe> make_memory_probe();        // checks/memory.cpp
+std::unique_ptr<Probe> make_amdgpu_module_probe(); // checks/amdgpu_module.cpp
+std::unique_ptr<Probe> make_ttm_probe();           // checks/ttm.cpp
+std::unique_ptr<Probe> make_modprobe_probe();      // checks/modprobe.cpp
+std::unique_ptr<Probe> make_pci_probe();           // checks/pci.cpp
+std::unique_ptr<Probe> make_drm_probe();           // checks/drm.cpp
+std::unique_ptr<Probe> make_kfd_topology_probe();  // checks/kfd_topology.cpp
+std::unique_ptr<Probe> make_device_access_probe(); // checks/device_access.cpp
+std::unique_ptr<Probe> make_environment_probe();   // checks/environment.cpp
+std::unique_ptr<Probe> make_numa_probe();          // checks/numa.cpp
+std::unique_ptr<Probe> make_derived_probe();       // checks/derived.cpp (runs last)
+
+} // namespace halo::probes

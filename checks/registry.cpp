@@ -1,0 +1,25 @@
+// The explicit list of built-in probes, in the order they run. No static registration:
+// adding a probe is one line here and one file in checks/ (docs/adding-a-probe.md).
+#include "probes.hpp"
+
+namespace halo {
+
+ProbeRegistry builtin_probes() {
+  ProbeRegistry r;
+  r.add(probes::make_kernel_probe());
+  r.add(probes::make_os_probe());
+  r.add(probes::make_memory_probe());
+  r.add(probes::make_amdgpu_module_probe());
+  r.add(probes::make_ttm_probe());
+  r.add(probes::make_modprobe_probe());
+  r.add(probes::make_pci_probe());
+  r.add(probes::make_drm_probe());
+  r.add(probes::make_kfd_topology_probe());
+  r.add(probes::make_device_access_probe());
+  r.add(probes::make_environment_probe());
+  r.add(probes::make_numa_probe());
+  r.add(probes::make_derived_probe());
+  return r;
+}
+
+} // namespace halo

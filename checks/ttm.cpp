@@ -1,0 +1,105 @@
+// Probe: the TTM memory manager's limits, for each TTM module present, and which one amdgpu
+// uses. The in-kernel driver uses `ttm`; the ROCm amdgpu-dkms package ships `amdttm` (newer
+// packages `amd_ttm`). Setting the limit on a module amdgpu does not use does nothing
+// (ROCm/ROCm#5562, #5595).
+//
+// Reads /sys/module/{ttm,amdttm,amd_ttm}/parameters/{pages_limit,page_pool_size,
+// dma32_pages_limit} (4 KiB pages; ttm_tt.c / ttm_pool.c set them to half of RAM at init when
+// not given, so sysfs always shows the effective value) and /sys/module/*/holders/amdgpu.
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <halo/units.hpp>
+
+namespace halo::probes {
+namespace {
+
+const char* const kModules[] = {"ttm", "amdttm", "amd_ttm"};
+const char* const kParams[] = {"pages_limit", "page_pool_size", "dma32_pages_limit"};
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const Root& root = ctx.root;
+  std::vector<std::string> loaded;
+  std::vector<std::string> holders;
+  for (const char* m : kModules) {
+    const std::string dir = std::string("/sys/module/") + m;
+    const std::string pre = std::string("ttm.module.") + m;
+    const bool present = root.is_dir(dir);
+    facts.put_ok(pre + ".loaded", present, dir);
+    if (!present) continue;
+    loaded.emplace_back(m);
+    const bool holds = root.exists(dir + "/holders/amdgpu");
+    facts.put_ok(pre + ".used_by_amdgpu", holds, dir + "/holders/amdgpu");
+    if (holds) holders.emplace_back(m);
+    if (auto names = root.list(dir + "/parameters")) facts.put_ok(pre + ".param_names", *names, dir + "/parameters");
+    for (const char* p : kParams) {
+      auto v = put_int(facts, root, pre + "." + p + "_pages", dir + "/parameters/" + p);
+      const Fact* f = facts.find(pre + "." + p + "_pages");
+      if (v) facts.put_ok(pre + "." + p + "_bytes", *v * units::kTtmPageBytes, f->source);
+      else facts.put_status(pre + "." + p + "_bytes", f->status, f->source, f->reason);
+    }
+  }
+  facts.put_ok("ttm.modules_loaded", loaded, "/sys/module");
+
+  // Which TTM does amdgpu use? The holders link is authoritative. Without it (ttm built in,
+  // no holders directory) a DKMS amdgpu means amdttm/amd_ttm, an in-kernel one means ttm.
+  std::string used;
+  std::string basis;
+  if (holders.size() == 1) {
+    used = holders[0];
+    basis = "/sys/module/" + used + "/holders/amdgpu";
+  } else if (facts.get<bool>("amdgpu.loaded") == true && holders.empty()) {
+    const bool dkms = facts.get<bool>("amdgpu.dkms") == true;
+    for (const auto& m : loaded) {
+      if ((m == "ttm") != dkms) {
+        used = m;
+        basis = dkms ? "derived: DKMS amdgpu (/sys/module/amdgpu/version) uses " + m
+                     : "derived: in-kernel amdgpu uses ttm";
+        break;
+      }
+    }
+  }
+  if (used.empty()) {
+    const bool amdgpu = facts.get<bool>("amdgpu.loaded") == true;
+    facts.put_status("ttm.module", amdgpu ? Status::error : Status::missing, "/sys/module",
+                     amdgpu ? "amdgpu is loaded but no TTM module it uses was found"
+                            : "amdgpu is not loaded");
+    for (const char* p : kParams) {
+      facts.put_status(std::string("ttm.") + p + "_pages", Status::missing, "/sys/module",
+                       "no TTM module in use by amdgpu");
+      facts.put_status(std::string("ttm.") + p + "_bytes", Status::missing, "/sys/module",
+                       "no TTM module in use by amdgpu");
+    }
+    return;
+  }
+  facts.put_ok("ttm.module", used, basis);
+  for (const char* p : kParams) {
+    for (const char* unit : {"_pages", "_bytes"}) {
+      const Fact* f = facts.find("ttm.module." + used + "." + p + unit);
+      Fact copy = *f;
+      copy.key = std::string("ttm.") + p + unit;
+      facts.put(std::move(copy));
+    }
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_ttm_probe() {
+  return std::make_unique<BasicProbe>(
+      "ttm",
+      std::vector<std::string>{"ttm.module.*.loaded", "ttm.module.*.used_by_amdgpu", "ttm.module.*.param_names",
+                               "ttm.module.*.pages_limit_pages", "ttm.module.*.pages_limit_bytes",
+                               "ttm.module.*.page_pool_size_pages",
+                               "ttm.module.*.page_pool_size_bytes",
+                               "ttm.module.*.dma32_pages_limit_pages",
+                               "ttm.module.*.dma32_pages_limit_bytes", "ttm.modules_loaded",
+                               "ttm.module", "ttm.pages_limit_pages", "ttm.pages_limit_bytes",
+                               "ttm.page_pool_size_pages", "ttm.page_pool_size_bytes",
+                               "ttm.dma32_pages_limit_pages", "ttm.dma32_pages_limit_bytes"},
+      std::vector<std::string>{"/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
+                               "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"},
+      collect);
+}
+
+} // namespace halo::probes

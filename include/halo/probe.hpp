@@ -1,0 +1,68 @@
+// Probes: the modules in checks/ that turn files and API calls into facts.
+#pragma once
+
+#include <halo/fact.hpp>
+#include <halo/root.hpp>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace halo {
+
+/// Options that change what probes and derivations compute.
+struct ProbeOptions {
+  /// Memory left to the OS when computing the recommended TTM limit, in GiB (`--reserve`).
+  std::int64_t reserve_gib = 4;
+  /// Skip the runtime probes (ROCr, libdrm) even on the live root (`--no-runtime`).
+  bool no_runtime = false;
+};
+
+/// What a probe gets: the root to read through and the options.
+struct ProbeContext {
+  const Root& root;
+  const ProbeOptions& options;
+};
+
+/// One probe module. A probe never throws for environmental conditions: what it cannot read
+/// becomes a fact with status missing/denied/error.
+class Probe {
+public:
+  virtual ~Probe() = default;
+  /// Short id ("kernel", "ttm", "kfd_topology"), unique in the registry.
+  virtual std::string_view id() const = 0;
+  /// Fact key patterns this probe may produce (`*` = one segment, trailing `**` = any tail).
+  /// The rule loader rejects a rule naming a fact no probe provides.
+  virtual std::vector<std::string> provides() const = 0;
+  /// Absolute paths or globs this probe reads (documentation and capture bundles).
+  virtual std::vector<std::string> reads() const = 0;
+  /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
+  virtual void collect(const ProbeContext& ctx, FactSet& facts) const = 0;
+};
+
+/// The ordered list of probes; order matters only for the `derived` probe, which runs last.
+class ProbeRegistry {
+public:
+  void add(std::unique_ptr<Probe> p);
+  const std::vector<std::unique_ptr<Probe>>& probes() const { return probes_; }
+  /// Every key pattern any probe provides, plus `bench.**` (merged from `halo-bench`).
+  std::vector<std::string> provided_patterns() const;
+  /// True if some provided pattern can produce `key` (which may itself contain `*`).
+  bool provides(std::string_view key) const;
+
+  /// Runs every probe in order; a probe that throws is recorded as `probe.<id>.status` error.
+  FactSet collect(const ProbeContext& ctx) const;
+  /// Re-runs only derivations (the probe with id "derived") on an existing fact set, e.g. one
+  /// replayed from `--facts FILE`, so `--reserve` still applies.
+  void rederive(const ProbeContext& ctx, FactSet& facts) const;
+
+private:
+  std::vector<std::unique_ptr<Probe>> probes_;
+};
+
+/// Builds the registry of built-in probes (checks/registry.cpp: one line per probe).
+ProbeRegistry builtin_probes();
+
+} // namespace halo

@@ -1,0 +1,64 @@
+// Results: one per rule, what the reporters print and the fix generator reads.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace halo {
+
+/// pass: checked and fine; fail: checked and wrong; skip: the rule does not apply here (with the
+/// reason); error: the facts it needs could not be read (with the reason), never a silent pass.
+enum class Outcome { pass, fail, skip, error };
+/// How bad a failure is; `--fail-on` compares against it.
+enum class Severity { info, warning, error };
+
+std::string_view to_string(Outcome o);
+std::string_view to_string(Severity s);
+/// Parses "info" | "warning" | "error".
+std::optional<Severity> parse_severity(std::string_view s);
+
+/// One fact shown as evidence: its key, JSON value (null if not ok), status and source path.
+struct Evidence {
+  std::string key;
+  nlohmann::json value;
+  std::string status;
+  std::string source;
+  std::string reason;
+};
+
+/// The verdict of one rule.
+struct Result {
+  std::string id;
+  std::string title;
+  std::string area;
+  Outcome status = Outcome::pass;
+  Severity severity = Severity::info;
+  std::string message;
+  std::string why;
+  std::vector<Evidence> evidence;
+  nlohmann::json fix; ///< expanded structured fix for failures, null otherwise
+  bool pending_reboot = false;
+  std::vector<std::string> sources;
+};
+
+/// The `--fail-on` threshold: a failure at or above it fails the gate; `never` never does.
+enum class FailOn { info, warning, error, never };
+
+/// Exit codes of `check` (DESIGN.md): 0 ok, 1 a failure at or above --fail-on, 2 usage or input
+/// error, 4 the only such failures are pending a reboot, 70 internal error.
+namespace exit_code {
+inline constexpr int ok = 0;
+inline constexpr int failed = 1;
+inline constexpr int usage = 2;
+inline constexpr int pending_reboot = 4;
+inline constexpr int internal = 70;
+} // namespace exit_code
+
+/// Computes the exit code of `check` from its results.
+int gate_exit_code(const std::vector<Result>& results, FailOn fail_on);
+
+} // namespace halo

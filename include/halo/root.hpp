@@ -1,0 +1,83 @@
+// Root: every read of the system goes through one of these, so a fixture tree or a host
+// mounted under /host is read exactly like the live system.
+#pragma once
+
+#include <halo/fact.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace halo {
+
+/// The outcome of a bounded read: `status` ok with `text`, or missing/denied/error with `reason`
+/// (strerror text). `path` is the absolute path as seen on the target system (`/proc/cmdline`).
+struct ReadResult {
+  Status status = Status::ok;
+  std::string text;
+  std::string path;
+  std::string reason;
+  bool ok() const { return status == Status::ok; }
+};
+
+/// File type and ownership of a device node, as stat(2) or the fixture sidecar reports it.
+struct NodeInfo {
+  Status status = Status::ok;
+  std::string reason;
+  bool is_char_device = false;
+  std::uint32_t mode = 0; ///< permission bits only (0666), not the file type
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
+/// A view of a system's files rooted at a directory (default "/").
+///
+/// Device nodes cannot be stored in git, so a fixture root may hold a sidecar file
+/// `ROOT/.halo/nodes.json` of the form
+/// `{"/dev/kfd": {"type": "char", "mode": "0660", "uid": 0, "gid": 109}}`; when that file exists,
+/// `node()` answers from it (paths not listed are missing) instead of stat(2).
+class Root {
+public:
+  /// Default cap on one read: sysfs attributes are at most a page, /proc files a few KiB.
+  static constexpr std::size_t kDefaultMaxBytes = 64 * 1024;
+
+  explicit Root(std::filesystem::path base = "/");
+
+  /// True when this root is the live system ("/"): runtime probes (ROCr, libdrm) only run then.
+  bool is_live() const { return live_; }
+  const std::filesystem::path& base() const { return base_; }
+
+  /// Maps an absolute target path ("/sys/x") to the host path under the root.
+  std::filesystem::path resolve(std::string_view abs) const;
+
+  /// Reads at most `max_bytes` of a file. Missing: ENOENT/ENOTDIR/ENODEV/ENXIO; denied:
+  /// EACCES/EPERM; error: anything else, and files longer than `max_bytes`.
+  ReadResult read(std::string_view abs, std::size_t max_bytes = kDefaultMaxBytes) const;
+
+  /// Like read(), with surrounding whitespace removed (sysfs values end with "\n").
+  ReadResult read_trimmed(std::string_view abs) const;
+
+  /// Sorted names in a directory; std::nullopt with `status_out` set if it cannot be listed.
+  std::optional<std::vector<std::string>> list(std::string_view abs_dir,
+                                               Status* status_out = nullptr) const;
+
+  /// True if the path exists under the root (follows symlinks; dangling links count as absent).
+  bool exists(std::string_view abs) const;
+  /// True if the path is a directory under the root.
+  bool is_dir(std::string_view abs) const;
+
+  /// The final path component of a symlink target (`device/driver` -> "amdgpu"), or nullopt.
+  std::optional<std::string> link_name(std::string_view abs) const;
+
+  /// Ownership and mode of a device node, from the sidecar when present, else from stat(2).
+  NodeInfo node(std::string_view abs) const;
+
+private:
+  std::filesystem::path base_;
+  bool live_;
+};
+
+} // namespace halo

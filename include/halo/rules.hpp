@@ -1,0 +1,128 @@
+// The declarative rule set: rules/*.json, loaded, validated and evaluated against facts.
+// The rule language is documented in docs/rules.md.
+#pragma once
+
+#include <halo/fact.hpp>
+#include <halo/result.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace halo {
+
+class ProbeRegistry;
+
+/// The fixed set of comparison operators a rule may use (kube-bench / goss style; no shell).
+enum class Op {
+  eq, ne, lt, le, gt, ge,  // numbers compare numerically, strings and bools by equality
+  in, not_in,              // value is (not) one of a literal list
+  exists,                  // operand true: the fact is ok; false: it is not ok (never unknown)
+  status,                  // the fact's status equals the operand ("missing", "denied", ...)
+  matches,                 // string fully matches an ECMAScript regular expression
+  contains, contains_any,  // a list holds the string / any of the strings; a string holds a substring
+  empty,                   // operand true: the list or string is empty
+  version_lt, version_ge,  // dotted numeric versions ("6.18.4" < "6.18.10")
+};
+
+/// The right-hand side of a comparison: a literal, another fact (optionally scaled:
+/// `fact * times + plus`), or a run parameter (`reserve_bytes`).
+struct Operand {
+  std::optional<nlohmann::json> literal;
+  std::string fact;
+  std::string param;
+  double times = 1.0;
+  double plus = 0.0;
+};
+
+/// A condition tree. Leaves compare one fact (a `*` segment means "any matching fact").
+/// Evaluation is three-valued: a leaf whose fact is not ok is unknown, `all` is false if any
+/// child is false, `any` is true if any child is true, otherwise unknown propagates.
+struct Condition {
+  enum class Kind { all, any, none, leaf };
+  Kind kind = Kind::leaf;
+  std::vector<Condition> children;
+  std::string fact;
+  Op op = Op::eq;
+  Operand operand;
+};
+
+/// One way a rule can fail, with its severity and message template.
+struct FailCase {
+  Severity severity = Severity::error;
+  Condition when;
+  std::string message;
+};
+
+/// A precondition: when it is false the rule is skipped with this reason.
+struct Precondition {
+  Condition when;
+  std::string skip_reason;
+};
+
+/// A rule as loaded from rules/*.json.
+struct Rule {
+  std::string id;    ///< public contract, never reused (`ttm-limit-low`)
+  std::string area;  ///< grouping in the text report (memory, driver, access, ...)
+  std::string title;
+  /// Checked in order; the first that is false skips the rule with its reason. In the file:
+  /// `"applies": COND, "skip_reason": "..."` or `"applies": [{"when": COND, "skip_reason": "..."}]`.
+  std::vector<Precondition> applies;
+  std::vector<FailCase> fail; ///< evaluated in order; the first that holds decides
+  std::optional<Condition> pending_when; ///< fail + this: pending_reboot true
+  std::string pass_message;
+  std::string why;
+  nlohmann::json fix;  ///< structured fix template (docs/rules.md), null when none
+  std::vector<std::string> evidence; ///< fact key patterns shown as evidence
+  std::vector<std::string> sources;  ///< URLs
+  std::string file;
+  std::size_t line = 0;
+
+  /// The highest severity among the fail cases (what the catalogue shows).
+  Severity max_severity() const;
+};
+
+/// A loaded rule set with its version and the SHA-256 of its canonical text.
+struct RuleSet {
+  std::string version;
+  std::string digest;
+  std::vector<Rule> rules;
+  const Rule* find(std::string_view id) const;
+};
+
+/// Loads one rules file's text. Throws InputError "FILE:LINE: ..." for JSON syntax errors,
+/// unknown keys or operators, bad severities and facts no probe provides (when `registry` is
+/// given).
+std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
+                                   const ProbeRegistry* registry);
+
+/// Loads every `*.json` in a directory (except schema.json), in name order. Duplicate ids are an
+/// InputError naming both files.
+RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry);
+
+/// Loads the rule set compiled into the binary from rules/ at build time.
+RuleSet load_builtin_rules(const ProbeRegistry* registry);
+
+/// Values a rule may read with `{"param": NAME}` and `{param:NAME}`: reserve_gib, reserve_bytes.
+using Params = std::map<std::string, nlohmann::json, std::less<>>;
+
+/// Evaluates every rule. Never throws for missing facts: they produce `error` results.
+std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params);
+
+/// Evaluates one condition (exposed for tests): true, false or std::nullopt (unknown), and the
+/// keys of facts that made it unknown.
+std::optional<bool> eval_condition(const Condition& c, const FactSet& facts, const Params& params,
+                                   std::vector<std::string>* unknown_keys);
+
+/// Compares dotted numeric versions ("6.14.0" vs "6.15"): -1, 0 or 1. Non-numeric tails
+/// ("-rc6", "-200.fc43") are ignored; missing components count as 0.
+int compare_versions(std::string_view a, std::string_view b);
+
+/// Expands `{fact.key}`, `{gib:fact.key}`, `{pages_gib:fact.key}` and `{param:name}` in a
+/// message or fix template. Unknown facts render as "?".
+std::string expand_template(std::string_view tmpl, const FactSet& facts, const Params& params);
+
+} // namespace halo

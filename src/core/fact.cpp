@@ -1,0 +1,211 @@
+#include <halo/error.hpp>
+#include <halo/fact.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace halo {
+
+std::string_view to_string(Status s) {
+  switch (s) {
+  case Status::ok: return "ok";
+  case Status::missing: return "missing";
+  case Status::denied: return "denied";
+  case Status::error: return "error";
+  }
+  return "error";
+}
+
+std::optional<Status> parse_status(std::string_view s) {
+  if (s == "ok") return Status::ok;
+  if (s == "missing") return Status::missing;
+  if (s == "denied") return Status::denied;
+  if (s == "error") return Status::error;
+  return std::nullopt;
+}
+
+std::string format_value(const Value& v) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return "-"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return fmt::format("{:.6g}", d); }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(const std::vector<std::string>& l) const {
+      return l.empty() ? std::string("(none)") : fmt::format("{}", fmt::join(l, ", "));
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+nlohmann::json value_to_json(const Value& v) {
+  struct Visitor {
+    nlohmann::json operator()(std::monostate) const { return nullptr; }
+    nlohmann::json operator()(bool b) const { return b; }
+    nlohmann::json operator()(std::int64_t i) const { return i; }
+    nlohmann::json operator()(double d) const { return d; }
+    nlohmann::json operator()(const std::string& s) const { return s; }
+    nlohmann::json operator()(const std::vector<std::string>& l) const { return l; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+Value value_from_json(const nlohmann::json& j) {
+  if (j.is_null()) return std::monostate{};
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_integer()) return j.get<std::int64_t>();
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_array()) {
+    std::vector<std::string> out;
+    for (const auto& e : j) {
+      if (!e.is_string()) throw std::invalid_argument("a list value may hold only strings");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+  throw std::invalid_argument("a value must be null, bool, number, string or list of strings");
+}
+
+void FactSet::put(Fact f) {
+  std::string key = f.key;
+  facts_.insert_or_assign(std::move(key), std::move(f));
+}
+
+void FactSet::put_ok(std::string key, Value v, std::string source) {
+  put(Fact{std::move(key), std::move(v), Status::ok, std::move(source), {}});
+}
+
+void FactSet::put_status(std::string key, Status s, std::string source, std::string reason) {
+  put(Fact{std::move(key), std::monostate{}, s, std::move(source), std::move(reason)});
+}
+
+const Fact* FactSet::find(std::string_view key) const {
+  auto it = facts_.find(key);
+  return it == facts_.end() ? nullptr : &it->second;
+}
+
+std::optional<std::int64_t> FactSet::get_int(std::string_view key) const {
+  const Fact* f = find(key);
+  if (f == nullptr || !f->ok()) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(&f->value)) return *i;
+  if (const auto* d = std::get_if<double>(&f->value)) {
+    if (std::isfinite(*d) && std::floor(*d) == *d) return static_cast<std::int64_t>(*d);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> FactSet::get_number(std::string_view key) const {
+  const Fact* f = find(key);
+  if (f == nullptr || !f->ok()) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(&f->value)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&f->value)) return *d;
+  return std::nullopt;
+}
+
+namespace {
+std::vector<std::string_view> split_dots(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = s.find('.', start);
+    out.push_back(s.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+} // namespace
+
+bool key_matches(std::string_view pattern, std::string_view key) {
+  auto p = split_dots(pattern);
+  auto k = split_dots(key);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == "**") return i == p.size() - 1 && k.size() > i;
+    if (i >= k.size()) return false;
+    if (p[i] == "*" || k[i] == "*") continue;
+    if (p[i] != k[i]) return false;
+  }
+  return p.size() == k.size();
+}
+
+std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
+  std::vector<const Fact*> out;
+  if (pattern.find('*') == std::string_view::npos) {
+    if (const Fact* f = find(pattern)) out.push_back(f);
+    return out;
+  }
+  for (const auto& [k, f] : facts_) {
+    if (key_matches(pattern, k)) out.push_back(&f);
+  }
+  return out;
+}
+
+void FactSet::merge(const FactSet& other) {
+  for (const auto& [k, f] : other.facts_) put(f);
+}
+
+nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
+                             std::string_view tool_version) {
+  nlohmann::json out;
+  out["schema_version"] = 1;
+  out["tool"] = {{"name", tool_name}, {"version", tool_version}};
+  nlohmann::json& fj = out["facts"] = nlohmann::json::object();
+  for (const auto& [k, f] : facts.all()) {
+    nlohmann::json e;
+    e["status"] = to_string(f.status);
+    e["value"] = value_to_json(f.value);
+    e["source"] = f.source;
+    if (!f.reason.empty()) e["reason"] = f.reason;
+    fj[k] = std::move(e);
+  }
+  return out;
+}
+
+FactSet facts_from_json_text(std::string_view text, std::string_view origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: not valid JSON: {}", origin,
+                                 line_of_offset(text, e.byte), e.what()));
+  }
+  auto fail = [&](const std::string& what) {
+    throw InputError(fmt::format("{}: not a halo-doctor facts file: {}", origin, what));
+  };
+  if (!j.is_object()) fail("the top level must be an object");
+  if (!j.contains("schema_version") || j["schema_version"] != 1)
+    fail("schema_version must be 1");
+  if (!j.contains("facts") || !j["facts"].is_object()) fail("\"facts\" must be an object");
+  FactSet out;
+  for (const auto& [key, e] : j["facts"].items()) {
+    if (!e.is_object() || !e.contains("status") || !e["status"].is_string())
+      fail(fmt::format("fact '{}' needs an object with a \"status\" string", key));
+    auto st = parse_status(e["status"].get<std::string>());
+    if (!st) fail(fmt::format("fact '{}' has an unknown status", key));
+    Fact f;
+    f.key = key;
+    f.status = *st;
+    try {
+      f.value = e.contains("value") ? value_from_json(e["value"]) : Value{};
+    } catch (const std::invalid_argument& ex) {
+      fail(fmt::format("fact '{}': {}", key, ex.what()));
+    }
+    if (e.contains("source") && e["source"].is_string()) f.source = e["source"];
+    if (e.contains("reason") && e["reason"].is_string()) f.reason = e["reason"];
+    out.put(std::move(f));
+  }
+  return out;
+}
+
+std::size_t line_of_offset(std::string_view text, std::size_t offset) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i)
+    if (text[i] == '\n') ++line;
+  return line;
+}
+
+} // namespace halo

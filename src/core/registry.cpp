@@ -1,0 +1,55 @@
+#include <halo/probe.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <exception>
+
+namespace halo {
+
+void ProbeRegistry::add(std::unique_ptr<Probe> p) { probes_.push_back(std::move(p)); }
+
+std::vector<std::string> ProbeRegistry::provided_patterns() const {
+  std::vector<std::string> out{"bench.**", "probe.*.status"};
+  for (const auto& p : probes_) {
+    for (auto& k : p->provides()) out.push_back(std::move(k));
+  }
+  return out;
+}
+
+bool ProbeRegistry::provides(std::string_view key) const {
+  for (const auto& pattern : provided_patterns())
+    if (key_matches(pattern, key)) return true;
+  return false;
+}
+
+namespace {
+void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string key = fmt::format("probe.{}.status", p.id());
+  try {
+    p.collect(ctx, facts);
+    facts.put_ok(key, std::string("ok"), "halo-doctor");
+  } catch (const std::exception& e) {
+    spdlog::error("probe {} failed: {}", p.id(), e.what());
+    facts.put_status(key, Status::error, "halo-doctor", e.what());
+  }
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - t0);
+  spdlog::debug("probe {}: {} us", p.id(), us.count());
+}
+} // namespace
+
+FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
+  FactSet facts;
+  for (const auto& p : probes_) run_one(*p, ctx, facts);
+  return facts;
+}
+
+void ProbeRegistry::rederive(const ProbeContext& ctx, FactSet& facts) const {
+  for (const auto& p : probes_)
+    if (p->id() == "derived") run_one(*p, ctx, facts);
+}
+
+} // namespace halo

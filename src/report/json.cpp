@@ -1,0 +1,51 @@
+#include <halo/report.hpp>
+
+namespace halo {
+
+nlohmann::json json_report(const std::vector<Result>& results, const ReportContext& ctx) {
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["tool"] = {{"name", "halo-doctor"}, {"version", ctx.tool_version}};
+  j["host"] = {{"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
+  j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
+  nlohmann::json summary = {{"pass", 0}, {"fail", 0}, {"skip", 0}, {"error", 0}};
+  nlohmann::json by_sev = {{"error", 0}, {"warning", 0}, {"info", 0}};
+  int pending = 0;
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : results) {
+    summary[std::string(to_string(r.status))] = summary[std::string(to_string(r.status))].get<int>() + 1;
+    if (r.status == Outcome::fail) {
+      by_sev[std::string(to_string(r.severity))] = by_sev[std::string(to_string(r.severity))].get<int>() + 1;
+      if (r.pending_reboot) ++pending;
+    }
+    nlohmann::json e;
+    e["id"] = r.id;
+    e["title"] = r.title;
+    e["area"] = r.area;
+    e["status"] = to_string(r.status);
+    e["severity"] = to_string(r.severity);
+    e["message"] = r.message;
+    nlohmann::json ev = nlohmann::json::object();
+    nlohmann::json ev_src = nlohmann::json::object();
+    for (const auto& x : r.evidence) {
+      ev[x.key] = x.value;
+      nlohmann::json s = {{"status", x.status}, {"source", x.source}};
+      if (!x.reason.empty()) s["reason"] = x.reason;
+      ev_src[x.key] = std::move(s);
+    }
+    e["evidence"] = std::move(ev);
+    e["evidence_sources"] = std::move(ev_src);
+    e["fix"] = r.fix;
+    e["pending_reboot"] = r.pending_reboot;
+    e["sources"] = r.sources;
+    arr.push_back(std::move(e));
+  }
+  summary["failed_by_severity"] = by_sev;
+  summary["pending_reboot"] = pending;
+  j["summary"] = std::move(summary);
+  j["results"] = std::move(arr);
+  j["exit_code"] = ctx.exit_code;
+  return j;
+}
+
+} // namespace halo

@@ -1,0 +1,427 @@
+// Evaluating rules against facts: three-valued conditions, templates, results, the gate.
+#include <halo/rules.hpp>
+#include <halo/units.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+namespace halo {
+
+std::string_view to_string(Outcome o) {
+  switch (o) {
+  case Outcome::pass: return "pass";
+  case Outcome::fail: return "fail";
+  case Outcome::skip: return "skip";
+  case Outcome::error: return "error";
+  }
+  return "error";
+}
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+  case Severity::info: return "info";
+  case Severity::warning: return "warning";
+  case Severity::error: return "error";
+  }
+  return "error";
+}
+
+std::optional<Severity> parse_severity(std::string_view s) {
+  if (s == "info") return Severity::info;
+  if (s == "warning") return Severity::warning;
+  if (s == "error") return Severity::error;
+  return std::nullopt;
+}
+
+int compare_versions(std::string_view a, std::string_view b) {
+  auto parts = [](std::string_view s) {
+    std::vector<long long> out;
+    std::size_t i = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0) {
+      long long v = 0;
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0)
+        v = v * 10 + (s[i++] - '0');
+      out.push_back(v);
+      if (i < s.size() && s[i] == '.') ++i;
+      else break;
+    }
+    return out;
+  };
+  auto pa = parts(a);
+  auto pb = parts(b);
+  const std::size_t n = std::max(pa.size(), pb.size());
+  pa.resize(n, 0);
+  pb.resize(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pa[i] < pb[i]) return -1;
+    if (pa[i] > pb[i]) return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+using Tri = std::optional<bool>;
+
+std::optional<double> as_number(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  return std::nullopt;
+}
+
+/// Resolves an operand to JSON; nullopt (and the key recorded) when its fact is not ok.
+std::optional<nlohmann::json> resolve(const Operand& o, const FactSet& facts, const Params& params,
+                                      std::vector<std::string>* unknown) {
+  if (o.literal) return *o.literal;
+  nlohmann::json base;
+  if (!o.param.empty()) {
+    auto it = params.find(o.param);
+    if (it == params.end()) return std::nullopt;
+    base = it->second;
+  } else {
+    const Fact* f = facts.find(o.fact);
+    if (f == nullptr || !f->ok()) {
+      if (unknown != nullptr) unknown->push_back(o.fact);
+      return std::nullopt;
+    }
+    base = value_to_json(f->value);
+  }
+  if (o.times == 1.0 && o.plus == 0.0) return base;
+  auto n = as_number(base);
+  if (!n) return std::nullopt;
+  return *n * o.times + o.plus;
+}
+
+Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
+  const nlohmann::json lhs = value_to_json(f.value);
+  auto ln = as_number(lhs);
+  auto rn = as_number(rhs);
+  switch (c.op) {
+  case Op::eq:
+  case Op::ne: {
+    bool equal = (ln && rn) ? *ln == *rn : lhs == rhs;
+    return c.op == Op::eq ? equal : !equal;
+  }
+  case Op::lt:
+  case Op::le:
+  case Op::gt:
+  case Op::ge:
+    if (!ln || !rn) return std::nullopt;
+    if (c.op == Op::lt) return *ln < *rn;
+    if (c.op == Op::le) return *ln <= *rn;
+    if (c.op == Op::gt) return *ln > *rn;
+    return *ln >= *rn;
+  case Op::in:
+  case Op::not_in: {
+    bool found = std::any_of(rhs.begin(), rhs.end(), [&](const nlohmann::json& e) {
+      auto en = as_number(e);
+      return (ln && en) ? *ln == *en : lhs == e;
+    });
+    return c.op == Op::in ? found : !found;
+  }
+  case Op::matches:
+    if (!lhs.is_string()) return std::nullopt;
+    return std::regex_match(lhs.get<std::string>(), std::regex(rhs.get<std::string>()));
+  case Op::contains:
+    if (lhs.is_array())
+      return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
+    if (lhs.is_string()) return lhs.get<std::string>().find(rhs.get<std::string>()) != std::string::npos;
+    return std::nullopt;
+  case Op::contains_any:
+    if (!lhs.is_array()) return std::nullopt;
+    return std::any_of(rhs.begin(), rhs.end(), [&](const nlohmann::json& e) {
+      return std::find(lhs.begin(), lhs.end(), e) != lhs.end();
+    });
+  case Op::empty:
+    if (!lhs.is_array() && !lhs.is_string()) return std::nullopt;
+    return lhs.empty() == rhs.get<bool>() ||
+           (lhs.is_string() && lhs.get<std::string>().empty() == rhs.get<bool>());
+  case Op::version_lt:
+  case Op::version_ge: {
+    if (!lhs.is_string() || !rhs.is_string()) return std::nullopt;
+    int cmp = compare_versions(lhs.get<std::string>(), rhs.get<std::string>());
+    return c.op == Op::version_lt ? cmp < 0 : cmp >= 0;
+  }
+  case Op::exists:
+  case Op::status: break;
+  }
+  return std::nullopt;
+}
+
+Tri eval_leaf(const Condition& c, const FactSet& facts, const Params& params,
+              std::vector<std::string>* unknown) {
+  const bool wildcard = c.fact.find('*') != std::string::npos;
+  std::vector<const Fact*> matched = facts.match(c.fact);
+  if (c.op == Op::exists) {
+    bool any_ok = std::any_of(matched.begin(), matched.end(), [](const Fact* f) { return f->ok(); });
+    return any_ok == c.operand.literal->get<bool>();
+  }
+  if (c.op == Op::status) {
+    auto want = parse_status(c.operand.literal->get<std::string>());
+    if (matched.empty()) return want == Status::missing;
+    return std::any_of(matched.begin(), matched.end(),
+                       [&](const Fact* f) { return f->status == want; });
+  }
+  if (matched.empty()) {
+    if (wildcard) return false;
+    if (unknown != nullptr) unknown->push_back(c.fact);
+    return std::nullopt;
+  }
+  auto rhs = resolve(c.operand, facts, params, unknown);
+  if (!rhs) return std::nullopt;
+  bool saw_unknown = false;
+  for (const Fact* f : matched) {
+    if (!f->ok()) {
+      saw_unknown = true;
+      if (unknown != nullptr) unknown->push_back(f->key);
+      continue;
+    }
+    Tri t = compare_one(*f, c, *rhs);
+    if (t == true) return true;
+    if (!t) {
+      saw_unknown = true;
+      if (unknown != nullptr) unknown->push_back(f->key);
+    }
+  }
+  if (saw_unknown) return std::nullopt;
+  return false;
+}
+
+} // namespace
+
+Tri eval_condition(const Condition& c, const FactSet& facts, const Params& params,
+                   std::vector<std::string>* unknown_keys) {
+  switch (c.kind) {
+  case Condition::Kind::leaf: return eval_leaf(c, facts, params, unknown_keys);
+  case Condition::Kind::all: {
+    bool saw_unknown = false;
+    for (const auto& ch : c.children) {
+      Tri t = eval_condition(ch, facts, params, unknown_keys);
+      if (t == false) return false;
+      if (!t) saw_unknown = true;
+    }
+    if (saw_unknown) return std::nullopt;
+    return true;
+  }
+  case Condition::Kind::any:
+  case Condition::Kind::none: {
+    bool saw_unknown = false;
+    bool any_true = false;
+    for (const auto& ch : c.children) {
+      Tri t = eval_condition(ch, facts, params, unknown_keys);
+      if (t == true) {
+        any_true = true;
+        break;
+      }
+      if (!t) saw_unknown = true;
+    }
+    if (any_true) return c.kind == Condition::Kind::any;
+    if (saw_unknown) return std::nullopt;
+    return c.kind != Condition::Kind::any;
+  }
+  }
+  return std::nullopt;
+}
+
+std::string expand_template(std::string_view tmpl, const FactSet& facts, const Params& params) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < tmpl.size()) {
+    std::size_t open = tmpl.find('{', i);
+    if (open == std::string_view::npos) {
+      out.append(tmpl.substr(i));
+      break;
+    }
+    std::size_t close = tmpl.find('}', open);
+    if (close == std::string_view::npos) {
+      out.append(tmpl.substr(i));
+      break;
+    }
+    out.append(tmpl.substr(i, open - i));
+    std::string_view inner = tmpl.substr(open + 1, close - open - 1);
+    std::string_view fn;
+    std::string_view key = inner;
+    if (auto colon = inner.find(':'); colon != std::string_view::npos) {
+      fn = inner.substr(0, colon);
+      key = inner.substr(colon + 1);
+    }
+    const bool looks_like_key =
+        !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+          return std::islower(static_cast<unsigned char>(ch)) != 0 ||
+                 std::isdigit(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' ||
+                 ch == '-';
+        });
+    if (!looks_like_key) {
+      out.append(tmpl.substr(open, close - open + 1));
+      i = close + 1;
+      continue;
+    }
+    if (fn == "param") {
+      auto it = params.find(key);
+      out += it == params.end() ? "?" : (it->second.is_string() ? it->second.get<std::string>()
+                                                                : it->second.dump());
+    } else if (fn == "gib" || fn == "pages_gib") {
+      auto n = facts.get_number(key);
+      out += n ? units::gib(static_cast<std::int64_t>(
+                     *n * (fn == "pages_gib" ? static_cast<double>(units::kTtmPageBytes) : 1.0)))
+               : "?";
+    } else {
+      const Fact* f = facts.find(key);
+      out += (f != nullptr && f->ok()) ? format_value(f->value) : "?";
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+namespace {
+
+/// Expands templates in every string of a fix; a string that is exactly "{key}" takes the
+/// fact's JSON value (a list fact becomes a list and is spliced into a surrounding list).
+nlohmann::json expand_fix(const nlohmann::json& j, const FactSet& facts, const Params& params) {
+  if (j.is_string()) {
+    const auto s = j.get<std::string>();
+    if (s.size() > 2 && s.front() == '{' && s.back() == '}' && s.find('{', 1) == std::string::npos &&
+        s.find(':') == std::string::npos) {
+      const Fact* f = facts.find(s.substr(1, s.size() - 2));
+      if (f != nullptr && f->ok()) return value_to_json(f->value);
+    }
+    return expand_template(s, facts, params);
+  }
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : j) {
+      auto x = expand_fix(e, facts, params);
+      if (e.is_string() && x.is_array()) {
+        for (auto& y : x) out.push_back(std::move(y));
+      } else {
+        out.push_back(std::move(x));
+      }
+    }
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items()) out[expand_template(k, facts, params)] = expand_fix(v, facts, params);
+    return out;
+  }
+  return j;
+}
+
+std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
+                                       const std::vector<std::string>& extra) {
+  std::vector<Evidence> out;
+  std::vector<std::string> seen;
+  auto add = [&](const Fact& f) {
+    if (std::find(seen.begin(), seen.end(), f.key) != seen.end()) return;
+    seen.push_back(f.key);
+    out.push_back(Evidence{f.key, f.ok() ? value_to_json(f.value) : nlohmann::json(nullptr),
+                           std::string(to_string(f.status)), f.source, f.reason});
+  };
+  auto add_pattern = [&](const std::string& pattern) {
+    auto m = facts.match(pattern);
+    if (m.empty() && pattern.find('*') == std::string::npos) {
+      if (std::find(seen.begin(), seen.end(), pattern) != seen.end()) return;
+      seen.push_back(pattern);
+      out.push_back(Evidence{pattern, nullptr, "missing", "", "not collected"});
+    }
+    for (const Fact* f : m) add(*f);
+  };
+  for (const auto& p : r.evidence) add_pattern(p);
+  for (const auto& k : extra) add_pattern(k);
+  return out;
+}
+
+std::string describe_unknown(const std::vector<std::string>& keys, const FactSet& facts) {
+  std::vector<std::string> parts;
+  for (const auto& k : keys) {
+    const Fact* f = facts.find(k);
+    std::string s = f == nullptr ? fmt::format("{} (not collected)", k)
+                                 : fmt::format("{} ({}{}{})", k, to_string(f->status),
+                                               f->reason.empty() ? "" : ": ", f->reason);
+    if (std::find(parts.begin(), parts.end(), s) == parts.end()) parts.push_back(s);
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+} // namespace
+
+std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
+  std::vector<Result> out;
+  for (const Rule& r : rules.rules) {
+    Result res;
+    res.id = r.id;
+    res.title = r.title;
+    res.area = r.area;
+    res.severity = r.max_severity();
+    res.why = r.why;
+    res.sources = r.sources;
+    res.fix = nullptr;
+    std::vector<std::string> unknown;
+    bool decided = false;
+    for (const auto& pre : r.applies) {
+      Tri a = eval_condition(pre.when, facts, params, &unknown);
+      if (a == true) continue;
+      if (a == false) {
+        res.status = Outcome::skip;
+        res.message = expand_template(pre.skip_reason, facts, params);
+        res.evidence = collect_evidence(r, facts, {});
+      } else {
+        res.status = Outcome::error;
+        res.message = "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
+        res.evidence = collect_evidence(r, facts, unknown);
+      }
+      decided = true;
+      break;
+    }
+    if (decided) {
+      out.push_back(std::move(res));
+      continue;
+    }
+    unknown.clear();
+    const FailCase* hit = nullptr;
+    for (const auto& fc : r.fail) {
+      Tri t = eval_condition(fc.when, facts, params, &unknown);
+      if (t == true) {
+        hit = &fc;
+        break;
+      }
+    }
+    if (hit != nullptr) {
+      res.status = Outcome::fail;
+      res.severity = hit->severity;
+      res.message = expand_template(hit->message, facts, params);
+      if (!r.fix.is_null()) res.fix = expand_fix(r.fix, facts, params);
+      if (r.pending_when) res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
+      res.evidence = collect_evidence(r, facts, {});
+    } else if (!unknown.empty()) {
+      res.status = Outcome::error;
+      res.message = "could not be checked: " + describe_unknown(unknown, facts);
+      res.evidence = collect_evidence(r, facts, unknown);
+    } else {
+      res.status = Outcome::pass;
+      res.message = expand_template(r.pass_message, facts, params);
+      res.evidence = collect_evidence(r, facts, {});
+    }
+    out.push_back(std::move(res));
+  }
+  return out;
+}
+
+int gate_exit_code(const std::vector<Result>& results, FailOn fail_on) {
+  if (fail_on == FailOn::never) return exit_code::ok;
+  const auto threshold = static_cast<Severity>(static_cast<int>(fail_on));
+  bool any = false;
+  bool all_pending = true;
+  for (const auto& r : results) {
+    if (r.status != Outcome::fail || r.severity < threshold) continue;
+    any = true;
+    if (!r.pending_reboot) all_pending = false;
+  }
+  if (!any) return exit_code::ok;
+  return all_pending ? exit_code::pending_reboot : exit_code::failed;
+}
+
+} // namespace halo

@@ -1,0 +1,348 @@
+// Loading and validating rules/*.json. The only place that knows the rule file syntax.
+#include <halo/error.hpp>
+#include <halo/probe.hpp>
+#include <halo/rules.hpp>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace halo {
+namespace {
+
+const std::map<std::string_view, Op, std::less<>>& op_names() {
+  static const std::map<std::string_view, Op, std::less<>> m = {
+      {"eq", Op::eq},         {"ne", Op::ne},
+      {"lt", Op::lt},         {"le", Op::le},
+      {"gt", Op::gt},         {"ge", Op::ge},
+      {"in", Op::in},         {"not_in", Op::not_in},
+      {"exists", Op::exists}, {"status", Op::status},
+      {"matches", Op::matches}, {"contains", Op::contains},
+      {"contains_any", Op::contains_any}, {"empty", Op::empty},
+      {"version_lt", Op::version_lt}, {"version_ge", Op::version_ge},
+  };
+  return m;
+}
+
+const std::set<std::string, std::less<>> kParams = {"reserve_gib", "reserve_bytes"};
+
+/// Context for error messages: file, rule line, rule id and a path inside the rule.
+struct Where {
+  std::string_view file;
+  std::size_t line;
+  std::string_view rule_id;
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw InputError(fmt::format("{}:{}: rule '{}': {}: {}", file, line, rule_id, path, what));
+  }
+};
+
+class Parser {
+public:
+  Parser(const Where& where, const ProbeRegistry* registry) : w_(where), registry_(registry) {}
+
+  void check_fact(const std::string& path, const std::string& key) const {
+    if (key.empty()) w_.fail(path, "\"fact\" must be a non-empty string");
+    if (registry_ != nullptr && !registry_->provides(key))
+      w_.fail(path, fmt::format("no probe provides the fact '{}'", key));
+  }
+
+  Operand operand(const std::string& path, const nlohmann::json& j, Op op) const {
+    Operand o;
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) {
+        if (k == "fact" && v.is_string()) {
+          o.fact = v.get<std::string>();
+          check_fact(path, o.fact);
+        } else if (k == "param" && v.is_string()) {
+          o.param = v.get<std::string>();
+          if (kParams.count(o.param) == 0) w_.fail(path, fmt::format("unknown param '{}'", o.param));
+        } else if (k == "times" && v.is_number()) {
+          o.times = v.get<double>();
+        } else if (k == "plus" && v.is_number()) {
+          o.plus = v.get<double>();
+        } else {
+          w_.fail(path, fmt::format("unexpected operand key '{}'", k));
+        }
+      }
+      if (o.fact.empty() == o.param.empty()) w_.fail(path, "an operand object needs one of fact or param");
+      return o;
+    }
+    switch (op) {
+    case Op::in:
+    case Op::not_in:
+    case Op::contains_any:
+      if (!j.is_array()) w_.fail(path, "this operator needs a list");
+      break;
+    case Op::exists:
+    case Op::empty:
+      if (!j.is_boolean()) w_.fail(path, "this operator needs true or false");
+      break;
+    case Op::status:
+      if (!j.is_string() || !parse_status(j.get<std::string>()))
+        w_.fail(path, "status must be one of ok, missing, denied, error");
+      break;
+    case Op::matches:
+      if (!j.is_string()) w_.fail(path, "matches needs a regular expression string");
+      try {
+        std::regex re(j.get<std::string>());
+      } catch (const std::regex_error& e) {
+        w_.fail(path, fmt::format("bad regular expression: {}", e.what()));
+      }
+      break;
+    case Op::version_lt:
+    case Op::version_ge:
+    case Op::contains:
+      if (!j.is_string()) w_.fail(path, "this operator needs a string");
+      break;
+    case Op::lt:
+    case Op::le:
+    case Op::gt:
+    case Op::ge:
+      if (!j.is_number()) w_.fail(path, "this operator needs a number");
+      break;
+    default: break;
+    }
+    o.literal = j;
+    return o;
+  }
+
+  Condition condition(const std::string& path, const nlohmann::json& j) const {
+    if (!j.is_object()) w_.fail(path, "a condition must be an object");
+    Condition c;
+    for (const char* group : {"all", "any", "none"}) {
+      if (!j.contains(group)) continue;
+      if (j.size() != 1) w_.fail(path, fmt::format("\"{}\" must stand alone in its object", group));
+      const auto& arr = j[group];
+      if (!arr.is_array() || arr.empty()) w_.fail(path, fmt::format("\"{}\" needs a non-empty list", group));
+      c.kind = std::string_view(group) == "all"   ? Condition::Kind::all
+               : std::string_view(group) == "any" ? Condition::Kind::any
+                                                  : Condition::Kind::none;
+      for (std::size_t i = 0; i < arr.size(); ++i)
+        c.children.push_back(condition(fmt::format("{}.{}[{}]", path, group, i), arr[i]));
+      return c;
+    }
+    if (!j.contains("fact") || !j["fact"].is_string())
+      w_.fail(path, "a condition needs \"all\", \"any\", \"none\" or \"fact\"");
+    c.kind = Condition::Kind::leaf;
+    c.fact = j["fact"].get<std::string>();
+    check_fact(path, c.fact);
+    if (j.size() != 2) w_.fail(path, "a fact condition needs exactly one operator");
+    for (const auto& [k, v] : j.items()) {
+      if (k == "fact") continue;
+      auto it = op_names().find(k);
+      if (it == op_names().end()) w_.fail(path, fmt::format("unknown operator '{}'", k));
+      c.op = it->second;
+      c.operand = operand(path + "." + k, v, c.op);
+    }
+    return c;
+  }
+
+private:
+  const Where& w_;
+  const ProbeRegistry* registry_;
+};
+
+std::size_t line_of_id(std::string_view text, std::string_view id) {
+  const std::string needle = fmt::format("\"{}\"", id);
+  std::size_t pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string_view::npos) {
+    std::size_t before = text.rfind("\"id\"", pos);
+    if (before != std::string_view::npos &&
+        text.substr(before, pos - before).find_first_of(",{}") == std::string_view::npos)
+      return line_of_offset(text, pos);
+    pos += needle.size();
+  }
+  return 0;
+}
+
+std::vector<std::string> string_list(const Where& w, const std::string& path,
+                                     const nlohmann::json& j) {
+  if (!j.is_array()) w.fail(path, "must be a list of strings");
+  std::vector<std::string> out;
+  for (const auto& e : j) {
+    if (!e.is_string()) w.fail(path, "must be a list of strings");
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+const std::set<std::string, std::less<>> kRuleKeys = {
+    "id",          "area", "title",  "applies", "skip_reason", "fail",   "pending_when",
+    "pass_message", "why", "fix",    "evidence", "sources"};
+const std::set<std::string, std::less<>> kFixKeys = {
+    "summary", "kernel_args", "modprobe", "sysctl", "groups", "udev", "env",
+    "manual",  "reboot",      "initramfs"};
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
+  return out;
+}
+
+} // namespace
+
+Severity Rule::max_severity() const {
+  Severity s = Severity::info;
+  for (const auto& f : fail) s = std::max(s, f.severity);
+  return s;
+}
+
+const Rule* RuleSet::find(std::string_view id) const {
+  for (const auto& r : rules)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
+                                   const ProbeRegistry* registry) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: not valid JSON: {}", file, line_of_offset(text, e.byte),
+                                 e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
+    throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
+  const std::string file_area = doc.value("area", std::string());
+  std::vector<Rule> out;
+  std::size_t index = 0;
+  for (const auto& rj : doc["rules"]) {
+    const std::string fallback_id = fmt::format("#{}", index++);
+    if (!rj.is_object() || !rj.contains("id") || !rj["id"].is_string())
+      throw InputError(fmt::format("{}: rule {}: needs an \"id\" string", file, fallback_id));
+    Rule r;
+    r.id = rj["id"].get<std::string>();
+    r.file = std::string(file);
+    r.line = line_of_id(text, r.id);
+    const Where w{file, r.line, r.id};
+    if (!std::regex_match(r.id, std::regex("[a-z0-9]+(-[a-z0-9]+)*")))
+      w.fail("id", "ids are lower-case words joined by '-'");
+    for (const auto& [k, v] : rj.items())
+      if (kRuleKeys.count(k) == 0) w.fail(k, "unknown key");
+    auto str = [&](const char* key, bool required) {
+      if (!rj.contains(key)) {
+        if (required) w.fail(key, "is required");
+        return std::string();
+      }
+      if (!rj[key].is_string()) w.fail(key, "must be a string");
+      return rj[key].get<std::string>();
+    };
+    r.title = str("title", true);
+    r.area = rj.contains("area") ? str("area", true) : file_area;
+    if (r.area.empty()) w.fail("area", "is required (in the rule or the file)");
+    const std::string skip_reason = str("skip_reason", false);
+    r.pass_message = str("pass_message", true);
+    r.why = str("why", true);
+    const Parser p(w, registry);
+    if (rj.contains("applies") && rj["applies"].is_array()) {
+      if (!skip_reason.empty()) w.fail("skip_reason", "goes inside each precondition when \"applies\" is a list");
+      for (std::size_t i = 0; i < rj["applies"].size(); ++i) {
+        const auto& pj = rj["applies"][i];
+        const std::string path = fmt::format("applies[{}]", i);
+        if (!pj.is_object() || !pj.contains("when") || !pj.contains("skip_reason") ||
+            !pj["skip_reason"].is_string() || pj.size() != 2)
+          w.fail(path, "needs exactly {\"when\": CONDITION, \"skip_reason\": \"...\"}");
+        r.applies.push_back(Precondition{p.condition(path + ".when", pj["when"]), pj["skip_reason"].get<std::string>()});
+      }
+    } else if (rj.contains("applies")) {
+      if (skip_reason.empty()) w.fail("skip_reason", "is required when \"applies\" is given");
+      r.applies.push_back(Precondition{p.condition("applies", rj["applies"]), skip_reason});
+    } else if (!skip_reason.empty()) {
+      w.fail("skip_reason", "needs \"applies\"");
+    }
+    if (!rj.contains("fail") || !rj["fail"].is_array() || rj["fail"].empty())
+      w.fail("fail", "needs a non-empty list of {severity, when, message}");
+    for (std::size_t i = 0; i < rj["fail"].size(); ++i) {
+      const auto& fj = rj["fail"][i];
+      const std::string path = fmt::format("fail[{}]", i);
+      if (!fj.is_object() || !fj.contains("severity") || !fj.contains("when") ||
+          !fj.contains("message") || !fj["message"].is_string() || !fj["severity"].is_string())
+        w.fail(path, "needs severity, when and message");
+      auto sev = parse_severity(fj["severity"].get<std::string>());
+      if (!sev) w.fail(path + ".severity", "must be error, warning or info");
+      r.fail.push_back(FailCase{*sev, p.condition(path + ".when", fj["when"]),
+                                fj["message"].get<std::string>()});
+    }
+    if (rj.contains("pending_when")) r.pending_when = p.condition("pending_when", rj["pending_when"]);
+    if (rj.contains("fix") && !rj["fix"].is_null()) {
+      if (!rj["fix"].is_object()) w.fail("fix", "must be an object");
+      for (const auto& [k, v] : rj["fix"].items())
+        if (kFixKeys.count(k) == 0) w.fail("fix." + k, "unknown fix kind");
+      r.fix = rj["fix"];
+    }
+    if (rj.contains("evidence")) r.evidence = string_list(w, "evidence", rj["evidence"]);
+    for (const auto& e : r.evidence) p.check_fact("evidence", e);
+    if (!rj.contains("sources")) w.fail("sources", "is required: every rule names its sources");
+    r.sources = string_list(w, "sources", rj["sources"]);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
+               const ProbeRegistry* registry) {
+  RuleSet set;
+  set.version = std::move(version);
+  std::map<std::string, std::string, std::less<>> seen;
+  std::string all_text;
+  for (const auto& [name, text] : files) {
+    all_text += name + "\n" + text + "\n";
+    for (auto& r : parse_rules_file(text, name, registry)) {
+      auto [it, inserted] = seen.emplace(r.id, name);
+      if (!inserted)
+        throw InputError(fmt::format("{}:{}: rule id '{}' is also defined in {}", name, r.line,
+                                     r.id, it->second));
+      set.rules.push_back(std::move(r));
+    }
+  }
+  set.digest = "sha256:" + sha256_hex(all_text);
+  return set;
+}
+} // namespace
+
+RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: the rules directory does not exist", dir));
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json" && e.path().filename() != "schema.json")
+      paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) throw InputError(fmt::format("{}: no *.json rules files", dir));
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& p : paths) {
+    std::ifstream in(p);
+    if (!in) throw InputError(fmt::format("{}: cannot be read", p.string()));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    files.emplace_back(p.string(), ss.str());
+  }
+  std::string version = "local";
+  std::ifstream vin(fs::path(dir) / "VERSION");
+  if (vin) std::getline(vin, version);
+  return finish(std::move(files), version, registry);
+}
+
+// Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
+std::vector<std::pair<std::string, std::string>> embedded_rule_files();
+std::string embedded_rules_version();
+
+RuleSet load_builtin_rules(const ProbeRegistry* registry) {
+  return finish(embedded_rule_files(), embedded_rules_version(), registry);
+}
+
+} // namespace halo
