@@ -252,7 +252,7 @@ void derive_suspects(FactSet& facts) {
   }
   for (const auto& n : *cmd_names) {
     for (const auto& t : kTypos)
-      if (n == t.name) flag(n, std::string("no such parameter; the kernel ignores it; ") + t.hint);
+      if (n == t.name) flag(n, std::string("no such parameter, ") + t.hint);
     // A module parameter the loaded module does not have is ignored by the kernel. Parameters
     // with permission 0 are absent from sysfs, so only modules whose list we hold are judged.
     auto dot = n.find('.');
@@ -264,7 +264,7 @@ void derive_suspects(FactSet& facts) {
       else if (m == "ttm" || m == "amdttm" || m == "amd_ttm")
         known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
       if (known && std::find(known->begin(), known->end(), p) == known->end())
-        flag(n, fmt::format("the loaded {} module has no parameter '{}' (/sys/module/{}/parameters); the kernel ignores it", m, p, m));
+        flag(n, fmt::format("the loaded {} module has no parameter '{}' (see /sys/module/{}/parameters)", m, p, m));
     }
   }
   if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu"); v == std::string("pt"))
