@@ -1,0 +1,68 @@
+#include <halo/error.hpp>
+#include <halo/fact.hpp>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace halo;
+
+TEST_CASE("key patterns match one segment per star and any tail with **", "[fact]") {
+  CHECK(key_matches("gpu.*.apu", "gpu.0.apu"));
+  CHECK(key_matches("gpu.*.apu", "gpu.12.apu"));
+  CHECK_FALSE(key_matches("gpu.*.apu", "gpu.0.card.apu"));
+  CHECK_FALSE(key_matches("gpu.*.apu", "gpu.apu"));
+  CHECK(key_matches("kernel.cmdline.param.**", "kernel.cmdline.param.ttm.pages_limit"));
+  CHECK_FALSE(key_matches("kernel.cmdline.param.**", "kernel.cmdline.param"));
+  // A rule reference with a wildcard matches a provided pattern with a literal there.
+  CHECK(key_matches("access.render.*.rw", "access.render.*.rw"));
+}
+
+TEST_CASE("a fact set keeps status, replaces by key and matches wildcards", "[fact]") {
+  FactSet f;
+  f.put_ok("gpu.0.gfx_target", std::string("gfx1151"), "/sys/x");
+  f.put_ok("gpu.1.gfx_target", std::string("gfx942"), "/sys/y");
+  f.put_status("ttm.pages_limit_pages", Status::denied, "/sys/module/ttm/parameters/pages_limit", "Permission denied");
+  CHECK(f.get<std::string>("gpu.0.gfx_target") == std::string("gfx1151"));
+  CHECK_FALSE(f.get_int("ttm.pages_limit_pages").has_value());
+  CHECK(f.find("ttm.pages_limit_pages")->status == Status::denied);
+  CHECK(f.match("gpu.*.gfx_target").size() == 2);
+  f.put_ok("gpu.0.gfx_target", std::string("gfx1150"), "/sys/z");
+  CHECK(f.get<std::string>("gpu.0.gfx_target") == std::string("gfx1150"));
+  f.put_ok("x.double", 3.0, "t");
+  CHECK(f.get_int("x.double") == 3);
+  CHECK(f.get_number("x.double") == Approx(3.0));
+}
+
+TEST_CASE("facts survive a JSON round trip with their status and reason", "[fact]") {
+  FactSet f;
+  f.put_ok("mem.total_bytes", std::int64_t{134299025408}, "/proc/meminfo");
+  f.put_ok("kernel.cmdline.names", std::vector<std::string>{"ro", "quiet"}, "/proc/cmdline");
+  f.put_ok("bench.ratio", 0.5, "halo-bench");
+  f.put_ok("amdgpu.loaded", false, "/sys/module/amdgpu");
+  f.put_status("kfd.gpu_nodes", Status::missing, "/sys/class/kfd", "no KFD topology");
+  const std::string text = facts_to_json(f, "halo-doctor", "0.1.0").dump();
+  FactSet g = facts_from_json_text(text, "saved.json");
+  REQUIRE(g.size() == f.size());
+  CHECK(g.get_int("mem.total_bytes") == 134299025408);
+  CHECK(g.get<std::vector<std::string>>("kernel.cmdline.names")->at(1) == "quiet");
+  CHECK(g.get<bool>("amdgpu.loaded") == false);
+  CHECK(g.get_number("bench.ratio") == Approx(0.5));
+  CHECK(g.find("kfd.gpu_nodes")->status == Status::missing);
+  CHECK(g.find("kfd.gpu_nodes")->reason == "no KFD topology");
+}
+
+TEST_CASE("a malformed facts file is an input error naming the file and line", "[fact]") {
+  try {
+    facts_from_json_text("{\n \"schema_version\": 1,\n \"facts\": {,}\n}", "saved.json");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("saved.json:3:"));
+  }
+  CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 2, "facts": {}})", "f.json"),
+                    Catch::Contains("schema_version must be 1"));
+  CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 1, "facts": {"a": {"status": "maybe"}}})", "f.json"),
+                    Catch::Contains("unknown status"));
+  CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 1, "facts": {"a": {"status": "ok", "value": {"x": 1}}}})", "f.json"),
+                    Catch::Contains("fact 'a'"));
+  CHECK_THROWS_AS(facts_from_json_text("", "empty.json"), InputError);
+}

@@ -1,0 +1,159 @@
+#include <halo/rules.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace halo;
+using nlohmann::json;
+
+namespace {
+Condition leaf(std::string fact, Op op, json literal) {
+  Condition c;
+  c.fact = std::move(fact);
+  c.op = op;
+  c.operand.literal = std::move(literal);
+  return c;
+}
+Condition group(Condition::Kind k, std::vector<Condition> ch) {
+  Condition c;
+  c.kind = k;
+  c.children = std::move(ch);
+  return c;
+}
+std::optional<bool> eval(const Condition& c, const FactSet& f) { return eval_condition(c, f, {}, nullptr); }
+
+FactSet sample() {
+  FactSet f;
+  f.put_ok("mem.total_bytes", std::int64_t{134299025408}, "/proc/meminfo");
+  f.put_ok("ttm.pages_limit_bytes", std::int64_t{67149512704}, "/sys/module/ttm/parameters/pages_limit");
+  f.put_ok("kernel.version", std::string("6.17.4"), "/proc/sys/kernel/osrelease");
+  f.put_ok("kernel.cmdline.names", std::vector<std::string>{"ro", "quiet"}, "/proc/cmdline");
+  f.put_ok("gpu.0.gfx_target", std::string("gfx1100"), "kfd");
+  f.put_ok("gpu.1.gfx_target", std::string("gfx1151"), "kfd");
+  f.put_status("ttm.configured.pages_limit_bytes", Status::missing, "derived", "not configured");
+  return f;
+}
+} // namespace
+
+TEST_CASE("comparison operators", "[engine]") {
+  FactSet f = sample();
+  CHECK(eval(leaf("mem.total_bytes", Op::gt, 1), f) == true);
+  CHECK(eval(leaf("mem.total_bytes", Op::eq, 134299025408.0), f) == true);
+  CHECK(eval(leaf("kernel.version", Op::version_lt, "6.18.4"), f) == true);
+  CHECK(eval(leaf("kernel.version", Op::version_ge, "6.17"), f) == true);
+  CHECK(eval(leaf("kernel.version", Op::matches, "6\\.17\\..*"), f) == true);
+  CHECK(eval(leaf("kernel.version", Op::in, json::array({"6.17.4", "6.18"})), f) == true);
+  CHECK(eval(leaf("kernel.version", Op::not_in, json::array({"6.17.4"})), f) == false);
+  CHECK(eval(leaf("kernel.cmdline.names", Op::contains, "quiet"), f) == true);
+  CHECK(eval(leaf("kernel.cmdline.names", Op::contains_any, json::array({"nomodeset", "ro"})), f) == true);
+  CHECK(eval(leaf("kernel.cmdline.names", Op::empty, false), f) == true);
+  CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::exists, false), f) == true);
+  CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::status, "missing"), f) == true);
+  CHECK(eval(leaf("never.collected", Op::status, "missing"), f) == true);
+  // A number compared with a string is unknown, not false.
+  CHECK_FALSE(eval(leaf("kernel.version", Op::lt, 3), f).has_value());
+}
+
+TEST_CASE("operands can scale another fact", "[engine]") {
+  FactSet f = sample();
+  Condition c = leaf("ttm.pages_limit_bytes", Op::lt, nullptr);
+  c.operand.literal.reset();
+  c.operand.fact = "mem.total_bytes";
+  c.operand.times = 0.75;
+  CHECK(eval(c, f) == true);
+  c.operand.times = 0.5;
+  CHECK(eval(c, f) == false);
+  c.operand.times = 1.0;
+  c.operand.param = "";
+  c.operand.plus = -100e9;
+  CHECK(eval(c, f) == false);
+}
+
+TEST_CASE("missing facts make conditions unknown, and logic is three-valued", "[engine]") {
+  FactSet f = sample();
+  Condition unknown = leaf("ttm.configured.pages_limit_bytes", Op::gt, 0);
+  Condition t = leaf("mem.total_bytes", Op::gt, 0);
+  Condition fl = leaf("mem.total_bytes", Op::lt, 0);
+  std::vector<std::string> keys;
+  CHECK_FALSE(eval_condition(unknown, f, {}, &keys).has_value());
+  CHECK(keys == std::vector<std::string>{"ttm.configured.pages_limit_bytes"});
+  CHECK(eval(group(Condition::Kind::all, {unknown, fl}), f) == false);
+  CHECK_FALSE(eval(group(Condition::Kind::all, {unknown, t}), f).has_value());
+  CHECK(eval(group(Condition::Kind::any, {unknown, t}), f) == true);
+  CHECK_FALSE(eval(group(Condition::Kind::any, {unknown, fl}), f).has_value());
+  CHECK(eval(group(Condition::Kind::none, {fl}), f) == true);
+  CHECK(eval(group(Condition::Kind::none, {t}), f) == false);
+}
+
+TEST_CASE("a wildcard fact holds when any match holds; no match is false", "[engine]") {
+  FactSet f = sample();
+  CHECK(eval(leaf("gpu.*.gfx_target", Op::eq, "gfx1151"), f) == true);
+  CHECK(eval(leaf("gpu.*.gfx_target", Op::eq, "gfx942"), f) == false);
+  CHECK(eval(leaf("nothing.*.here", Op::eq, "x"), f) == false);
+}
+
+TEST_CASE("templates expand facts, GiB and params", "[engine]") {
+  FactSet f = sample();
+  Params p{{"reserve_gib", 4}};
+  CHECK(expand_template("{gib:ttm.pages_limit_bytes} of {gib:mem.total_bytes}", f, p) == "62.54 GiB of 125.08 GiB");
+  CHECK(expand_template("reserve {param:reserve_gib} GiB, {kernel.cmdline.names}", f, p) == "reserve 4 GiB, ro, quiet");
+  CHECK(expand_template("unknown {no.such.fact}, missing {ttm.configured.pages_limit_bytes}", f, p) == "unknown ?, missing ?");
+  CHECK(expand_template("shell ${HOME} and {Not A Key} stay", f, p) == "shell ${HOME} and {Not A Key} stay");
+}
+
+TEST_CASE("versions compare numerically", "[engine]") {
+  CHECK(compare_versions("6.18.10", "6.18.4") == 1);
+  CHECK(compare_versions("6.14.0", "6.15") == -1);
+  CHECK(compare_versions("6.15", "6.15.0") == 0);
+  CHECK(compare_versions("6.18.4-200.fc43.x86_64", "6.18.4") == 0);
+  CHECK(compare_versions("7.0", "6.99.99") == 1);
+}
+
+TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
+  FactSet f = sample();
+  Rule r;
+  r.id = "demo";
+  r.title = "demo";
+  r.area = "memory";
+  r.pass_message = "fine";
+  r.fail.push_back(FailCase{Severity::error, leaf("ttm.pages_limit_bytes", Op::lt, 1e11), "low: {gib:ttm.pages_limit_bytes}"});
+  r.fix = json{{"kernel_args", {{"set", {{"{kernel.version}.x", "{mem.total_bytes}"}}}, {"remove", json::array({"{kernel.cmdline.names}"})}}}};
+  RuleSet rs;
+  rs.rules.push_back(r);
+  auto res = evaluate(rs, f, {});
+  REQUIRE(res.size() == 1);
+  CHECK(res[0].status == Outcome::fail);
+  CHECK(res[0].message == "low: 62.54 GiB");
+  CHECK(res[0].fix["kernel_args"]["set"]["6.17.4.x"] == 134299025408);
+  CHECK(res[0].fix["kernel_args"]["remove"] == json::array({"ro", "quiet"}));
+
+  rs.rules[0].applies.push_back(Precondition{leaf("gpu.0.gfx_target", Op::eq, "gfx942"), "not MI300 ({gpu.0.gfx_target})"});
+  res = evaluate(rs, f, {});
+  CHECK(res[0].status == Outcome::skip);
+  CHECK(res[0].message == "not MI300 (gfx1100)");
+
+  rs.rules[0].applies.clear();
+  rs.rules[0].fail[0].when = leaf("ttm.configured.pages_limit_bytes", Op::lt, 1);
+  res = evaluate(rs, f, {});
+  CHECK(res[0].status == Outcome::error);
+  CHECK_THAT(res[0].message, Catch::Contains("ttm.configured.pages_limit_bytes (missing: not configured)"));
+}
+
+TEST_CASE("the gate exit code follows --fail-on and pending reboots", "[engine]") {
+  Result warn{};
+  warn.status = Outcome::fail;
+  warn.severity = Severity::warning;
+  Result err{};
+  err.status = Outcome::fail;
+  err.severity = Severity::error;
+  Result pending = err;
+  pending.pending_reboot = true;
+  Result skipped{};
+  skipped.status = Outcome::skip;
+  skipped.severity = Severity::error;
+  CHECK(gate_exit_code({warn}, FailOn::error) == 0);
+  CHECK(gate_exit_code({warn}, FailOn::warning) == 1);
+  CHECK(gate_exit_code({err, warn}, FailOn::never) == 0);
+  CHECK(gate_exit_code({pending}, FailOn::error) == 4);
+  CHECK(gate_exit_code({pending, err}, FailOn::error) == 1);
+  CHECK(gate_exit_code({skipped}, FailOn::info) == 0);
+}
