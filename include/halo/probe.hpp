@@ -18,6 +18,10 @@ struct ProbeOptions {
   std::int64_t reserve_gib = 4;
   /// Skip the runtime probes (ROCr, libdrm) even on the live root (`--no-runtime`).
   bool no_runtime = false;
+  /// ROCr library to load first (`--hsa-library PATH`); empty: the documented search order.
+  std::string hsa_library;
+  /// Time limit for the ROCr child process, seconds (`--runtime-timeout S`).
+  double runtime_timeout_s = 10.0;
 };
 
 /// What a probe gets: the root to read through and the options.

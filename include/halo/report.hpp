@@ -31,6 +31,14 @@ struct TextOptions {
   bool verbose = false; ///< passing and skipped rules with their evidence too
 };
 
+/// The report formats `check --format` accepts.
+std::vector<std::string> report_formats();
+
+/// Renders results in one of report_formats(); throws std::invalid_argument for others. `facts`
+/// are available to formats that export numbers (the text and JSON reports do not need them).
+std::string render_report(std::string_view format, const std::vector<Result>& results,
+                          const ReportContext& ctx, const FactSet& facts, const TextOptions& text);
+
 /// The JSON report, schema_version 1 (docs/report.schema.json).
 nlohmann::json json_report(const std::vector<Result>& results, const ReportContext& ctx);
 

@@ -1,0 +1,129 @@
+#include "common.hpp"
+
+#include <halo/error.hpp>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace halo::cli {
+
+void add_probe_options(CLI::App* sub, CommonOptions& o) {
+  sub->add_option(
+      "--root", o.root,
+      "Read the system under DIR instead of / (a fixture, or a host mounted in a container)");
+  sub->add_option("--facts", o.facts_file,
+                  "Use the facts saved by `halo-doctor facts --format json` instead of probing");
+  sub->add_option(
+      "--add-facts", o.add_facts,
+      "Merge facts from FILE (e.g. `halo-doctor bench --json FILE`) into the probed ones");
+  sub->add_option("--reserve", o.reserve_gib,
+                  "GiB of memory left to the OS when recommending the TTM limit")
+      ->check(CLI::Range(0, 4096));
+  sub->add_flag("--no-runtime", o.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
+  sub->add_option("--hsa-library", o.hsa_library,
+                  "ROCr library (libhsa-runtime64.so.1) to load first");
+  sub->add_option("--runtime-timeout", o.runtime_timeout_s,
+                  "Seconds the ROCr queries may take before they count as hung")
+      ->check(CLI::Range(0.1, 600.0));
+}
+
+void add_rule_options(CLI::App* sub, CommonOptions& o) {
+  sub->add_option("--rules", o.rules_dir, "Load rules from DIR instead of the built-in set");
+  sub->add_option("--only", o.only, "Evaluate only these rule ids")->delimiter(',');
+  sub->add_option("--skip", o.skip, "Do not evaluate these rule ids")->delimiter(',');
+}
+
+ProbeOptions probe_options(const CommonOptions& o) {
+  ProbeOptions po;
+  po.reserve_gib = o.reserve_gib;
+  po.no_runtime = o.no_runtime;
+  po.hsa_library = o.hsa_library;
+  po.runtime_timeout_s = o.runtime_timeout_s;
+  return po;
+}
+
+std::string read_file_or_throw(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot be read", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
+  const ProbeOptions po = probe_options(o);
+  std::error_code ec;
+  if (o.facts_file.empty() && !std::filesystem::is_directory(o.root, ec))
+    throw InputError(fmt::format("{}: --root is not a directory", o.root));
+  const Root root(o.facts_file.empty() ? o.root : std::string("/nonexistent-halo-root"));
+  const ProbeContext ctx{root, po};
+  FactSet facts = o.facts_file.empty()
+                      ? reg.collect(ctx)
+                      : facts_from_json_text(read_file_or_throw(o.facts_file), o.facts_file);
+  for (const auto& f : o.add_facts)
+    facts.merge(facts_from_json_text(read_file_or_throw(f), f));
+  if (!o.facts_file.empty() || !o.add_facts.empty()) reg.rederive(ctx, facts);
+  return facts;
+}
+
+RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg) {
+  RuleSet rs = o.rules_dir.empty() ? load_builtin_rules(&reg) : load_rules_dir(o.rules_dir, &reg);
+  auto check_ids = [&](const std::vector<std::string>& ids, const char* flag) {
+    for (const auto& id : ids)
+      if (rs.find(id) == nullptr)
+        throw InputError(fmt::format("{}: unknown rule id '{}' (see halo-doctor rules)", flag, id));
+  };
+  check_ids(o.only, "--only");
+  check_ids(o.skip, "--skip");
+  if (o.only.empty() && o.skip.empty()) return rs;
+  std::vector<Rule> kept;
+  for (auto& r : rs.rules) {
+    const bool in_only =
+        o.only.empty() || std::find(o.only.begin(), o.only.end(), r.id) != o.only.end();
+    const bool in_skip = std::find(o.skip.begin(), o.skip.end(), r.id) != o.skip.end();
+    if (in_only && !in_skip) kept.push_back(std::move(r));
+  }
+  rs.rules = std::move(kept);
+  return rs;
+}
+
+Params rule_params(const CommonOptions& o) {
+  return Params{{"reserve_gib", o.reserve_gib},
+                {"reserve_bytes", o.reserve_gib * 1024LL * 1024 * 1024}};
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(fmt::format("{}: cannot be written", path));
+    out << text;
+    if (!out) throw InputError(fmt::format("{}: write failed", path));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return ::isatty(STDOUT_FILENO) != 0;
+}
+
+} // namespace halo::cli

@@ -1,0 +1,57 @@
+// Shared pieces of the halo-doctor subcommands. Only src/cli knows CLI11.
+#pragma once
+
+#include <halo/fact.hpp>
+#include <halo/probe.hpp>
+#include <halo/rules.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace halo::cli {
+
+/// Options shared by the commands that probe a machine (check, facts, fix, capture).
+struct CommonOptions {
+  std::string root = "/";
+  std::string facts_file;
+  std::vector<std::string> add_facts;
+  std::int64_t reserve_gib = 4;
+  bool no_runtime = false;
+  std::string hsa_library;
+  double runtime_timeout_s = 10.0;
+  std::string rules_dir;
+  std::vector<std::string> only;
+  std::vector<std::string> skip;
+};
+
+/// Adds --root, --facts, --add-facts, --reserve, --no-runtime, --hsa-library, --runtime-timeout.
+void add_probe_options(CLI::App* sub, CommonOptions& o);
+/// Adds --rules, --only, --skip.
+void add_rule_options(CLI::App* sub, CommonOptions& o);
+
+/// The probe options for these command-line options.
+ProbeOptions probe_options(const CommonOptions& o);
+
+/// Probes the root (or replays --facts) and merges --add-facts files, then re-derives.
+/// Throws InputError for a missing root or a bad facts file.
+FactSet gather(const CommonOptions& o, const ProbeRegistry& reg);
+
+/// Loads the built-in rules or --rules DIR, applying --only/--skip (unknown ids: InputError).
+RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg);
+
+/// Params rules may read: reserve_gib, reserve_bytes.
+Params rule_params(const CommonOptions& o);
+
+/// Reads a whole file or throws InputError naming it.
+std::string read_file_or_throw(const std::string& path);
+
+/// Writes `text` to PATH atomically (temp file + rename), or to stdout for "" or "-".
+void write_output(const std::string& path, const std::string& text);
+
+/// True if colour should be used on stdout for --color MODE (auto: a TTY, NO_COLOR unset,
+/// TERM not dumb).
+bool use_color(const std::string& mode);
+
+} // namespace halo::cli
