@@ -22,6 +22,7 @@ std::string unquote(std::string_view v) {
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
+  put_text(facts, ctx.root, "host.name", "/proc/sys/kernel/hostname");
   ReadResult r = ctx.root.read("/etc/os-release");
   if (r.status == Status::missing) r = ctx.root.read("/usr/lib/os-release");
   const std::vector<std::pair<std::string, std::string>> wanted = {
@@ -65,9 +66,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_os_probe() {
   return std::make_unique<BasicProbe>(
       "os",
-      std::vector<std::string>{"os.id", "os.id_like", "os.version_id", "os.variant_id",
+      std::vector<std::string>{"host.name", "os.id", "os.id_like", "os.version_id", "os.variant_id",
                                "os.pretty_name", "os.family"},
-      std::vector<std::string>{"/etc/os-release", "/usr/lib/os-release"}, collect);
+      std::vector<std::string>{"/proc/sys/kernel/hostname", "/etc/os-release", "/usr/lib/os-release"}, collect);
 }
 
 } // namespace halo::probes

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every report the binary writes for the fixture roots validates against the published schema
+# docs/report.schema.json (python3-jsonschema, installed by .ci/run). A missing validator fails.
+set -u
+bin=$1
+fixtures=$2
+schema=$3
+python=${HALO_PYTHON:-python3}
+if ! "$python" -c "import jsonschema" 2>/dev/null; then
+  echo "FAIL: python3 jsonschema is not installed (apt-get install python3-jsonschema)"; exit 1
+fi
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for dir in "$fixtures"/*/; do
+  [ -f "$dir/README.md" ] || continue
+  name=$(basename "$dir")
+  "$bin" check --root "$dir" --format json --no-runtime >"$tmp/$name.json"
+done
+"$bin" check --format json >"$tmp/live-machine.json"
+"$python" - "$schema" "$tmp"/*.json <<'PY' || fail=1
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+bad = 0
+for path in sys.argv[2:]:
+    errors = sorted(validator.iter_errors(json.load(open(path))), key=lambda e: list(e.path))
+    for e in errors[:5]:
+        print(f"FAIL {path}: {'/'.join(map(str, e.path))}: {e.message}")
+    bad += bool(errors)
+    if not errors:
+        print(f"ok {path.rsplit('/', 1)[-1]}")
+# The validator itself must reject a broken report.
+broken = json.load(open(sys.argv[2]))
+broken["results"][0]["status"] = "maybe"
+if validator.is_valid(broken):
+    print("FAIL: the schema accepted status 'maybe'"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+exit $fail

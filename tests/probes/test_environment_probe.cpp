@@ -1,0 +1,26 @@
+#include "fixture_tree.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace halo;
+using halo::test::FixtureTree;
+using halo::test::probe_one;
+
+TEST_CASE("environment probe: ROCm-related variables from /proc/self/environ", "[probe][env]") {
+  FixtureTree t;
+  t.file("/proc/self/environ", std::string("PATH=/bin\0HSA_OVERRIDE_GFX_VERSION=11.0.0\0PYTORCH_HIP_ALLOC_CONF=expandable_segments:True\0SECRET=x\0", 105));
+  FactSet f = probe_one(t.path(), "environment");
+  CHECK(f.get<std::string>("env.hsa_override_gfx_version") == std::string("11.0.0"));
+  CHECK(f.get<std::string>("env.hsa_override_gfx_target") == std::string("gfx1100"));
+  CHECK(f.get<std::string>("env.pytorch_hip_alloc_conf") == std::string("expandable_segments:True"));
+  CHECK(f.find("env.secret") == nullptr);
+  CHECK(f.get<std::vector<std::string>>("env.names") ==
+        std::vector<std::string>{"HSA_OVERRIDE_GFX_VERSION", "PYTORCH_HIP_ALLOC_CONF"});
+}
+
+TEST_CASE("environment probe: a malformed override is an error fact", "[probe][env]") {
+  FixtureTree t;
+  t.file("/proc/self/environ", std::string("HSA_OVERRIDE_GFX_VERSION=gfx1151\0", 34));
+  FactSet f = probe_one(t.path(), "environment");
+  CHECK(f.find("env.hsa_override_gfx_target")->status == Status::error);
+}

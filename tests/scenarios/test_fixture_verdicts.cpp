@@ -1,0 +1,174 @@
+// Per-rule verdicts on the fixture roots rebuilt from real machine states: the behaviour users
+// rely on, asserted rule by rule (the goldens in tests/fixtures/*/expected.* pin the full output).
+#include "fixture_tree.hpp"
+
+#include <halo/error.hpp>
+#include <halo/rules.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace halo;
+using halo::test::fixture;
+using halo::test::probe_root;
+
+namespace {
+std::vector<Result> run(const std::filesystem::path& root, std::int64_t reserve = 4) {
+  static const ProbeRegistry reg = builtin_probes();
+  static const RuleSet rules = load_builtin_rules(&reg);
+  return evaluate(rules, probe_root(root, reserve), Params{{"reserve_gib", reserve}});
+}
+const Result& get(const std::vector<Result>& rs, std::string_view id) {
+  for (const auto& r : rs)
+    if (r.id == id) return r;
+  throw std::runtime_error("no result for " + std::string(id));
+}
+} // namespace
+
+TEST_CASE("Strix Halo at the default TTM cap: ttm-limit-low fails with the right fix", "[scenario]") {
+  auto rs = run(fixture("strix-halo-default-ttm"));
+  const Result& r = get(rs, "ttm-limit-low");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_FALSE(r.pending_reboot);
+  CHECK_THAT(r.message, Catch::Contains("62.54 GiB of 125.08 GiB"));
+  CHECK(r.fix["kernel_args"]["set"]["ttm.pages_limit"] == 121 * 262144);
+  CHECK(r.fix["kernel_args"]["set"]["ttm.page_pool_size"] == 121 * 262144);
+  CHECK(r.fix["modprobe"][0]["module"] == "ttm");
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
+  // --reserve 5 gives the seed's 120 GiB = 31457280 pages.
+  CHECK(get(run(fixture("strix-halo-default-ttm"), 5), "ttm-limit-low").fix["kernel_args"]["set"]["ttm.pages_limit"] == 31457280);
+}
+
+TEST_CASE("Strix Halo after the fix: TTM rules pass, leftovers are flagged", "[scenario]") {
+  auto rs = run(fixture("strix-halo-fixed"));
+  for (const char* id : {"ttm-limit-low", "ttm-limit-overcommit", "ttm-page-pool-mismatch", "ttm-wrong-module", "ttm-pending-reboot"}) {
+    INFO(id);
+    CHECK(get(rs, id).status == Outcome::pass);
+  }
+  CHECK(get(rs, "amdgpu-gttsize-deprecated").status == Outcome::fail);
+  CHECK(get(rs, "amdgpu-gttsize-deprecated").severity == Severity::warning);
+  CHECK(get(rs, "hsa-override-gfx").severity == Severity::info);
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::ok);
+  CHECK(gate_exit_code(rs, FailOn::warning) == exit_code::failed);
+}
+
+TEST_CASE("gttsize raised without TTM, with the gtt_size typo (ROCm#5595)", "[scenario]") {
+  auto rs = run(fixture("gttsize-typo-5595"));
+  CHECK(get(rs, "amdgpu-gttsize-deprecated").severity == Severity::error);
+  CHECK(get(rs, "cmdline-unknown-param").status == Outcome::fail);
+  CHECK(get(rs, "cmdline-unknown-param").fix["kernel_args"]["remove"] == nlohmann::json::array({"amdgpu.gtt_size"}));
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::fail);
+  // 6.14 OEM has the GTT backport: not the < 6.15 error, but below OEM 6.14.0-1018.
+  CHECK(get(rs, "gfx1151-kernel-min").severity == Severity::warning);
+}
+
+TEST_CASE("amdttm set on the in-kernel driver (ROCm#5562)", "[scenario]") {
+  auto rs = run(fixture("amdttm-on-inbox-5562"));
+  const Result& r = get(rs, "ttm-wrong-module");
+  CHECK(r.status == Outcome::fail);
+  CHECK_THAT(r.message, Catch::Contains("amdgpu uses ttm"));
+  CHECK(r.fix["kernel_args"]["set"].contains("ttm.pages_limit"));
+  CHECK(get(rs, "gfx1151-kernel-min").severity == Severity::error);
+}
+
+TEST_CASE("96 GiB carve-out: the carve-out rule, not the TTM rule", "[scenario]") {
+  auto rs = run(fixture("carveout-96g-5902"));
+  CHECK(get(rs, "apu-carveout-large").status == Outcome::fail);
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::skip);
+  CHECK_THAT(get(rs, "ttm-limit-low").message, Catch::Contains("carve-out"));
+}
+
+TEST_CASE("/dev/kfd not accessible, DKMS amdttm stack", "[scenario]") {
+  auto rs = run(fixture("kfd-no-access"));
+  CHECK(get(rs, "kfd-access").status == Outcome::fail);
+  CHECK(get(rs, "render-node-access").status == Outcome::fail);
+  CHECK(get(rs, "kfd-access").fix["groups"] == nlohmann::json::array({"render", "video"}));
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::pass);
+  CHECK(get(rs, "ttm-wrong-module").status == Outcome::pass);
+}
+
+TEST_CASE("MI300X with NUMA balancing on", "[scenario]") {
+  auto rs = run(fixture("mi300x-numa-4021"));
+  CHECK(get(rs, "instinct-numa-balancing").status == Outcome::fail);
+  CHECK(get(rs, "instinct-numa-balancing").fix["sysctl"]["kernel.numa_balancing"] == "0");
+  CHECK(get(rs, "instinct-iommu-pt").status == Outcome::fail);
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::skip);
+  CHECK(get(rs, "gfx1151-kernel-min").status == Outcome::skip);
+}
+
+TEST_CASE("no AMD GPU: every GPU rule skips with that reason", "[scenario]") {
+  auto rs = run(fixture("no-amd-gpu"));
+  for (const auto& r : rs) {
+    INFO(r.id);
+    CHECK(r.status != Outcome::fail);
+    CHECK(r.status != Outcome::error);
+  }
+  CHECK(get(rs, "hsa-override-gfx").message == "no AMD GPU found (PCI, DRM and KFD list none)");
+  CHECK(get(rs, "ttm-limit-low").message == "no AMD GPU found (PCI, DRM and KFD list none)");
+  CHECK(gate_exit_code(rs, FailOn::info) == exit_code::ok);
+}
+
+TEST_CASE("a TTM limit configured in modprobe.d but not yet active is pending a reboot (exit 4)", "[scenario]") {
+  namespace fs = std::filesystem;
+  halo::test::FixtureTree t;
+  fs::copy(fixture("strix-halo-default-ttm"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+  t.file("/etc/modprobe.d/halo-doctor-ttm.conf", "options ttm pages_limit=31719424 page_pool_size=31719424\n");
+  auto rs = run(t.path());
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::fail);
+  CHECK(get(rs, "ttm-limit-low").pending_reboot);
+  CHECK(get(rs, "ttm-pending-reboot").status == Outcome::fail);
+  CHECK(get(rs, "ttm-pending-reboot").pending_reboot);
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::pending_reboot);
+  // A modprobe.d value that would still be too low is not "pending": it fails outright.
+  t.file("/etc/modprobe.d/halo-doctor-ttm.conf", "options ttm pages_limit=20000000\n");
+  rs = run(t.path());
+  CHECK_FALSE(get(rs, "ttm-limit-low").pending_reboot);
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
+}
+
+TEST_CASE("an overcommitted TTM limit (a typo larger than RAM) is an error", "[scenario]") {
+  namespace fs = std::filesystem;
+  halo::test::FixtureTree t;
+  fs::copy(fixture("strix-halo-fixed"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+  t.file("/sys/module/ttm/parameters/pages_limit", "335544321\n"); // kyuz0's once-shipped typo
+  auto rs = run(t.path());
+  CHECK(get(rs, "ttm-limit-overcommit").severity == Severity::error);
+  CHECK(get(rs, "ttm-limit-overcommit").status == Outcome::fail);
+  t.file("/sys/module/ttm/parameters/pages_limit", "32700000\n"); // 124.7 GiB of 125.08
+  rs = run(t.path());
+  CHECK(get(rs, "ttm-limit-overcommit").severity == Severity::warning);
+}
+
+TEST_CASE("unreadable and garbage sysfs values give error results, never a pass", "[scenario]") {
+  namespace fs = std::filesystem;
+  halo::test::FixtureTree t;
+  fs::copy(fixture("strix-halo-default-ttm"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+  t.file("/sys/module/ttm/parameters/pages_limit", "\xff\xfe not a number\n");
+  auto rs = run(t.path());
+  const Result& r = get(rs, "ttm-limit-low");
+  CHECK(r.status == Outcome::error);
+  CHECK_THAT(r.message, Catch::Contains("ttm.pages_limit_bytes (error"));
+  t.file("/proc/meminfo", "");
+  rs = run(t.path());
+  CHECK(get(rs, "ttm-limit-overcommit").status == Outcome::error);
+}
+
+TEST_CASE("facts saved as JSON and replayed give the same verdicts", "[scenario]") {
+  for (const char* name : {"strix-halo-default-ttm", "kfd-no-access", "mi300x-numa-4021"}) {
+    INFO(name);
+    static const ProbeRegistry reg = builtin_probes();
+    static const RuleSet rules = load_builtin_rules(&reg);
+    FactSet live = probe_root(fixture(name));
+    FactSet replay = facts_from_json_text(facts_to_json(live, "halo-doctor", "test").dump(), "saved.json");
+    auto a = evaluate(rules, live, Params{{"reserve_gib", 4}});
+    auto b = evaluate(rules, replay, Params{{"reserve_gib", 4}});
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].status == b[i].status);
+      CHECK(a[i].message == b[i].message);
+    }
+  }
+}
