@@ -64,6 +64,7 @@ public:
 
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
+  std::vector<std::string> patterns_{"bench.**", "probe.*.status"};
 };
 
 /// Builds the registry of built-in probes (checks/registry.cpp: one line per probe).

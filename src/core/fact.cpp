@@ -11,10 +11,14 @@ namespace halo {
 
 std::string_view to_string(Status s) {
   switch (s) {
-  case Status::ok: return "ok";
-  case Status::missing: return "missing";
-  case Status::denied: return "denied";
-  case Status::error: return "error";
+  case Status::ok:
+    return "ok";
+  case Status::missing:
+    return "missing";
+  case Status::denied:
+    return "denied";
+  case Status::error:
+    return "error";
   }
   return "error";
 }
@@ -107,29 +111,28 @@ std::optional<double> FactSet::get_number(std::string_view key) const {
 }
 
 namespace {
-std::vector<std::string_view> split_dots(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t dot = s.find('.', start);
-    out.push_back(s.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return out;
+/// Pops the next dotted segment off `s` (allocation-free: key_matches runs for every fact
+/// reference of every rule at load time).
+std::string_view next_segment(std::string_view& s) {
+  const std::size_t dot = s.find('.');
+  std::string_view seg = s.substr(0, dot);
+  s = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+  return seg;
 }
 } // namespace
 
 bool key_matches(std::string_view pattern, std::string_view key) {
-  auto p = split_dots(pattern);
-  auto k = split_dots(key);
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == "**") return i == p.size() - 1 && k.size() > i;
-    if (i >= k.size()) return false;
-    if (p[i] == "*" || k[i] == "*") continue;
-    if (p[i] != k[i]) return false;
+  bool key_left = true;
+  while (true) {
+    const bool last_pattern = pattern.find('.') == std::string_view::npos;
+    const std::string_view p = next_segment(pattern);
+    if (p == "**" && last_pattern) return key_left && !key.empty();
+    if (!key_left) return false;
+    key_left = key.find('.') != std::string_view::npos;
+    const std::string_view k = next_segment(key);
+    if (p != "*" && k != "*" && p != k) return false;
+    if (last_pattern) return !key_left;
   }
-  return p.size() == k.size();
 }
 
 std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
@@ -145,7 +148,8 @@ std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
 }
 
 void FactSet::merge(const FactSet& other) {
-  for (const auto& [k, f] : other.facts_) put(f);
+  for (const auto& [k, f] : other.facts_)
+    put(f);
 }
 
 nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
@@ -170,15 +174,14 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: not valid JSON: {}", origin,
-                                 line_of_offset(text, e.byte), e.what()));
+    throw InputError(
+        fmt::format("{}:{}: not valid JSON: {}", origin, line_of_offset(text, e.byte), e.what()));
   }
   auto fail = [&](const std::string& what) {
     throw InputError(fmt::format("{}: not a halo-doctor facts file: {}", origin, what));
   };
   if (!j.is_object()) fail("the top level must be an object");
-  if (!j.contains("schema_version") || j["schema_version"] != 1)
-    fail("schema_version must be 1");
+  if (!j.contains("schema_version") || j["schema_version"] != 1) fail("schema_version must be 1");
   if (!j.contains("facts") || !j["facts"].is_object()) fail("\"facts\" must be an object");
   FactSet out;
   for (const auto& [key, e] : j["facts"].items()) {

@@ -8,18 +8,18 @@
 
 namespace halo {
 
-void ProbeRegistry::add(std::unique_ptr<Probe> p) { probes_.push_back(std::move(p)); }
+void ProbeRegistry::add(std::unique_ptr<Probe> p) {
+  for (auto& k : p->provides())
+    patterns_.push_back(std::move(k));
+  probes_.push_back(std::move(p));
+}
 
 std::vector<std::string> ProbeRegistry::provided_patterns() const {
-  std::vector<std::string> out{"bench.**", "probe.*.status"};
-  for (const auto& p : probes_) {
-    for (auto& k : p->provides()) out.push_back(std::move(k));
-  }
-  return out;
+  return patterns_;
 }
 
 bool ProbeRegistry::provides(std::string_view key) const {
-  for (const auto& pattern : provided_patterns())
+  for (const auto& pattern : patterns_)
     if (key_matches(pattern, key)) return true;
   return false;
 }
@@ -35,15 +35,16 @@ void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
     spdlog::error("probe {} failed: {}", p.id(), e.what());
     facts.put_status(key, Status::error, "halo-doctor", e.what());
   }
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - t0);
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   spdlog::debug("probe {}: {} us", p.id(), us.count());
 }
 } // namespace
 
 FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
   FactSet facts;
-  for (const auto& p : probes_) run_one(*p, ctx, facts);
+  for (const auto& p : probes_)
+    run_one(*p, ctx, facts);
   return facts;
 }
 

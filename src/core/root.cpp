@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace halo {
 namespace {
@@ -18,10 +19,13 @@ Status status_of_errno(int err) {
   case ENOENT:
   case ENOTDIR:
   case ENODEV:
-  case ENXIO: return Status::missing;
+  case ENXIO:
+    return Status::missing;
   case EACCES:
-  case EPERM: return Status::denied;
-  default: return Status::error;
+  case EPERM:
+    return Status::denied;
+  default:
+    return Status::error;
   }
 }
 
@@ -56,11 +60,13 @@ ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
     r.reason = std::strerror(err);
     return r;
   }
+  // Read in page-sized chunks: sysfs files are small, and a 64 KiB buffer per read would cost
+  // more than the reads themselves.
   std::string buf;
-  buf.resize(max_bytes + 1);
   std::size_t used = 0;
-  while (used < buf.size()) {
-    const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
+  char chunk[4096];
+  while (used <= max_bytes) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -70,6 +76,7 @@ ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
       return r;
     }
     if (n == 0) break;
+    buf.append(chunk, static_cast<std::size_t>(n));
     used += static_cast<std::size_t>(n);
   }
   ::close(fd);
@@ -78,7 +85,6 @@ ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
     r.reason = fmt::format("longer than {} bytes; not read", max_bytes);
     return r;
   }
-  buf.resize(used);
   r.text = std::move(buf);
   return r;
 }
@@ -98,7 +104,8 @@ std::optional<std::vector<std::string>> Root::list(std::string_view abs_dir,
     return std::nullopt;
   }
   std::vector<std::string> names;
-  for (const auto& e : it) names.push_back(e.path().filename().string());
+  for (const auto& e : it)
+    names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   if (status_out != nullptr) *status_out = Status::ok;
   return names;
@@ -123,8 +130,8 @@ std::optional<std::string> Root::link_name(std::string_view abs) const {
 
 NodeInfo Root::node(std::string_view abs) const {
   NodeInfo n;
-  const ReadResult sidecar = live_ ? ReadResult{Status::missing, {}, {}, {}}
-                                   : read("/.halo/nodes.json", 256 * 1024);
+  const ReadResult sidecar =
+      live_ ? ReadResult{Status::missing, {}, {}, {}} : read("/.halo/nodes.json", 256 * 1024);
   if (sidecar.ok()) {
     nlohmann::json j = nlohmann::json::parse(sidecar.text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
@@ -140,7 +147,8 @@ NodeInfo Root::node(std::string_view abs) const {
     }
     try {
       n.is_char_device = it->value("type", std::string("char")) == "char";
-      n.mode = static_cast<std::uint32_t>(std::stoul(it->value("mode", std::string("0")), nullptr, 8));
+      n.mode =
+          static_cast<std::uint32_t>(std::stoul(it->value("mode", std::string("0")), nullptr, 8));
       n.uid = it->value("uid", 0U);
       n.gid = it->value("gid", 0U);
     } catch (const std::exception& e) {

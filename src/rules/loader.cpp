@@ -4,6 +4,7 @@
 #include <halo/rules.hpp>
 
 #include <fmt/format.h>
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -19,14 +20,22 @@ namespace {
 
 const std::map<std::string_view, Op, std::less<>>& op_names() {
   static const std::map<std::string_view, Op, std::less<>> m = {
-      {"eq", Op::eq},         {"ne", Op::ne},
-      {"lt", Op::lt},         {"le", Op::le},
-      {"gt", Op::gt},         {"ge", Op::ge},
-      {"in", Op::in},         {"not_in", Op::not_in},
-      {"exists", Op::exists}, {"status", Op::status},
-      {"matches", Op::matches}, {"contains", Op::contains},
-      {"contains_any", Op::contains_any}, {"empty", Op::empty},
-      {"version_lt", Op::version_lt}, {"version_ge", Op::version_ge},
+      {"eq", Op::eq},
+      {"ne", Op::ne},
+      {"lt", Op::lt},
+      {"le", Op::le},
+      {"gt", Op::gt},
+      {"ge", Op::ge},
+      {"in", Op::in},
+      {"not_in", Op::not_in},
+      {"exists", Op::exists},
+      {"status", Op::status},
+      {"matches", Op::matches},
+      {"contains", Op::contains},
+      {"contains_any", Op::contains_any},
+      {"empty", Op::empty},
+      {"version_lt", Op::version_lt},
+      {"version_ge", Op::version_ge},
   };
   return m;
 }
@@ -62,7 +71,8 @@ public:
           check_fact(path, o.fact);
         } else if (k == "param" && v.is_string()) {
           o.param = v.get<std::string>();
-          if (kParams.count(o.param) == 0) w_.fail(path, fmt::format("unknown param '{}'", o.param));
+          if (kParams.count(o.param) == 0)
+            w_.fail(path, fmt::format("unknown param '{}'", o.param));
         } else if (k == "times" && v.is_number()) {
           o.times = v.get<double>();
         } else if (k == "plus" && v.is_number()) {
@@ -71,7 +81,8 @@ public:
           w_.fail(path, fmt::format("unexpected operand key '{}'", k));
         }
       }
-      if (o.fact.empty() == o.param.empty()) w_.fail(path, "an operand object needs one of fact or param");
+      if (o.fact.empty() == o.param.empty())
+        w_.fail(path, "an operand object needs one of fact or param");
       return o;
     }
     switch (op) {
@@ -107,7 +118,8 @@ public:
     case Op::ge:
       if (!j.is_number()) w_.fail(path, "this operator needs a number");
       break;
-    default: break;
+    default:
+      break;
     }
     o.literal = j;
     return o;
@@ -120,7 +132,8 @@ public:
       if (!j.contains(group)) continue;
       if (j.size() != 1) w_.fail(path, fmt::format("\"{}\" must stand alone in its object", group));
       const auto& arr = j[group];
-      if (!arr.is_array() || arr.empty()) w_.fail(path, fmt::format("\"{}\" needs a non-empty list", group));
+      if (!arr.is_array() || arr.empty())
+        w_.fail(path, fmt::format("\"{}\" needs a non-empty list", group));
       c.kind = std::string_view(group) == "all"   ? Condition::Kind::all
                : std::string_view(group) == "any" ? Condition::Kind::any
                                                   : Condition::Kind::none;
@@ -174,18 +187,19 @@ std::vector<std::string> string_list(const Where& w, const std::string& path,
 }
 
 const std::set<std::string, std::less<>> kRuleKeys = {
-    "id",          "area", "title",  "applies", "skip_reason", "fail",   "pending_when",
-    "pass_message", "why", "fix",    "evidence", "sources"};
-const std::set<std::string, std::less<>> kFixKeys = {
-    "summary", "kernel_args", "modprobe", "sysctl", "groups", "udev", "env",
-    "manual",  "reboot",      "initramfs"};
+    "id",           "area",         "title", "applies", "skip_reason", "fail",
+    "pending_when", "pass_message", "why",   "fix",     "evidence",    "sources"};
+const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "modprobe", "sysctl",
+                                                     "groups",  "udev",        "env",      "manual",
+                                                     "reboot",  "initramfs"};
 
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
   std::string out;
-  for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
+  for (unsigned int i = 0; i < len; ++i)
+    out += fmt::format("{:02x}", md[i]);
   return out;
 }
 
@@ -193,7 +207,8 @@ std::string sha256_hex(std::string_view data) {
 
 Severity Rule::max_severity() const {
   Severity s = Severity::info;
-  for (const auto& f : fail) s = std::max(s, f.severity);
+  for (const auto& f : fail)
+    s = std::max(s, f.severity);
   return s;
 }
 
@@ -209,8 +224,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
   try {
     doc = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: not valid JSON: {}", file, line_of_offset(text, e.byte),
-                                 e.what()));
+    throw InputError(
+        fmt::format("{}:{}: not valid JSON: {}", file, line_of_offset(text, e.byte), e.what()));
   }
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
@@ -226,8 +241,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
     r.file = std::string(file);
     r.line = line_of_id(text, r.id);
     const Where w{file, r.line, r.id};
-    if (!std::regex_match(r.id, std::regex("[a-z0-9]+(-[a-z0-9]+)*")))
-      w.fail("id", "ids are lower-case words joined by '-'");
+    static const std::regex id_re("[a-z0-9]+(-[a-z0-9]+)*");
+    if (!std::regex_match(r.id, id_re)) w.fail("id", "ids are lower-case words joined by '-'");
     for (const auto& [k, v] : rj.items())
       if (kRuleKeys.count(k) == 0) w.fail(k, "unknown key");
     auto str = [&](const char* key, bool required) {
@@ -246,14 +261,16 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
     r.why = str("why", true);
     const Parser p(w, registry);
     if (rj.contains("applies") && rj["applies"].is_array()) {
-      if (!skip_reason.empty()) w.fail("skip_reason", "goes inside each precondition when \"applies\" is a list");
+      if (!skip_reason.empty())
+        w.fail("skip_reason", "goes inside each precondition when \"applies\" is a list");
       for (std::size_t i = 0; i < rj["applies"].size(); ++i) {
         const auto& pj = rj["applies"][i];
         const std::string path = fmt::format("applies[{}]", i);
         if (!pj.is_object() || !pj.contains("when") || !pj.contains("skip_reason") ||
             !pj["skip_reason"].is_string() || pj.size() != 2)
           w.fail(path, "needs exactly {\"when\": CONDITION, \"skip_reason\": \"...\"}");
-        r.applies.push_back(Precondition{p.condition(path + ".when", pj["when"]), pj["skip_reason"].get<std::string>()});
+        r.applies.push_back(Precondition{p.condition(path + ".when", pj["when"]),
+                                         pj["skip_reason"].get<std::string>()});
       }
     } else if (rj.contains("applies")) {
       if (skip_reason.empty()) w.fail("skip_reason", "is required when \"applies\" is given");
@@ -274,7 +291,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
       r.fail.push_back(FailCase{*sev, p.condition(path + ".when", fj["when"]),
                                 fj["message"].get<std::string>()});
     }
-    if (rj.contains("pending_when")) r.pending_when = p.condition("pending_when", rj["pending_when"]);
+    if (rj.contains("pending_when"))
+      r.pending_when = p.condition("pending_when", rj["pending_when"]);
     if (rj.contains("fix") && !rj["fix"].is_null()) {
       if (!rj["fix"].is_object()) w.fail("fix", "must be an object");
       for (const auto& [k, v] : rj["fix"].items())
@@ -282,7 +300,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
       r.fix = rj["fix"];
     }
     if (rj.contains("evidence")) r.evidence = string_list(w, "evidence", rj["evidence"]);
-    for (const auto& e : r.evidence) p.check_fact("evidence", e);
+    for (const auto& e : r.evidence)
+      p.check_fact("evidence", e);
     if (!rj.contains("sources")) w.fail("sources", "is required: every rule names its sources");
     r.sources = string_list(w, "sources", rj["sources"]);
     out.push_back(std::move(r));

@@ -5,9 +5,12 @@ set -u
 bin=$1
 fixtures=$2
 schema=$3
-python=${HALO_PYTHON:-python3}
-if ! "$python" -c "import jsonschema" 2>/dev/null; then
-  echo "FAIL: python3 jsonschema is not installed (apt-get install python3-jsonschema)"; exit 1
+python=""
+for candidate in ${HALO_PYTHON:-} python3 /usr/bin/python3; do
+  if "$candidate" -c "import jsonschema" 2>/dev/null; then python=$candidate; break; fi
+done
+if [ -z "$python" ]; then
+  echo "FAIL: no python3 with jsonschema (apt-get install python3-jsonschema)"; exit 1
 fi
 fail=0
 tmp=$(mktemp -d)
@@ -32,6 +35,20 @@ for path in sys.argv[2:]:
     bad += bool(errors)
     if not errors:
         print(f"ok {path.rsplit('/', 1)[-1]}")
+# Every rules file validates against rules/schema.json.
+import glob, os
+rules_dir = os.path.join(os.path.dirname(os.path.dirname(sys.argv[1])), "rules")
+rschema = json.load(open(os.path.join(rules_dir, "schema.json")))
+rvalidator = jsonschema.Draft202012Validator(rschema)
+for path in sorted(glob.glob(os.path.join(rules_dir, "*.json"))):
+    if path.endswith("schema.json"):
+        continue
+    errors = list(rvalidator.iter_errors(json.load(open(path))))
+    for e in errors[:5]:
+        print(f"FAIL {path}: {'/'.join(map(str, e.path))}: {e.message[:200]}")
+    bad += bool(errors)
+    if not errors:
+        print(f"ok {os.path.basename(path)} against rules/schema.json")
 # The validator itself must reject a broken report.
 broken = json.load(open(sys.argv[2]))
 broken["results"][0]["status"] = "maybe"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs `halo-doctor check` on this machine. Extra arguments go to check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+exec ./build/halo-doctor check "$@"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what halo-doctor needs to build and test on Debian 12 (bookworm), as root.
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git
+  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
+  libdrm-dev libhsa-runtime-dev
+  catch2
+  python3 python3-jsonschema shellcheck hyperfine
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all build and test dependencies are installed"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: run as root (or with sudo) to install: ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: installed ${missing[*]}"
