@@ -17,15 +17,19 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   ReadResult init = root.read_trimmed("/sys/module/amdgpu/initstate");
-  if (init.ok()) facts.put_ok("amdgpu.initstate", init.text, init.path);
-  else facts.put_status("amdgpu.initstate", init.status, init.path, init.reason);
+  if (init.ok())
+    facts.put_ok("amdgpu.initstate", init.text, init.path);
+  else
+    facts.put_status("amdgpu.initstate", init.status, init.path, init.reason);
   facts.put_ok("amdgpu.builtin", init.status == Status::missing, init.path);
   // /sys/module/amdgpu/version exists for out-of-tree (DKMS) builds, which set MODULE_VERSION.
   ReadResult ver = root.read_trimmed("/sys/module/amdgpu/version");
-  if (ver.ok()) facts.put_ok("amdgpu.version", ver.text, ver.path);
-  else facts.put_status("amdgpu.version", ver.status, ver.path,
-                        ver.status == Status::missing ? "no version file: the in-kernel driver"
-                                                      : ver.reason);
+  if (ver.ok())
+    facts.put_ok("amdgpu.version", ver.text, ver.path);
+  else
+    facts.put_status("amdgpu.version", ver.status, ver.path,
+                     ver.status == Status::missing ? "no version file: the in-kernel driver"
+                                                   : ver.reason);
   facts.put_ok("amdgpu.dkms", ver.ok(), "/sys/module/amdgpu/version");
 
   Status st = Status::ok;
@@ -35,7 +39,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   facts.put_ok("amdgpu.param_names", *names, "/sys/module/amdgpu/parameters");
-  for (const auto& n : *names) put_text(facts, root, "amdgpu.param." + n, "/sys/module/amdgpu/parameters/" + n);
+  for (const auto& n : *names)
+    put_text(facts, root, "amdgpu.param." + n, "/sys/module/amdgpu/parameters/" + n);
 }
 
 } // namespace

@@ -9,7 +9,8 @@ std::vector<KernelArg> parse_cmdline(std::string_view s) {
   std::size_t i = 0;
   auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   while (true) {
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && is_space(s[i]))
+      ++i;
     if (i >= s.size()) break;
     bool in_quote = false;
     bool quoted = false;

@@ -31,8 +31,10 @@ void alias(FactSet& facts, const std::string& to, const std::string& from, const
 }
 
 void derive_gpus(FactSet& facts) {
-  const auto kfd = facts.get<std::vector<std::string>>("kfd.gpu_nodes").value_or(std::vector<std::string>{});
-  const auto cards = facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
+  const auto kfd =
+      facts.get<std::vector<std::string>>("kfd.gpu_nodes").value_or(std::vector<std::string>{});
+  const auto cards =
+      facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
   const auto pci_count = facts.get_int("pci.amd_gpu_count").value_or(0);
   const bool present = !kfd.empty() || !cards.empty() || pci_count > 0;
   facts.put_ok("amd.gpu_present", present, "derived: PCI, DRM and KFD");
@@ -46,16 +48,22 @@ void derive_gpus(FactSet& facts) {
                      std::optional<std::int64_t> device_id, const std::string& card,
                      const std::string& basis) {
     const std::string pre = fmt::format("gpu.{}", i);
-    if (gfx) facts.put_ok(pre + ".gfx_target", *gfx, basis);
-    else facts.put_status(pre + ".gfx_target", Status::missing, basis, "no KFD topology node for this GPU");
-    if (device_id) facts.put_ok(pre + ".device_id", *device_id, basis);
-    else facts.put_status(pre + ".device_id", Status::missing, basis, "device id unknown");
+    if (gfx)
+      facts.put_ok(pre + ".gfx_target", *gfx, basis);
+    else
+      facts.put_status(pre + ".gfx_target", Status::missing, basis,
+                       "no KFD topology node for this GPU");
+    if (device_id)
+      facts.put_ok(pre + ".device_id", *device_id, basis);
+    else
+      facts.put_status(pre + ".device_id", Status::missing, basis, "device id unknown");
     const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
     facts.put_ok(pre + ".card", card, basis);
     for (const char* m : {"vram_total_bytes", "vis_vram_total_bytes", "gtt_total_bytes"})
       alias(facts, pre + "." + m, "drm." + card + "." + m, why);
     auto apu = apu_basis(gfx, device_id);
-    facts.put_ok(pre + ".apu", apu.has_value(), "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
+    facts.put_ok(pre + ".apu", apu.has_value(),
+                 "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
     facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gfx.cpp");
     facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gfx.cpp");
   };
@@ -73,10 +81,13 @@ void derive_gpus(FactSet& facts) {
       ++n;
     }
   } else if (!cards.empty()) {
-    for (const auto& c : cards) put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c, "/sys/class/drm/" + c);
+    for (const auto& c : cards)
+      put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c,
+              "/sys/class/drm/" + c);
   } else {
     for (std::int64_t i = 0; i < pci_count; ++i)
-      put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "", "/sys/bus/pci/devices");
+      put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "",
+              "/sys/bus/pci/devices");
   }
   facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
 }
@@ -85,13 +96,15 @@ void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
   if (!live && facts.get<bool>("amdgpu.builtin") == true) {
-    for (const auto& c : facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{}))
+    for (const auto& c :
+         facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{}))
       if (facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu")) live = true;
   }
   facts.put_ok("amdgpu.live", live, "derived: /sys/module/amdgpu/initstate, DRM driver links");
 
   std::vector<std::string> blocked;
-  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr) blocked.emplace_back("nomodeset (kernel command line)");
+  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr)
+    blocked.emplace_back("nomodeset (kernel command line)");
   if (facts.get<std::string>("kernel.cmdline.param.amdgpu.modeset") == std::string("0"))
     blocked.emplace_back("amdgpu.modeset=0 (kernel command line)");
   for (const char* p : {"modprobe.blacklist", "module_blacklist"}) {
@@ -100,9 +113,11 @@ void derive_driver(FactSet& facts) {
       blocked.push_back(fmt::format("{}={} (kernel command line)", p, *v));
   }
   if (facts.find("modprobe.blacklist_source.amdgpu") != nullptr)
-    blocked.push_back("blacklist amdgpu (" + *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
+    blocked.push_back("blacklist amdgpu (" +
+                      *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
   if (facts.find("modprobe.blocked_source.amdgpu") != nullptr)
-    blocked.push_back("install amdgpu /bin/false (" + *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
+    blocked.push_back("install amdgpu /bin/false (" +
+                      *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
   facts.put_ok("amdgpu.blocked_by", blocked, "derived: /proc/cmdline, modprobe.d");
 }
 
@@ -139,15 +154,18 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
   for (const auto& m : modules) {
     if (used && m == *used) continue;
     for (const auto& p : params) {
-      Configured c = configured(facts, m, p);
-      if (facts.find("kernel.cmdline.param." + m + "." + p) != nullptr)
+      const Configured c = configured(facts, m, p);
+      if (!c.cmdline_src.empty())
         elsewhere.push_back(fmt::format("{}.{} (kernel command line)", m, p));
-      if (facts.find("modprobe.options." + m + "." + p) != nullptr)
+      if (!c.modprobe_src.empty())
         elsewhere.push_back(fmt::format("{}.{} ({})", m, p, c.modprobe_src));
     }
   }
-  if (used) facts.put_ok("ttm.configured_elsewhere", elsewhere, "derived: /proc/cmdline, modprobe.d");
-  else facts.put_status("ttm.configured_elsewhere", Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+  if (used)
+    facts.put_ok("ttm.configured_elsewhere", elsewhere, "derived: /proc/cmdline, modprobe.d");
+  else
+    facts.put_status("ttm.configured_elsewhere", Status::missing, kDerived,
+                     "the TTM module amdgpu uses is unknown");
 
   bool on_used = false;
   for (const auto& p : params) {
@@ -157,7 +175,8 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     if (!used) {
       for (const auto& k : {base, cmd_key, mp_key})
         for (const char* u : {"_pages", "_bytes"})
-          facts.put_status(k + u, Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+          facts.put_status(k + u, Status::missing, kDerived,
+                           "the TTM module amdgpu uses is unknown");
       continue;
     }
     Configured c = configured(facts, *used, p);
@@ -166,8 +185,10 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
         facts.put_ok(key + "_pages", *v, src);
         facts.put_ok(key + "_bytes", *v * units::kTtmPageBytes, src);
       } else {
-        facts.put_status(key + "_pages", Status::missing, src.empty() ? kDerived : src, "not configured");
-        facts.put_status(key + "_bytes", Status::missing, src.empty() ? kDerived : src, "not configured");
+        facts.put_status(key + "_pages", Status::missing, src.empty() ? kDerived : src,
+                         "not configured");
+        facts.put_status(key + "_bytes", Status::missing, src.empty() ? kDerived : src,
+                         "not configured");
       }
     };
     put(cmd_key, c.cmdline, c.cmdline_src);
@@ -175,19 +196,24 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     put(base, c.cmdline ? c.cmdline : c.modprobe, c.cmdline ? c.cmdline_src : c.modprobe_src);
     on_used = on_used || c.cmdline || c.modprobe;
   }
-  if (used) facts.put_ok("ttm.configured_on_used", on_used, "derived: /proc/cmdline, modprobe.d");
-  else facts.put_status("ttm.configured_on_used", Status::missing, kDerived, "the TTM module amdgpu uses is unknown");
+  if (used)
+    facts.put_ok("ttm.configured_on_used", on_used, "derived: /proc/cmdline, modprobe.d");
+  else
+    facts.put_status("ttm.configured_on_used", Status::missing, kDerived,
+                     "the TTM module amdgpu uses is unknown");
 
   // Recommended limit: MemTotal minus --reserve, in whole GiB, as 4 KiB pages.
   if (auto total = facts.get_int("mem.total_bytes")) {
     const std::int64_t gib = *total / units::kGiB - opt.reserve_gib;
-    const std::string src = fmt::format("derived: floor(MemTotal in GiB) - reserve {} GiB", opt.reserve_gib);
+    const std::string src =
+        fmt::format("derived: floor(MemTotal in GiB) - reserve {} GiB", opt.reserve_gib);
     if (gib > 0) {
       facts.put_ok("ttm.recommended_gib", gib, src);
       facts.put_ok("ttm.recommended_pages", gib * units::kPagesPerGiB, src);
       facts.put_ok("ttm.recommended_bytes", gib * units::kGiB, src);
     } else {
-      for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
+      for (const char* k :
+           {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
         facts.put_status(k, Status::error, src, "--reserve leaves no memory for the GPU");
     }
   } else {
@@ -216,7 +242,8 @@ void derive_gttsize(FactSet& facts) {
     facts.put_ok("amdgpu.gttsize_bytes", *v * units::kMiB, src);
   } else {
     facts.put_status("amdgpu.gttsize_mib", Status::missing, kDerived, "amdgpu.gttsize is not set");
-    facts.put_status("amdgpu.gttsize_bytes", Status::missing, kDerived, "amdgpu.gttsize is not set");
+    facts.put_status("amdgpu.gttsize_bytes", Status::missing, kDerived,
+                     "amdgpu.gttsize is not set");
   }
 }
 
@@ -226,7 +253,8 @@ struct Typo {
   const char* hint;
 };
 constexpr std::array<Typo, 8> kTypos = {{
-    {"amdgpu.gtt_size", "did you mean amdgpu.gttsize? It is deprecated anyway: use ttm.pages_limit (ROCm/ROCm#5595)"},
+    {"amdgpu.gtt_size",
+     "did you mean amdgpu.gttsize? It is deprecated anyway: use ttm.pages_limit (ROCm/ROCm#5595)"},
     {"ttm.pages_pool_size", "did you mean ttm.page_pool_size?"},
     {"amdttm.pages_pool_size", "did you mean amdttm.page_pool_size?"},
     {"amd_ttm.pages_pool_size", "did you mean amd_ttm.page_pool_size?"},
@@ -246,8 +274,10 @@ void derive_suspects(FactSet& facts) {
   };
   const auto cmd_names = facts.get<std::vector<std::string>>("kernel.cmdline.names");
   if (!cmd_names) {
-    facts.put_status("kernel.cmdline.suspect_names", Status::missing, kDerived, "no kernel command line");
-    facts.put_status("kernel.cmdline.suspect_hints", Status::missing, kDerived, "no kernel command line");
+    facts.put_status("kernel.cmdline.suspect_names", Status::missing, kDerived,
+                     "no kernel command line");
+    facts.put_status("kernel.cmdline.suspect_hints", Status::missing, kDerived,
+                     "no kernel command line");
     return;
   }
   for (const auto& n : *cmd_names) {
@@ -260,15 +290,19 @@ void derive_suspects(FactSet& facts) {
       const std::string m = n.substr(0, dot);
       const std::string p = n.substr(dot + 1);
       std::optional<std::vector<std::string>> known;
-      if (m == "amdgpu") known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+      if (m == "amdgpu")
+        known = facts.get<std::vector<std::string>>("amdgpu.param_names");
       else if (m == "ttm" || m == "amdttm" || m == "amd_ttm")
         known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
       if (known && std::find(known->begin(), known->end(), p) == known->end())
-        flag(n, fmt::format("the loaded {} module has no parameter '{}' (see /sys/module/{}/parameters)", m, p, m));
+        flag(n, fmt::format(
+                    "the loaded {} module has no parameter '{}' (see /sys/module/{}/parameters)", m,
+                    p, m));
     }
   }
   if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu"); v == std::string("pt"))
-    flag("amd_iommu", "amd_iommu=pt is not a valid value (the kernel logs \"AMD-Vi: Unknown option - 'pt'\"); use iommu=pt (kyuz0/amd-strix-halo-toolboxes#66)");
+    flag("amd_iommu", "amd_iommu=pt is not a valid value (the kernel logs \"AMD-Vi: Unknown option "
+                      "- 'pt'\"); use iommu=pt (kyuz0/amd-strix-halo-toolboxes#66)");
   for (const auto& n : *cmd_names) {
     if (n == "Modprobe.blacklist" || n == "Module_blacklist")
       flag(n, "kernel parameter names are case-sensitive: write modprobe.blacklist");
@@ -286,10 +320,13 @@ void derive_suspects(FactSet& facts) {
     const std::string m = rest.substr(0, dot);
     const std::string p = rest.substr(dot + 1);
     std::optional<std::vector<std::string>> known;
-    if (m == "amdgpu") known = facts.get<std::vector<std::string>>("amdgpu.param_names");
-    else known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
+    if (m == "amdgpu")
+      known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+    else
+      known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
     if (known && std::find(known->begin(), known->end(), p) == known->end())
-      mp_hints.push_back(fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
+      mp_hints.push_back(
+          fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
   }
   facts.put_ok("modprobe.suspect_hints", mp_hints, "derived: modprobe.d, /sys/module/*/parameters");
 }
@@ -305,18 +342,36 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_derived_probe() {
-  return std::make_unique<BasicProbe>(
-      "derived",
-      std::vector<std::string>{
-          "amd.gpu_present", "gpu.count", "gpu.*.gfx_target", "gpu.*.device_id", "gpu.*.card",
-          "gpu.*.vram_total_bytes", "gpu.*.vis_vram_total_bytes", "gpu.*.gtt_total_bytes",
-          "gpu.*.apu", "gpu.*.instinct", "gpu.*.mi300_series", "gpu.*.kfd_node", "amdgpu.live",
-          "amdgpu.blocked_by", "ttm.configured_elsewhere", "ttm.configured_on_used",
-          "ttm.configured.*", "ttm.cmdline.*", "ttm.modprobe.*", "ttm.recommended_gib",
-          "ttm.recommended_pages", "ttm.recommended_bytes", "amdgpu.gttsize_set",
-          "amdgpu.gttsize_mib", "amdgpu.gttsize_bytes", "kernel.cmdline.suspect_names",
-          "kernel.cmdline.suspect_hints", "modprobe.suspect_hints"},
-      std::vector<std::string>{}, collect);
+  return std::make_unique<BasicProbe>("derived",
+                                      std::vector<std::string>{"amd.gpu_present",
+                                                               "gpu.count",
+                                                               "gpu.*.gfx_target",
+                                                               "gpu.*.device_id",
+                                                               "gpu.*.card",
+                                                               "gpu.*.vram_total_bytes",
+                                                               "gpu.*.vis_vram_total_bytes",
+                                                               "gpu.*.gtt_total_bytes",
+                                                               "gpu.*.apu",
+                                                               "gpu.*.instinct",
+                                                               "gpu.*.mi300_series",
+                                                               "gpu.*.kfd_node",
+                                                               "amdgpu.live",
+                                                               "amdgpu.blocked_by",
+                                                               "ttm.configured_elsewhere",
+                                                               "ttm.configured_on_used",
+                                                               "ttm.configured.*",
+                                                               "ttm.cmdline.*",
+                                                               "ttm.modprobe.*",
+                                                               "ttm.recommended_gib",
+                                                               "ttm.recommended_pages",
+                                                               "ttm.recommended_bytes",
+                                                               "amdgpu.gttsize_set",
+                                                               "amdgpu.gttsize_mib",
+                                                               "amdgpu.gttsize_bytes",
+                                                               "kernel.cmdline.suspect_names",
+                                                               "kernel.cmdline.suspect_hints",
+                                                               "modprobe.suspect_hints"},
+                                      std::vector<std::string>{}, collect);
 }
 
 } // namespace halo::probes

@@ -8,10 +8,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 namespace halo::probes {
 namespace {
@@ -52,9 +53,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         return parse_int(line.substr(off, line.find_first_of(" \t", off + 1) - off));
       };
       if (line.rfind("Uid:", 0) == 0) {
-        if (auto v = first_num(line.find_first_not_of(" \t", 4))) id.uid = static_cast<std::uint32_t>(*v);
+        if (auto v = first_num(line.find_first_not_of(" \t", 4)))
+          id.uid = static_cast<std::uint32_t>(*v);
       } else if (line.rfind("Gid:", 0) == 0) {
-        if (auto v = first_num(line.find_first_not_of(" \t", 4))) id.gid = static_cast<std::uint32_t>(*v);
+        if (auto v = first_num(line.find_first_not_of(" \t", 4)))
+          id.gid = static_cast<std::uint32_t>(*v);
       } else if (line.rfind("Groups:", 0) == 0) {
         std::string rest = line.substr(7);
         for (const auto& tok : split(rest, ' ')) {
@@ -65,6 +68,28 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
   }
   if (id.gid) id.gids.insert(*id.gid);
+  // Under sudo the doctor runs as root, but the training job will run as the invoking user:
+  // judge access for SUDO_UID with the groups /etc/group gives that user (sudo(8) sets SUDO_UID).
+  bool via_sudo = false;
+  if (id.uid == 0U) {
+    ReadResult env = root.read("/proc/self/environ", 1024 * 1024);
+    if (env.ok()) {
+      const std::string needle = std::string(1, '\0') + "SUDO_UID=";
+      const std::string text = std::string(1, '\0') + env.text;
+      auto pos = text.find(needle);
+      if (pos != std::string::npos) {
+        auto end = text.find('\0', pos + needle.size());
+        if (auto v = parse_int(text.substr(pos + needle.size(), end - pos - needle.size()));
+            v && *v > 0) {
+          id.uid = static_cast<std::uint32_t>(*v);
+          id.gid.reset();
+          id.gids.clear();
+          via_sudo = true;
+        }
+      }
+    }
+  }
+  facts.put_ok("user.via_sudo", via_sudo, "/proc/self/environ (SUDO_UID)");
   if (!id.uid) {
     facts.put_status("user.uid", st.ok() ? Status::error : st.status, st.path,
                      st.ok() ? "no Uid: line" : st.reason);
@@ -80,17 +105,22 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       auto f = split(line, ':');
       if (f.size() >= 4 && parse_int(f[2]) == static_cast<std::int64_t>(*id.uid)) {
         user_name = f[0];
+        if (via_sudo)
+          if (auto g = parse_int(f[3])) id.gid = static_cast<std::uint32_t>(*g);
         break;
       }
     }
   }
-  if (!user_name.empty()) facts.put_ok("user.name", user_name, pw.path);
-  else facts.put_status("user.name", pw.ok() ? Status::missing : pw.status, pw.path,
-                        pw.ok() ? "uid not in /etc/passwd" : pw.reason);
+  if (!user_name.empty())
+    facts.put_ok("user.name", user_name, pw.path);
+  else
+    facts.put_status("user.name", pw.ok() ? Status::missing : pw.status, pw.path,
+                     pw.ok() ? "uid not in /etc/passwd" : pw.reason);
 
   std::map<std::uint32_t, std::string> group_names;
   std::map<std::string, std::uint32_t> group_ids;
-  std::set<std::uint32_t> configured = id.gid ? std::set<std::uint32_t>{*id.gid} : std::set<std::uint32_t>{};
+  std::set<std::uint32_t> configured =
+      id.gid ? std::set<std::uint32_t>{*id.gid} : std::set<std::uint32_t>{};
   ReadResult gr = root.read("/etc/group", 1024 * 1024);
   if (gr.ok()) {
     for (const auto& line : split_lines(gr.text)) {
@@ -102,20 +132,30 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       group_names[gid] = f[0];
       group_ids[f[0]] = gid;
       auto members = split(f[3], ',');
-      if (!user_name.empty() && std::find(members.begin(), members.end(), user_name) != members.end())
+      if (!user_name.empty() &&
+          std::find(members.begin(), members.end(), user_name) != members.end())
         configured.insert(gid);
     }
   }
+  if (via_sudo) {
+    if (id.gid) configured.insert(*id.gid);
+    id.gids = configured; // the user's next session gets exactly these
+  }
   auto names_of = [&](const std::set<std::uint32_t>& gids) {
     std::vector<std::string> out;
-    for (auto g : gids) out.push_back(group_names.count(g) != 0U ? group_names[g] : std::to_string(g));
+    for (auto g : gids)
+      out.push_back(group_names.count(g) != 0U ? group_names[g] : std::to_string(g));
     return out;
   };
   if (id.uid) facts.put_ok("user.groups", names_of(id.gids), st.path + " (Groups:)");
-  if (gr.ok()) facts.put_ok("user.configured_groups", names_of(configured), gr.path);
-  else facts.put_status("user.configured_groups", gr.status, gr.path, gr.reason);
+  if (gr.ok())
+    facts.put_ok("user.configured_groups", names_of(configured), gr.path);
+  else
+    facts.put_status("user.configured_groups", gr.status, gr.path, gr.reason);
   for (const char* g : {"render", "video"}) {
-    if (group_ids.count(g) != 0U) facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]), gr.path);
+    if (group_ids.count(g) != 0U)
+      facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]),
+                   gr.path);
   }
 
   auto node_facts = [&](const std::string& pre, const std::string& path) {
@@ -128,13 +168,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       return;
     }
     facts.put_ok(pre + ".mode", fmt::format("{:04o}", n.mode), path);
-    facts.put_ok(pre + ".group", group_names.count(n.gid) != 0U ? group_names[n.gid] : std::to_string(n.gid), path);
+    facts.put_ok(pre + ".group",
+                 group_names.count(n.gid) != 0U ? group_names[n.gid] : std::to_string(n.gid), path);
     facts.put_ok(pre + ".uid", static_cast<std::int64_t>(n.uid), path);
     if (!id.uid) {
       facts.put_status(pre + ".rw", Status::error, path, "the current user is unknown");
       return;
     }
-    if (root.is_live()) {
+    if (root.is_live() && !via_sudo) {
       const bool ok = ::access(path.c_str(), R_OK | W_OK) == 0;
       facts.put_ok(pre + ".rw", ok, "access(2) " + path);
     } else {
@@ -142,7 +183,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     std::set<std::uint32_t> after = id.gids;
     after.insert(configured.begin(), configured.end());
-    facts.put_ok(pre + ".rw_after_relogin", user_can_rw(n, id, after), path + " (mode bits, /etc/group)");
+    facts.put_ok(pre + ".rw_after_relogin", user_can_rw(n, id, after),
+                 path + " (mode bits, /etc/group)");
   };
 
   node_facts("access.kfd", "/dev/kfd");
@@ -160,7 +202,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (auto cards = facts.get<std::vector<std::string>>("drm.amd_cards")) {
       for (const auto& c : *cards)
         if (auto minor = facts.get_int("drm." + c + ".render_minor"))
-          node_facts(fmt::format("access.render.{}", i++), fmt::format("/dev/dri/renderD{}", *minor));
+          node_facts(fmt::format("access.render.{}", i++),
+                     fmt::format("/dev/dri/renderD{}", *minor));
     }
   }
   facts.put_ok("access.render_count", i, "/dev/dri");
@@ -171,9 +214,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_device_access_probe() {
   return std::make_unique<BasicProbe>(
       "device_access",
-      std::vector<std::string>{"user.uid", "user.name", "user.groups", "user.configured_groups",
-                               "group.*.gid", "access.kfd.*", "access.render.*.*",
-                               "access.render_count"},
+      std::vector<std::string>{"user.uid", "user.name", "user.via_sudo", "user.groups",
+                               "user.configured_groups", "group.*.gid", "access.kfd.*",
+                               "access.render.*.*", "access.render_count"},
       std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",
                                "/dev/dri/renderD*"},
       collect);

@@ -29,25 +29,31 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     cards.push_back(e);
     const std::string pre = "drm." + e;
     ReadResult did = ctx.root.read_trimmed(dev + "/device");
-    if (auto d = did.ok() ? parse_hex(did.text) : std::nullopt) facts.put_ok(pre + ".device_id", *d, did.path);
-    else facts.put_status(pre + ".device_id", did.ok() ? Status::error : did.status, did.path, did.reason);
+    if (auto d = did.ok() ? parse_hex(did.text) : std::nullopt)
+      facts.put_ok(pre + ".device_id", *d, did.path);
+    else
+      facts.put_status(pre + ".device_id", did.ok() ? Status::error : did.status, did.path,
+                       did.reason);
     auto drv = ctx.root.link_name(dev + "/driver");
     facts.put_ok(pre + ".driver", drv.value_or(""), dev + "/driver");
     ReadResult ue = ctx.root.read(dev + "/uevent");
     if (ue.ok()) {
       for (const auto& line : split_lines(ue.text))
-        if (line.rfind("PCI_SLOT_NAME=", 0) == 0) facts.put_ok(pre + ".pci_slot", line.substr(14), ue.path);
+        if (line.rfind("PCI_SLOT_NAME=", 0) == 0)
+          facts.put_ok(pre + ".pci_slot", line.substr(14), ue.path);
     }
     for (const char* m : {"vram_total", "vis_vram_total", "gtt_total", "vram_used", "gtt_used"})
       put_int(facts, ctx.root, pre + "." + m + "_bytes", dev + "/mem_info_" + m);
     for (const char* p : {"current_compute_partition", "current_memory_partition"}) {
       if (ctx.root.exists(dev + "/" + p)) put_text(facts, ctx.root, pre + "." + p, dev + "/" + p);
     }
-    if (ctx.root.exists(dev + "/uma/carveout")) put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
+    if (ctx.root.exists(dev + "/uma/carveout"))
+      put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
     if (auto nodes = ctx.root.list(dev + "/drm")) {
       for (const auto& n : *nodes) {
         if (n.rfind("renderD", 0) == 0)
-          if (auto minor = parse_int(n.substr(7))) facts.put_ok(pre + ".render_minor", *minor, dev + "/drm/" + n);
+          if (auto minor = parse_int(n.substr(7)))
+            facts.put_ok(pre + ".render_minor", *minor, dev + "/drm/" + n);
       }
     }
   }
@@ -59,19 +65,17 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_drm_probe() {
   return std::make_unique<BasicProbe>(
       "drm",
-      std::vector<std::string>{"drm.amd_cards", "drm.*.device_id", "drm.*.driver", "drm.*.pci_slot",
-                               "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes",
-                               "drm.*.gtt_total_bytes", "drm.*.vram_used_bytes",
-                               "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
-                               "drm.*.current_memory_partition", "drm.*.uma_carveout",
-                               "drm.*.render_minor"},
-      std::vector<std::string>{"/sys/class/drm/card*/device/vendor",
-                               "/sys/class/drm/card*/device/device",
-                               "/sys/class/drm/card*/device/uevent",
-                               "/sys/class/drm/card*/device/mem_info_*",
-                               "/sys/class/drm/card*/device/current_*_partition",
-                               "/sys/class/drm/card*/device/uma/carveout",
-                               "/sys/class/drm/card*/device/drm/renderD*"},
+      std::vector<std::string>{
+          "drm.amd_cards", "drm.*.device_id", "drm.*.driver", "drm.*.pci_slot",
+          "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes", "drm.*.gtt_total_bytes",
+          "drm.*.vram_used_bytes", "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
+          "drm.*.current_memory_partition", "drm.*.uma_carveout", "drm.*.render_minor"},
+      std::vector<std::string>{
+          "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
+          "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",
+          "/sys/class/drm/card*/device/mem_info_*",
+          "/sys/class/drm/card*/device/current_*_partition",
+          "/sys/class/drm/card*/device/uma/carveout", "/sys/class/drm/card*/device/drm/renderD*"},
       collect);
 }
 

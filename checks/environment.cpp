@@ -43,18 +43,19 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::sort(names.begin(), names.end());
   facts.put_ok("env.names", names, r.path);
   if (auto v = facts.get<std::string>("env.hsa_override_gfx_version")) {
-    if (auto g = gfx_from_override(*v)) facts.put_ok("env.hsa_override_gfx_target", *g, r.path);
-    else facts.put_status("env.hsa_override_gfx_target", Status::error, r.path,
-                          "HSA_OVERRIDE_GFX_VERSION is not MAJOR.MINOR.STEPPING: '" + *v + "'");
+    if (auto g = gfx_from_override(*v))
+      facts.put_ok("env.hsa_override_gfx_target", *g, r.path);
+    else
+      facts.put_status("env.hsa_override_gfx_target", Status::error, r.path,
+                       "HSA_OVERRIDE_GFX_VERSION is not MAJOR.MINOR.STEPPING: '" + *v + "'");
   }
 }
 
 } // namespace
 
 std::unique_ptr<Probe> make_environment_probe() {
-  return std::make_unique<BasicProbe>(
-      "environment", std::vector<std::string>{"env.names", "env.*"},
-      std::vector<std::string>{"/proc/self/environ"}, collect);
+  return std::make_unique<BasicProbe>("environment", std::vector<std::string>{"env.names", "env.*"},
+                                      std::vector<std::string>{"/proc/self/environ"}, collect);
 }
 
 } // namespace halo::probes

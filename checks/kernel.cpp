@@ -24,7 +24,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         facts.put_ok("kernel.ubuntu_flavor", kr->ubuntu_flavor, rel.path);
       } else {
         for (const char* k : {"kernel.ubuntu_abi", "kernel.ubuntu_flavor"})
-          facts.put_status(k, Status::missing, rel.path, "not an Ubuntu-style release (X.Y.Z-ABI-flavor)");
+          facts.put_status(k, Status::missing, rel.path,
+                           "not an Ubuntu-style release (X.Y.Z-ABI-flavor)");
       }
     } else {
       facts.put_status("kernel.version", Status::error, rel.path,

@@ -18,7 +18,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok("kfd.topology.present", nodes.has_value(), base);
   if (!nodes) {
     facts.put_status("kfd.gpu_nodes", st, base,
-                     st == Status::missing ? "no KFD topology: amdgpu/amdkfd not loaded" : "cannot list");
+                     st == Status::missing ? "no KFD topology: amdgpu/amdkfd not loaded"
+                                           : "cannot list");
     return;
   }
   std::vector<std::string> gpus;
@@ -38,16 +39,20 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         facts.put_status(pre + "." + k, Status::missing, r.path, std::string(k) + " not listed");
         continue;
       }
-      if (auto v = parse_int(it->second)) facts.put_ok(pre + "." + k, *v, r.path);
-      else facts.put_status(pre + "." + k, Status::error, r.path,
-                            fmt::format("{} is not an integer: '{}'", k, it->second));
+      if (auto v = parse_int(it->second))
+        facts.put_ok(pre + "." + k, *v, r.path);
+      else
+        facts.put_status(pre + "." + k, Status::error, r.path,
+                         fmt::format("{} is not an integer: '{}'", k, it->second));
     }
     auto gtv = facts.get_int(pre + ".gfx_target_version");
     if (gtv && *gtv != 0) {
       gpus.push_back(n);
-      if (auto name = decode_gfx_target_version(*gtv)) facts.put_ok(pre + ".gfx_target", *name, r.path);
-      else facts.put_status(pre + ".gfx_target", Status::error, r.path,
-                            fmt::format("cannot decode gfx_target_version {}", *gtv));
+      if (auto name = decode_gfx_target_version(*gtv))
+        facts.put_ok(pre + ".gfx_target", *name, r.path);
+      else
+        facts.put_status(pre + ".gfx_target", Status::error, r.path,
+                         fmt::format("cannot decode gfx_target_version {}", *gtv));
     }
     if (auto banks = ctx.root.list(dir + "/mem_banks")) {
       for (const auto& b : *banks) {
@@ -62,9 +67,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                      {"size_in_bytes", "size_bytes"}}) {
           auto it = bkv.find(k);
           auto v = it == bkv.end() ? std::nullopt : parse_int(it->second);
-          if (v) facts.put_ok(bpre + "." + key, *v, br.path);
-          else facts.put_status(bpre + "." + key, it == bkv.end() ? Status::missing : Status::error,
-                                br.path, std::string(k) + " not readable");
+          if (v)
+            facts.put_ok(bpre + "." + key, *v, br.path);
+          else
+            facts.put_status(bpre + "." + key, it == bkv.end() ? Status::missing : Status::error,
+                             br.path, std::string(k) + " not readable");
         }
       }
     }
@@ -78,7 +85,8 @@ std::unique_ptr<Probe> make_kfd_topology_probe() {
   return std::make_unique<BasicProbe>(
       "kfd_topology",
       std::vector<std::string>{"kfd.topology.present", "kfd.gpu_nodes", "kfd.node.*.*",
-                               "kfd.node.*.mem_bank.*.heap_type", "kfd.node.*.mem_bank.*.size_bytes"},
+                               "kfd.node.*.mem_bank.*.heap_type",
+                               "kfd.node.*.mem_bank.*.size_bytes"},
       std::vector<std::string>{"/sys/class/kfd/kfd/topology/nodes/*/properties",
                                "/sys/class/kfd/kfd/topology/nodes/*/mem_banks/*/properties"},
       collect);

@@ -12,7 +12,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::vector<std::pair<std::string, std::string>> wanted = {
       {"MemTotal", "mem.total_bytes"}, {"MemAvailable", "mem.available_bytes"}};
   if (!r.ok()) {
-    for (const auto& [field, key] : wanted) facts.put_status(key, r.status, r.path, r.reason);
+    for (const auto& [field, key] : wanted)
+      facts.put_status(key, r.status, r.path, r.reason);
     return;
   }
   for (const auto& [field, key] : wanted) {
@@ -23,8 +24,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       std::string rest = line.substr(field.size() + 1);
       auto kb = rest.find("kB");
       auto v = parse_int(rest.substr(0, kb));
-      if (v && kb != std::string::npos && *v > 0) facts.put_ok(key, *v * 1024, r.path);
-      else facts.put_status(key, Status::error, r.path, fmt::format("malformed line '{}'", line));
+      if (v && kb != std::string::npos && *v > 0)
+        facts.put_ok(key, *v * 1024, r.path);
+      else
+        facts.put_status(key, Status::error, r.path, fmt::format("malformed line '{}'", line));
     }
     if (!found) facts.put_status(key, Status::missing, r.path, field + " not in the file");
   }

@@ -18,8 +18,8 @@ namespace {
 
 const char* const kDirs[] = {"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d",
                              "/usr/lib/modprobe.d", "/lib/modprobe.d"};
-const std::set<std::string, std::less<>> kModules = {"amdgpu", "ttm", "amdttm", "amd_ttm",
-                                                     "amdkfd", "drm"};
+const std::set<std::string, std::less<>> kModules = {"amdgpu",  "ttm",    "amdttm",
+                                                     "amd_ttm", "amdkfd", "drm"};
 
 std::string norm(std::string s) {
   std::replace(s.begin(), s.end(), '-', '_');
@@ -32,7 +32,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     auto names = ctx.root.list(d);
     if (!names) continue;
     for (const auto& n : *names) {
-      if (n.size() > 5 && n.substr(n.size() - 5) == ".conf") files.emplace(n, std::string(d) + "/" + n);
+      if (n.size() > 5 && n.substr(n.size() - 5) == ".conf")
+        files.emplace(n, std::string(d) + "/" + n);
     }
   }
   std::vector<std::string> used_files;
@@ -75,7 +76,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       } else if (cmd == "install" && kModules.count(module) != 0U) {
         std::string rest;
         std::getline(in, rest);
-        if (rest.find("/bin/false") != std::string::npos || rest.find("/bin/true") != std::string::npos) {
+        if (rest.find("/bin/false") != std::string::npos ||
+            rest.find("/bin/true") != std::string::npos) {
           blocked.push_back(module);
           facts.put_ok("modprobe.blocked_source." + module, where, where);
         }

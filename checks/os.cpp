@@ -32,7 +32,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       {"VARIANT_ID", "os.variant_id"},
       {"PRETTY_NAME", "os.pretty_name"}};
   if (!r.ok()) {
-    for (const auto& [field, key] : wanted) facts.put_status(key, r.status, r.path, r.reason);
+    for (const auto& [field, key] : wanted)
+      facts.put_status(key, r.status, r.path, r.reason);
     return;
   }
   std::map<std::string, std::string> kv;
@@ -44,8 +45,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   for (const auto& [field, key] : wanted) {
     auto it = kv.find(field);
-    if (it != kv.end()) facts.put_ok(key, it->second, r.path);
-    else facts.put_status(key, Status::missing, r.path, field + " is not set");
+    if (it != kv.end())
+      facts.put_ok(key, it->second, r.path);
+    else
+      facts.put_status(key, Status::missing, r.path, field + " is not set");
   }
   // ID_LIKE as a list makes "is this Debian-like" a single contains test.
   std::vector<std::string> family;
@@ -68,7 +71,9 @@ std::unique_ptr<Probe> make_os_probe() {
       "os",
       std::vector<std::string>{"host.name", "os.id", "os.id_like", "os.version_id", "os.variant_id",
                                "os.pretty_name", "os.family"},
-      std::vector<std::string>{"/proc/sys/kernel/hostname", "/etc/os-release", "/usr/lib/os-release"}, collect);
+      std::vector<std::string>{"/proc/sys/kernel/hostname", "/etc/os-release",
+                               "/usr/lib/os-release"},
+      collect);
 }
 
 } // namespace halo::probes

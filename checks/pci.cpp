@@ -34,11 +34,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     ReadResult dev = ctx.root.read_trimmed(dir + "/device");
     if (auto d = dev.ok() ? parse_hex(dev.text) : std::nullopt)
       facts.put_ok(pre + ".device_id", *d, dev.path);
-    else facts.put_status(pre + ".device_id", dev.ok() ? Status::error : dev.status, dev.path,
-                          dev.ok() ? "not a hex id" : dev.reason);
+    else
+      facts.put_status(pre + ".device_id", dev.ok() ? Status::error : dev.status, dev.path,
+                       dev.ok() ? "not a hex id" : dev.reason);
     auto drv = ctx.root.link_name(dir + "/driver");
-    if (drv) facts.put_ok(pre + ".driver", *drv, dir + "/driver");
-    else facts.put_ok(pre + ".driver", std::string(""), dir + "/driver");
+    if (drv)
+      facts.put_ok(pre + ".driver", *drv, dir + "/driver");
+    else
+      facts.put_ok(pre + ".driver", std::string(""), dir + "/driver");
   }
   facts.put_ok("pci.amd_gpu_count", n, base);
 }

@@ -8,8 +8,10 @@ namespace halo::probes {
 
 namespace {
 std::string_view trim_view(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0)
+    s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
+    s.remove_suffix(1);
   return s;
 }
 } // namespace
@@ -34,8 +36,10 @@ std::optional<std::int64_t> parse_hex(std::string_view s) {
 
 void put_text(FactSet& facts, const Root& root, const std::string& key, std::string_view abs) {
   ReadResult r = root.read_trimmed(abs);
-  if (r.ok()) facts.put_ok(key, r.text, r.path);
-  else facts.put_status(key, r.status, r.path, r.reason);
+  if (r.ok())
+    facts.put_ok(key, r.text, r.path);
+  else
+    facts.put_status(key, r.status, r.path, r.reason);
 }
 
 std::optional<std::int64_t> put_int(FactSet& facts, const Root& root, const std::string& key,

@@ -18,6 +18,9 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_device_access_probe());
   r.add(probes::make_environment_probe());
   r.add(probes::make_numa_probe());
+  r.add(probes::make_hsa_probe());
+  r.add(probes::make_libdrm_probe());
+  r.add(probes::make_boot_stack_probe());
   r.add(probes::make_derived_probe());
   return r;
 }

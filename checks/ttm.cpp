@@ -11,11 +11,14 @@
 
 #include <halo/units.hpp>
 
+#include <array>
+
 namespace halo::probes {
 namespace {
 
-const char* const kModules[] = {"ttm", "amdttm", "amd_ttm"};
-const char* const kParams[] = {"pages_limit", "page_pool_size", "dma32_pages_limit"};
+constexpr std::array<const char*, 3> kModules = {"ttm", "amdttm", "amd_ttm"};
+constexpr std::array<const char*, 3> kParams = {"pages_limit", "page_pool_size",
+                                                "dma32_pages_limit"};
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
@@ -31,12 +34,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     const bool holds = root.exists(dir + "/holders/amdgpu");
     facts.put_ok(pre + ".used_by_amdgpu", holds, dir + "/holders/amdgpu");
     if (holds) holders.emplace_back(m);
-    if (auto names = root.list(dir + "/parameters")) facts.put_ok(pre + ".param_names", *names, dir + "/parameters");
+    if (auto names = root.list(dir + "/parameters"))
+      facts.put_ok(pre + ".param_names", *names, dir + "/parameters");
     for (const char* p : kParams) {
       auto v = put_int(facts, root, pre + "." + p + "_pages", dir + "/parameters/" + p);
       const Fact* f = facts.find(pre + "." + p + "_pages");
-      if (v) facts.put_ok(pre + "." + p + "_bytes", *v * units::kTtmPageBytes, f->source);
-      else facts.put_status(pre + "." + p + "_bytes", f->status, f->source, f->reason);
+      if (v)
+        facts.put_ok(pre + "." + p + "_bytes", *v * units::kTtmPageBytes, f->source);
+      else
+        facts.put_status(pre + "." + p + "_bytes", f->status, f->source, f->reason);
     }
   }
   facts.put_ok("ttm.modules_loaded", loaded, "/sys/module");
@@ -88,15 +94,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_ttm_probe() {
   return std::make_unique<BasicProbe>(
       "ttm",
-      std::vector<std::string>{"ttm.module.*.loaded", "ttm.module.*.used_by_amdgpu", "ttm.module.*.param_names",
-                               "ttm.module.*.pages_limit_pages", "ttm.module.*.pages_limit_bytes",
-                               "ttm.module.*.page_pool_size_pages",
-                               "ttm.module.*.page_pool_size_bytes",
-                               "ttm.module.*.dma32_pages_limit_pages",
-                               "ttm.module.*.dma32_pages_limit_bytes", "ttm.modules_loaded",
-                               "ttm.module", "ttm.pages_limit_pages", "ttm.pages_limit_bytes",
-                               "ttm.page_pool_size_pages", "ttm.page_pool_size_bytes",
-                               "ttm.dma32_pages_limit_pages", "ttm.dma32_pages_limit_bytes"},
+      std::vector<std::string>{
+          "ttm.module.*.loaded", "ttm.module.*.used_by_amdgpu", "ttm.module.*.param_names",
+          "ttm.module.*.pages_limit_pages", "ttm.module.*.pages_limit_bytes",
+          "ttm.module.*.page_pool_size_pages", "ttm.module.*.page_pool_size_bytes",
+          "ttm.module.*.dma32_pages_limit_pages", "ttm.module.*.dma32_pages_limit_bytes",
+          "ttm.modules_loaded", "ttm.module", "ttm.pages_limit_pages", "ttm.pages_limit_bytes",
+          "ttm.page_pool_size_pages", "ttm.page_pool_size_bytes", "ttm.dma32_pages_limit_pages",
+          "ttm.dma32_pages_limit_bytes"},
       std::vector<std::string>{"/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
                                "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"},
       collect);

@@ -5,9 +5,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
-  libdrm-dev libhsa-runtime-dev
+  libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev
   catch2
-  python3 python3-jsonschema shellcheck hyperfine
+  python3 python3-jsonschema shellcheck hyperfine prometheus libxml2-utils dpkg-dev util-linux
 )
 missing=()
 for p in "${packages[@]}"; do

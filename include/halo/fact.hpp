@@ -25,8 +25,8 @@ std::optional<Status> parse_status(std::string_view s);
 
 /// A fact's value: none, bool, signed 64-bit integer (bytes, pages, counts), double (ratios,
 /// GB/s), string, or a list of strings (kernel argument names, group names).
-using Value = std::variant<std::monostate, bool, std::int64_t, double, std::string,
-                           std::vector<std::string>>;
+using Value =
+    std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::string>>;
 
 /// One observation. `key` is dotted lower-case with the unit in the name (`mem.total_bytes`,
 /// `ttm.pages_limit_pages`). `source` names where it came from: a path under the root
@@ -90,8 +90,9 @@ private:
   std::map<std::string, Fact, std::less<>> facts_;
 };
 
-/// Serialises facts as `{"schema_version":1,"tool":{...},"facts":{key:{status,value,source[,reason]}}}`,
-/// the format `halo-doctor facts --format json` writes and `check --facts FILE` reads.
+/// Serialises facts as
+/// `{"schema_version":1,"tool":{...},"facts":{key:{status,value,source[,reason]}}}`, the format
+/// `halo-doctor facts --format json` writes and `check --facts FILE` reads.
 nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
                              std::string_view tool_version);
 

@@ -34,6 +34,11 @@ struct ProbeContext {
 /// becomes a fact with status missing/denied/error.
 class Probe {
 public:
+  Probe() = default;
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+  Probe(Probe&&) = delete;
+  Probe& operator=(Probe&&) = delete;
   virtual ~Probe() = default;
   /// Short id ("kernel", "ttm", "kfd_topology"), unique in the registry.
   virtual std::string_view id() const = 0;

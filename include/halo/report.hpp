@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct ReportContext {
   std::string ruleset_digest;
   std::string root; ///< "/" or the --root / --facts origin
   int exit_code = 0;
+  /// Wall-clock seconds the run took from start to results (steady clock, `check`); reported
+  /// by the junit (`time`) and prometheus (`halo_doctor_run_duration_seconds`) formats.
+  double duration_seconds = 0.0;
+  /// When the run finished, seconds since the Unix epoch; 0 leaves it out of the reports.
+  std::int64_t finished_unix_seconds = 0;
+  /// The `--fail-on` threshold of the run (the npd format's OK/problem line follows it).
+  FailOn fail_on = FailOn::error;
 };
 
 /// Options of the text reporter.
@@ -41,6 +49,32 @@ std::string render_report(std::string_view format, const std::vector<Result>& re
 
 /// The JSON report, schema_version 1 (docs/report.schema.json).
 nlohmann::json json_report(const std::vector<Result>& results, const ReportContext& ctx);
+
+/// The JUnit XML report (Jenkins/GitLab flavour, written with pugixml): one <testsuite> per
+/// rule area inside <testsuites>, one <testcase> per rule; fail is <failure>, error is <error>,
+/// skip and waived failures are <skipped>; the full diagnosis (message, evidence with sources,
+/// why, fix, sources) is in <system-out>.
+std::string junit_report(const std::vector<Result>& results, const ReportContext& ctx);
+
+/// The Prometheus text exposition for node_exporter's textfile collector: a gauge per rule
+/// (`halo_doctor_rule_failed{id,severity,area}` and `halo_doctor_rule_status{...,status}`),
+/// counts by status, the exit code, the run time, and the key numeric facts in bytes
+/// (mem.total_bytes, ttm.pages_limit_bytes, gpu.N.gtt_total_bytes, gpu.N.vram_total_bytes,
+/// hsa.gpu.N.coarse_pool_bytes); facts that are not ok are left out, never exported as 0.
+std::string prometheus_report(const std::vector<Result>& results, const ReportContext& ctx,
+                              const FactSet& facts);
+
+/// The Kubernetes node-problem-detector custom-plugin message: one line of at most
+/// kNpdMaxMessage characters ("OK: ..." or the failing rule ids).
+std::string npd_report(const std::vector<Result>& results, const ReportContext& ctx);
+
+/// node-problem-detector's plugin exit-code contract: 0 OK (nothing failed at or above
+/// `fail_on`), 1 problem (such a failure, pending reboot included), 2 unknown (nothing failed but
+/// a rule at or above `fail_on` could not be checked).
+int npd_exit_code(const std::vector<Result>& results, FailOn fail_on);
+
+/// Longest npd message line, matching the `max_output_length` of the shipped plugin config.
+inline constexpr std::size_t kNpdMaxMessage = 80;
 
 /// The text report: grouped by area, failures first, each with evidence (and its path), why,
 /// fix and sources; a summary line at the end.

@@ -30,6 +30,14 @@ struct Evidence {
   std::string reason;
 };
 
+/// A site-policy waiver in force for a failing rule (`check --policy FILE`, docs/policy.md):
+/// the failure is still reported, marked waived, and does not fail the gate.
+struct Waiver {
+  std::string reason;
+  std::string owner;
+  std::string expires; ///< last day the waiver holds, YYYY-MM-DD
+};
+
 /// The verdict of one rule.
 struct Result {
   std::string id;
@@ -43,6 +51,10 @@ struct Result {
   nlohmann::json fix; ///< expanded structured fix for failures, null otherwise
   bool pending_reboot = false;
   std::vector<std::string> sources;
+  /// Set when a site policy waives this failure; absent otherwise (and for expired waivers).
+  std::optional<Waiver> waiver;
+  /// True for a failure a waiver in force covers: reported, but not counted by the gate.
+  bool waived() const { return status == Outcome::fail && waiver.has_value(); }
 };
 
 /// The `--fail-on` threshold: a failure at or above it fails the gate; `never` never does.
@@ -58,7 +70,7 @@ inline constexpr int pending_reboot = 4;
 inline constexpr int internal = 70;
 } // namespace exit_code
 
-/// Computes the exit code of `check` from its results.
+/// Computes the exit code of `check` from its results (waived failures do not count).
 int gate_exit_code(const std::vector<Result>& results, FailOn fail_on);
 
 } // namespace halo

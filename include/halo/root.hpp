@@ -42,7 +42,7 @@ struct NodeInfo {
 class Root {
 public:
   /// Default cap on one read: sysfs attributes are at most a page, /proc files a few KiB.
-  static constexpr std::size_t kDefaultMaxBytes = 64 * 1024;
+  static constexpr std::size_t kDefaultMaxBytes = std::size_t{64} * 1024;
 
   explicit Root(std::filesystem::path base = "/");
 

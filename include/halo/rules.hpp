@@ -18,14 +18,22 @@ class ProbeRegistry;
 
 /// The fixed set of comparison operators a rule may use (kube-bench / goss style; no shell).
 enum class Op {
-  eq, ne, lt, le, gt, ge,  // numbers compare numerically, strings and bools by equality
-  in, not_in,              // value is (not) one of a literal list
-  exists,                  // operand true: the fact is ok; false: it is not ok (never unknown)
-  status,                  // the fact's status equals the operand ("missing", "denied", ...)
-  matches,                 // string fully matches an ECMAScript regular expression
-  contains, contains_any,  // a list holds the string / any of the strings; a string holds a substring
-  empty,                   // operand true: the list or string is empty
-  version_lt, version_ge,  // dotted numeric versions ("6.18.4" < "6.18.10")
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge, // numbers compare numerically, strings and bools by equality
+  in,
+  not_in,  // value is (not) one of a literal list
+  exists,  // operand true: the fact is ok; false: it is not ok (never unknown)
+  status,  // the fact's status equals the operand ("missing", "denied", ...)
+  matches, // string fully matches an ECMAScript regular expression
+  contains,
+  contains_any, // a list holds the string / any of the strings; a string holds a substring
+  empty,        // operand true: the list or string is empty
+  version_lt,
+  version_ge, // dotted numeric versions ("6.18.4" < "6.18.10")
 };
 
 /// The right-hand side of a comparison: a literal, another fact (optionally scaled:
@@ -65,17 +73,18 @@ struct Precondition {
 
 /// A rule as loaded from rules/*.json.
 struct Rule {
-  std::string id;    ///< public contract, never reused (`ttm-limit-low`)
-  std::string area;  ///< grouping in the text report (memory, driver, access, ...)
+  std::string id;   ///< public contract, never reused (`ttm-limit-low`)
+  std::string area; ///< grouping in the text report (memory, driver, access, ...)
   std::string title;
   /// Checked in order; the first that is false skips the rule with its reason. In the file:
-  /// `"applies": COND, "skip_reason": "..."` or `"applies": [{"when": COND, "skip_reason": "..."}]`.
+  /// `"applies": COND, "skip_reason": "..."` or `"applies": [{"when": COND, "skip_reason":
+  /// "..."}]`.
   std::vector<Precondition> applies;
-  std::vector<FailCase> fail; ///< evaluated in order; the first that holds decides
+  std::vector<FailCase> fail;            ///< evaluated in order; the first that holds decides
   std::optional<Condition> pending_when; ///< fail + this: pending_reboot true
   std::string pass_message;
   std::string why;
-  nlohmann::json fix;  ///< structured fix template (docs/rules.md), null when none
+  nlohmann::json fix;                ///< structured fix template (docs/rules.md), null when none
   std::vector<std::string> evidence; ///< fact key patterns shown as evidence
   std::vector<std::string> sources;  ///< URLs
   std::string file;

@@ -1,11 +1,21 @@
-// halo-doctor check: probes, then rules, then the report; the exit code is the gate.
+// halo-doctor check: probes, then rules, then the reports; the exit code is the gate.
 #include "commands.hpp"
 #include "common.hpp"
 
+#include <halo/error.hpp>
+#include <halo/policy.hpp>
 #include <halo/report.hpp>
 #include <halo/version.hpp>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
 #include <memory>
+#include <optional>
 
 namespace halo::cli {
 
@@ -13,11 +23,18 @@ namespace {
 struct CheckOptions {
   CommonOptions common;
   std::string format = "text";
-  std::string output;
+  std::vector<std::string> outputs;
   std::string fail_on = "error";
   std::string color = "auto";
+  std::string policy_file;
   bool quiet = false;
   bool verbose = false;
+};
+
+/// One report destination: a format and a file, or stdout when `path` is empty.
+struct Output {
+  std::string format;
+  std::string path;
 };
 
 FailOn parse_fail_on(const std::string& s) {
@@ -27,29 +44,109 @@ FailOn parse_fail_on(const std::string& s) {
   return FailOn::error;
 }
 
-int run(const CheckOptions& o) {
+bool known_format(std::string_view f) {
+  const auto formats = report_formats();
+  return std::find(formats.begin(), formats.end(), f) != formats.end();
+}
+
+/// Resolves the --output values and --format into destinations. `FORMAT:PATH` writes FORMAT to
+/// PATH, `FORMAT:` or `FORMAT:-` writes it to stdout, a bare PATH (or "-") takes --format
+/// instead of stdout. When no output names stdout, stdout carries --format. At most one output
+/// may be stdout and a file may be named once.
+std::vector<Output> resolve_outputs(const CheckOptions& o) {
+  std::vector<Output> outs;
+  bool stdout_named = false;
+  bool bare_file = false;
+  for (const auto& spec : o.outputs) {
+    Output out;
+    const auto colon = spec.find(':');
+    if (colon != std::string::npos && known_format(spec.substr(0, colon))) {
+      out.format = spec.substr(0, colon);
+      out.path = spec.substr(colon + 1);
+    } else if (colon != std::string::npos && colon > 0 &&
+               spec.find('/') > colon) { // "xml:out.xml": a format prefix we do not know
+      throw InputError(fmt::format("--output {}: unknown format '{}' (one of: {})", spec,
+                                   spec.substr(0, colon), fmt::join(report_formats(), ", ")));
+    } else {
+      out.format = o.format;
+      out.path = spec;
+      if (spec != "-") bare_file = true;
+    }
+    if (out.path == "-") out.path.clear();
+    if (out.path.empty()) {
+      if (stdout_named)
+        throw InputError(fmt::format("--output {}: only one report can go to stdout", spec));
+      stdout_named = true;
+    } else {
+      for (const auto& prev : outs)
+        if (!prev.path.empty() && std::filesystem::weakly_canonical(prev.path) ==
+                                      std::filesystem::weakly_canonical(out.path))
+          throw InputError(fmt::format("--output {}: {} is already written by another --output",
+                                       spec, out.path));
+    }
+    outs.push_back(std::move(out));
+  }
+  // The historical `-o FILE` moves the --format report off stdout; FORMAT:PATH adds a report.
+  if (!stdout_named && !bare_file) outs.push_back(Output{o.format, ""});
+  return outs;
+}
+
+/// The format on stdout, if any.
+std::optional<std::string> stdout_format(const std::vector<Output>& outs) {
+  for (const auto& out : outs)
+    if (out.path.empty()) return out.format;
+  return std::nullopt;
+}
+
+int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
+  const auto started = std::chrono::steady_clock::now();
+  CheckOptions o = opts;
+  const std::vector<Output> outs = resolve_outputs(o);
+
+  std::optional<Policy> policy;
+  if (!o.policy_file.empty()) {
+    policy = load_policy_file(o.policy_file);
+    if (policy->reserve_gib && reserve_flag->count() == 0)
+      o.common.reserve_gib = *policy->reserve_gib;
+    CommonOptions all = o.common;
+    all.only.clear();
+    all.skip.clear();
+    check_policy_rule_ids(*policy, load_rules(all, builtin_probes()));
+  }
+
   const ProbeRegistry reg = builtin_probes();
   const RuleSet rules = load_rules(o.common, reg);
   const FactSet facts = gather(o.common, reg);
-  const auto results = evaluate(rules, facts, rule_params(o.common));
+  Params params = rule_params(o.common);
+  if (policy) add_policy_params(*policy, params);
+  auto results = evaluate(rules, facts, params);
+  if (policy) apply_policy(*policy, results, today_local_date());
+
   ReportContext ctx;
   ctx.tool_version = kVersion;
-  if (o.common.facts_file.empty()) {
-    const Root root(o.common.root);
-    auto host = root.read_trimmed("/proc/sys/kernel/hostname");
-    if (host.ok()) ctx.hostname = host.text;
-  } else {
-    ctx.hostname = "(replayed facts)";
-  }
+  ctx.hostname = facts.get<std::string>("host.name").value_or("");
   ctx.kernel = facts.get<std::string>("kernel.release").value_or("");
   ctx.os = facts.get<std::string>("os.pretty_name").value_or("");
   ctx.ruleset_version = rules.version;
   ctx.ruleset_digest = rules.digest;
-  ctx.root = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
-  ctx.exit_code = gate_exit_code(results, parse_fail_on(o.fail_on));
-  const bool to_stdout = o.output.empty() || o.output == "-";
-  const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose};
-  write_output(o.output, render_report(o.format, results, ctx, facts, text));
+  ctx.root = !o.common.bundle.empty()      ? o.common.bundle
+             : o.common.facts_file.empty() ? o.common.root
+                                           : o.common.facts_file;
+  ctx.fail_on = parse_fail_on(o.fail_on);
+  ctx.exit_code = gate_exit_code(results, ctx.fail_on);
+  ctx.duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ctx.finished_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+
+  for (const auto& out : outs) {
+    const bool to_stdout = out.path.empty();
+    const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose};
+    write_output(out.path, render_report(out.format, results, ctx, facts, text));
+  }
+  // node-problem-detector reads the exit code of its plugin as 0 OK, 1 problem, 2 unknown.
+  if (stdout_format(outs) == "npd") return npd_exit_code(results, ctx.fail_on);
   return ctx.exit_code;
 }
 } // namespace
@@ -60,19 +157,38 @@ Runner add_check_command(CLI::App& app) {
       "check",
       "Probe this machine, evaluate the rules and report. Exit 0: nothing failed at or above "
       "--fail-on; 1: a failure; 2: usage or input error; 4: only failures pending a reboot; 70: "
-      "internal error");
+      "internal error. With --format npd (node-problem-detector): 0 OK, 1 problem, 2 unknown");
   add_probe_options(sub, o->common);
   add_rule_options(sub, o->common);
-  sub->add_option("--format", o->format, "Report format")->check(CLI::IsMember(report_formats()));
-  sub->add_option("-o,--output", o->output,
-                  "Write the report to FILE (atomically) instead of stdout");
+  sub->add_option("--format", o->format, "Report format on stdout")
+      ->check(CLI::IsMember(report_formats()));
+  sub->add_option("-o,--output", o->outputs,
+                  "Also write FORMAT to PATH (atomically) as FORMAT:PATH, repeatable; FORMAT: or "
+                  "FORMAT:- puts that report on stdout instead of --format (one stdout report at "
+                  "most); a bare PATH writes --format there instead of stdout")
+      ->allow_extra_args(false);
   sub->add_option("--fail-on", o->fail_on, "Lowest severity that fails the gate")
       ->check(CLI::IsMember({"error", "warning", "info", "never"}));
   sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  sub->add_option("--policy", o->policy_file,
+                  "Site policy FILE (JSON, docs/policy.md): thresholds, severity overrides, "
+                  "skipped rules, waivers");
   sub->add_flag("-q,--quiet", o->quiet, "Print only failures, errors and the summary");
   sub->add_flag("-v,--verbose", o->verbose, "Also print evidence of passing and skipped rules");
-  return [sub, o]() { return *sub ? run(*o) : -1; };
+  const CLI::Option* reserve = sub->get_option("--reserve");
+  return [sub, o, reserve]() {
+    if (!*sub) return -1;
+    try {
+      return run(*o, reserve);
+    } catch (const std::exception& e) {
+      // node-problem-detector needs its one line and "unknown" whatever went wrong.
+      if (o->format != "npd") throw;
+      spdlog::error("{}", e.what());
+      std::cout << "halo-doctor could not run: see the node's journal\n";
+      return 2;
+    }
+  };
 }
 
 } // namespace halo::cli

@@ -16,5 +16,7 @@ Runner add_facts_command(CLI::App& app);   // src/cli/cmd_facts.cpp
 Runner add_rules_command(CLI::App& app);   // src/cli/cmd_rules.cpp (rules, explain)
 Runner add_explain_command(CLI::App& app); // src/cli/cmd_rules.cpp
 Runner add_bench_command(CLI::App& app);   // src/cli/cmd_bench.cpp
+Runner add_capture_command(CLI::App& app); // src/cli/cmd_capture.cpp
+Runner add_fix_command(CLI::App& app);     // src/cli/cmd_fix.cpp
 
 } // namespace halo::cli

@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <halo/bundle.hpp>
 #include <halo/error.hpp>
 
 #include <fmt/format.h>
@@ -21,6 +22,8 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
       "Read the system under DIR instead of / (a fixture, or a host mounted in a container)");
   sub->add_option("--facts", o.facts_file,
                   "Use the facts saved by `halo-doctor facts --format json` instead of probing");
+  sub->add_option("--bundle", o.bundle,
+                  "Replay a capture bundle written by `halo-doctor capture` (FILE.tar.gz)");
   sub->add_option(
       "--add-facts", o.add_facts,
       "Merge facts from FILE (e.g. `halo-doctor bench --json FILE`) into the probed ones");
@@ -29,7 +32,8 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
       ->check(CLI::Range(0, 4096));
   sub->add_flag("--no-runtime", o.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
   sub->add_option("--hsa-library", o.hsa_library,
-                  "ROCr library (libhsa-runtime64.so.1) to load first");
+                  "ROCr library (libhsa-runtime64.so.1) to load first; with --root DIR, a replay "
+                  "library for a fixture (docs/hsa.md)");
   sub->add_option("--runtime-timeout", o.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung")
       ->check(CLI::Range(0.1, 600.0));
@@ -59,6 +63,16 @@ std::string read_file_or_throw(const std::string& path) {
 }
 
 FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
+  if (!o.bundle.empty()) {
+    if (!o.facts_file.empty()) throw InputError("--bundle and --facts cannot be combined");
+    const ExtractedBundle bundle(o.bundle);
+    CommonOptions replay = o;
+    replay.bundle.clear();
+    replay.root = bundle.root().string();
+    if (auto rt = bundle.runtime_facts_file(); !rt.empty())
+      replay.add_facts.insert(replay.add_facts.begin(), rt);
+    return gather(replay, reg);
+  }
   const ProbeOptions po = probe_options(o);
   std::error_code ec;
   if (o.facts_file.empty() && !std::filesystem::is_directory(o.root, ec))

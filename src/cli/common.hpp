@@ -16,6 +16,8 @@ namespace halo::cli {
 struct CommonOptions {
   std::string root = "/";
   std::string facts_file;
+  /// `--bundle FILE.tar.gz`: replay a capture bundle (extracted to a temp dir used as the root).
+  std::string bundle;
   std::vector<std::string> add_facts;
   std::int64_t reserve_gib = 4;
   bool no_runtime = false;

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   std::vector<halo::cli::Runner> runners = {
       halo::cli::add_check_command(app), halo::cli::add_facts_command(app),
       halo::cli::add_rules_command(app), halo::cli::add_explain_command(app),
-      halo::cli::add_bench_command(app),
+      halo::cli::add_bench_command(app), halo::cli::add_capture_command(app),
+      halo::cli::add_fix_command(app),
   };
 
   try {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -64,9 +65,9 @@ ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
   // more than the reads themselves.
   std::string buf;
   std::size_t used = 0;
-  char chunk[4096];
+  std::array<char, 4096> chunk{};
   while (used <= max_bytes) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -76,7 +77,7 @@ ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
       return r;
     }
     if (n == 0) break;
-    buf.append(chunk, static_cast<std::size_t>(n));
+    buf.append(chunk.data(), static_cast<std::size_t>(n));
     used += static_cast<std::size_t>(n);
   }
   ::close(fd);
@@ -130,8 +131,8 @@ std::optional<std::string> Root::link_name(std::string_view abs) const {
 
 NodeInfo Root::node(std::string_view abs) const {
   NodeInfo n;
-  const ReadResult sidecar =
-      live_ ? ReadResult{Status::missing, {}, {}, {}} : read("/.halo/nodes.json", 256 * 1024);
+  const ReadResult sidecar = live_ ? ReadResult{Status::missing, {}, {}, {}}
+                                   : read("/.halo/nodes.json", std::size_t{256} * 1024);
   if (sidecar.ok()) {
     nlohmann::json j = nlohmann::json::parse(sidecar.text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {

@@ -6,16 +6,19 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
   nlohmann::json j;
   j["schema_version"] = 1;
   j["tool"] = {{"name", "halo-doctor"}, {"version", ctx.tool_version}};
-  j["host"] = {{"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
+  j["host"] = {
+      {"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
   j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
   nlohmann::json summary = {{"pass", 0}, {"fail", 0}, {"skip", 0}, {"error", 0}};
   nlohmann::json by_sev = {{"error", 0}, {"warning", 0}, {"info", 0}};
   int pending = 0;
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {
-    summary[std::string(to_string(r.status))] = summary[std::string(to_string(r.status))].get<int>() + 1;
+    summary[std::string(to_string(r.status))] =
+        summary[std::string(to_string(r.status))].get<int>() + 1;
     if (r.status == Outcome::fail) {
-      by_sev[std::string(to_string(r.severity))] = by_sev[std::string(to_string(r.severity))].get<int>() + 1;
+      by_sev[std::string(to_string(r.severity))] =
+          by_sev[std::string(to_string(r.severity))].get<int>() + 1;
       if (r.pending_reboot) ++pending;
     }
     nlohmann::json e;
@@ -38,6 +41,9 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
     e["fix"] = r.fix;
     e["pending_reboot"] = r.pending_reboot;
     e["sources"] = r.sources;
+    if (r.waiver)
+      e["waived"] = {
+          {"reason", r.waiver->reason}, {"owner", r.waiver->owner}, {"expires", r.waiver->expires}};
     arr.push_back(std::move(e));
   }
   summary["failed_by_severity"] = by_sev;

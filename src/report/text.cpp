@@ -24,10 +24,14 @@ struct Palette {
 
 std::string badge(const Result& r, const Palette& p) {
   switch (r.status) {
-  case Outcome::pass: return p.green("PASS ");
-  case Outcome::skip: return p.dim("SKIP ");
-  case Outcome::error: return p.yellow("ERROR");
+  case Outcome::pass:
+    return p.green("PASS ");
+  case Outcome::skip:
+    return p.dim("SKIP ");
+  case Outcome::error:
+    return p.yellow("ERROR");
   case Outcome::fail:
+    if (r.waived()) return p.dim("WAIVED");
     if (r.severity == Severity::error) return p.red("FAIL ");
     if (r.severity == Severity::warning) return p.yellow("WARN ");
     return "INFO ";
@@ -41,7 +45,8 @@ std::string human(const std::string& key, const nlohmann::json& v) {
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
   if (v.is_array()) {
     std::vector<std::string> parts;
-    for (const auto& e : v) parts.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+    for (const auto& e : v)
+      parts.push_back(e.is_string() ? e.get<std::string>() : e.dump());
     s = parts.empty() ? "(none)" : fmt::format("{}", fmt::join(parts, ", "));
   }
   auto ends = [&](std::string_view suf) {
@@ -50,7 +55,8 @@ std::string human(const std::string& key, const nlohmann::json& v) {
   if (v.is_number_integer()) {
     const auto n = v.get<std::int64_t>();
     if (ends("_bytes")) return fmt::format("{} ({})", n, units::gib(n));
-    if (ends("_pages")) return fmt::format("{} pages ({})", n, units::gib(n * units::kTtmPageBytes));
+    if (ends("_pages"))
+      return fmt::format("{} pages ({})", n, units::gib(n * units::kTtmPageBytes));
   }
   return s;
 }
@@ -80,7 +86,8 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
   auto strs = [](const nlohmann::json& a) {
     std::vector<std::string> v;
     if (a.is_array())
-      for (const auto& e : a) v.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+      for (const auto& e : a)
+        v.push_back(e.is_string() ? e.get<std::string>() : e.dump());
     return v;
   };
   if (fix.contains("summary")) out.push_back(fix["summary"].get<std::string>());
@@ -88,44 +95,56 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
     const auto& ka = fix["kernel_args"];
     std::vector<std::string> set;
     if (ka.contains("set"))
-      for (const auto& [k, v] : ka["set"].items()) set.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
+      for (const auto& [k, v] : ka["set"].items())
+        set.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
     auto remove = strs(ka.value("remove", nlohmann::json::array()));
-    if (!set.empty()) out.push_back(fmt::format("kernel command line: add {}", fmt::join(set, " ")));
-    if (!remove.empty()) out.push_back(fmt::format("kernel command line: remove {}", fmt::join(remove, " ")));
+    if (!set.empty())
+      out.push_back(fmt::format("kernel command line: add {}", fmt::join(set, " ")));
+    if (!remove.empty())
+      out.push_back(fmt::format("kernel command line: remove {}", fmt::join(remove, " ")));
     out.emplace_back("  (halo-doctor fix writes the commands for this machine's boot loader)");
   }
   if (fix.contains("modprobe")) {
     for (const auto& m : fix["modprobe"]) {
       std::vector<std::string> opts;
-      for (const auto& [k, v] : m["options"].items()) opts.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
-      out.push_back(fmt::format("/etc/modprobe.d/{}: options {} {}", m.value("file", "halo-doctor.conf"),
-                                m["module"].get<std::string>(), fmt::join(opts, " ")));
+      for (const auto& [k, v] : m["options"].items())
+        opts.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
+      out.push_back(fmt::format("/etc/modprobe.d/{}: options {} {}",
+                                m.value("file", "halo-doctor.conf"), m["module"].get<std::string>(),
+                                fmt::join(opts, " ")));
     }
   }
   if (fix.contains("initramfs") && fix["initramfs"].get<bool>())
-    out.emplace_back("rebuild the initramfs (dracut --force | update-initramfs -u -k all | mkinitcpio -P)");
+    out.emplace_back(
+        "rebuild the initramfs (dracut --force | update-initramfs -u -k all | mkinitcpio -P)");
   if (fix.contains("sysctl")) {
     for (const auto& [k, v] : fix["sysctl"].items()) {
       const std::string val = v.is_string() ? v.get<std::string>() : v.dump();
       out.push_back(fmt::format("sudo sysctl -w {}={}", k, val));
-      out.push_back(fmt::format("echo '{} = {}' | sudo tee /etc/sysctl.d/90-halo-doctor.conf", k, val));
+      out.push_back(
+          fmt::format("echo '{} = {}' | sudo tee /etc/sysctl.d/90-halo-doctor.conf", k, val));
     }
   }
   if (fix.contains("groups")) {
     auto g = strs(fix["groups"]);
-    out.push_back(fmt::format("sudo usermod -aG {} \"$USER\"   (then log out and back in)", fmt::join(g, ",")));
+    out.push_back(fmt::format("sudo usermod -aG {} \"$USER\"   (then log out and back in)",
+                              fmt::join(g, ",")));
   }
   if (fix.contains("udev") && fix["udev"].is_array()) {
     out.emplace_back("/etc/udev/rules.d/70-halo-doctor-gpu.rules:");
-    for (const auto& l : strs(fix["udev"])) out.push_back("  " + l);
+    for (const auto& l : strs(fix["udev"]))
+      out.push_back("  " + l);
     out.emplace_back("sudo udevadm control --reload-rules && sudo udevadm trigger");
   }
   if (fix.contains("env")) {
-    for (const auto& u : strs(fix["env"].value("unset", nlohmann::json::array()))) out.push_back("unset " + u);
+    for (const auto& u : strs(fix["env"].value("unset", nlohmann::json::array())))
+      out.push_back("unset " + u);
     if (fix["env"].contains("set"))
-      for (const auto& [k, v] : fix["env"]["set"].items()) out.push_back(fmt::format("export {}={}", k, v.get<std::string>()));
+      for (const auto& [k, v] : fix["env"]["set"].items())
+        out.push_back(fmt::format("export {}={}", k, v.get<std::string>()));
   }
-  for (const auto& m : strs(fix.value("manual", nlohmann::json::array()))) out.push_back(m);
+  for (const auto& m : strs(fix.value("manual", nlohmann::json::array())))
+    out.push_back(m);
   if (fix.value("reboot", false)) out.emplace_back("reboot, then run: halo-doctor check");
   return out;
 }
@@ -149,25 +168,33 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     auto it = worst.find(r.area);
     worst[r.area] = it == worst.end() ? rank(r) : std::min(it->second, rank(r));
   }
-  std::stable_sort(areas.begin(), areas.end(), [&](const auto& a, const auto& b) { return worst[a] < worst[b]; });
+  std::stable_sort(areas.begin(), areas.end(),
+                   [&](const auto& a, const auto& b) { return worst[a] < worst[b]; });
 
   for (const auto& area : areas) {
     std::vector<const Result*> rs;
     for (const auto& r : results)
       if (r.area == area) rs.push_back(&r);
-    std::stable_sort(rs.begin(), rs.end(), [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
+    std::stable_sort(rs.begin(), rs.end(),
+                     [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
     std::string block;
     for (const Result* r : rs) {
       const bool detail = r->status == Outcome::fail || r->status == Outcome::error;
       if (!detail && opt.quiet) continue;
       block += fmt::format("  {} {:<28} {}{}\n", badge(*r, p), r->id, r->message,
                            r->pending_reboot ? p.yellow(" [pending reboot]") : "");
+      if (r->waiver)
+        block += fmt::format("        waived until {} by {}: {}\n", r->waiver->expires,
+                             r->waiver->owner, r->waiver->reason);
       if (!detail && !opt.verbose) continue;
       if (!r->evidence.empty()) {
         block += "        found:\n";
         for (const auto& e : r->evidence) {
-          std::string val = e.status == "ok" ? human(e.key, e.value) : fmt::format("<{}{}{}>", e.status, e.reason.empty() ? "" : ": ", e.reason);
-          block += fmt::format("          {} = {}{}\n", e.key, val, e.source.empty() ? "" : p.dim(fmt::format("  ({})", e.source)));
+          std::string val = e.status == "ok" ? human(e.key, e.value)
+                                             : fmt::format("<{}{}{}>", e.status,
+                                                           e.reason.empty() ? "" : ": ", e.reason);
+          block += fmt::format("          {} = {}{}\n", e.key, val,
+                               e.source.empty() ? "" : p.dim(fmt::format("  ({})", e.source)));
         }
       }
       if (detail) {
@@ -176,42 +203,57 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
         auto fix = render_fix_lines(r->fix);
         if (!fix.empty()) {
           block += "        fix:\n";
-          for (const auto& l : fix) block += fmt::format("          {}\n", l);
+          for (const auto& l : fix)
+            block += fmt::format("          {}\n", l);
         }
         if (!r->sources.empty()) {
           block += "        sources:\n";
-          for (const auto& s : r->sources) block += fmt::format("          {}\n", s);
+          for (const auto& s : r->sources)
+            block += fmt::format("          {}\n", s);
         }
       }
     }
     if (!block.empty()) out += "\n" + p.bold(area) + "\n" + block;
   }
 
-  int n_pass = 0, n_fail = 0, n_skip = 0, n_err = 0, n_pending = 0;
+  int n_pass = 0, n_fail = 0, n_skip = 0, n_err = 0, n_pending = 0, n_waived = 0;
   std::map<Severity, int> by;
   for (const auto& r : results) {
     switch (r.status) {
-    case Outcome::pass: ++n_pass; break;
+    case Outcome::pass:
+      ++n_pass;
+      break;
     case Outcome::fail:
       ++n_fail;
       ++by[r.severity];
       if (r.pending_reboot) ++n_pending;
+      if (r.waived()) ++n_waived;
       break;
-    case Outcome::skip: ++n_skip; break;
-    case Outcome::error: ++n_err; break;
+    case Outcome::skip:
+      ++n_skip;
+      break;
+    case Outcome::error:
+      ++n_err;
+      break;
     }
   }
-  out += fmt::format("\nsummary: {} passed, {} failed ({} error, {} warning, {} info{}), {} skipped, {} could not be checked; exit code {}\n",
+  out += fmt::format("\nsummary: {} passed, {} failed ({} error, {} warning, {} info{}{}), {} "
+                     "skipped, {} could not be checked; exit code {}\n",
                      n_pass, n_fail, by[Severity::error], by[Severity::warning], by[Severity::info],
-                     n_pending > 0 ? fmt::format(", {} pending reboot", n_pending) : "", n_skip, n_err, ctx.exit_code);
+                     n_pending > 0 ? fmt::format(", {} pending reboot", n_pending) : std::string(),
+                     n_waived > 0 ? fmt::format(", {} waived", n_waived) : std::string(), n_skip,
+                     n_err, ctx.exit_code);
   return out;
 }
 
 std::string text_facts(const FactSet& facts) {
   std::string out;
   for (const auto& [k, f] : facts.all()) {
-    if (f.ok()) out += fmt::format("{} = {}  ({})\n", k, human(k, value_to_json(f.value)), f.source);
-    else out += fmt::format("{} <{}{}{}>  ({})\n", k, to_string(f.status), f.reason.empty() ? "" : ": ", f.reason, f.source);
+    if (f.ok())
+      out += fmt::format("{} = {}  ({})\n", k, human(k, value_to_json(f.value)), f.source);
+    else
+      out += fmt::format("{} <{}{}{}>  ({})\n", k, to_string(f.status),
+                         f.reason.empty() ? "" : ": ", f.reason, f.source);
   }
   return out;
 }
@@ -219,26 +261,32 @@ std::string text_facts(const FactSet& facts) {
 std::string text_catalogue(const RuleSet& rules) {
   std::string out = fmt::format("rule set {} ({})\n", rules.version, rules.digest);
   for (const auto& r : rules.rules)
-    out += fmt::format("  {:<30} {:<8} {:<8} {}\n", r.id, to_string(r.max_severity()), r.area, r.title);
+    out += fmt::format("  {:<30} {:<8} {:<8} {}\n", r.id, to_string(r.max_severity()), r.area,
+                       r.title);
   return out;
 }
 
 std::string text_explain(const Rule& r) {
   std::string out = fmt::format("{}: {}\n  area: {}\n  severity: ", r.id, r.title, r.area);
   std::vector<std::string> sev;
-  for (const auto& f : r.fail) sev.emplace_back(to_string(f.severity));
+  for (const auto& f : r.fail)
+    sev.emplace_back(to_string(f.severity));
   out += fmt::format("{}\n  defined in: {}:{}\n\nwhy:\n", fmt::join(sev, " / "), r.file, r.line);
   indent_lines(out, r.why, "  ");
-  for (const auto& pre : r.applies) out += fmt::format("\nskipped when: {}\n", pre.skip_reason);
+  for (const auto& pre : r.applies)
+    out += fmt::format("\nskipped when: {}\n", pre.skip_reason);
   out += "\nfails when:\n";
-  for (const auto& f : r.fail) out += fmt::format("  [{}] {}\n", to_string(f.severity), f.message);
+  for (const auto& f : r.fail)
+    out += fmt::format("  [{}] {}\n", to_string(f.severity), f.message);
   if (!r.fix.is_null()) {
     out += "\nfix (template; `check` fills in this machine's values):\n";
-    for (const auto& l : render_fix_lines(r.fix)) out += "  " + l + "\n";
+    for (const auto& l : render_fix_lines(r.fix))
+      out += "  " + l + "\n";
   }
   if (!r.evidence.empty()) out += fmt::format("\nevidence: {}\n", fmt::join(r.evidence, ", "));
   out += "\nsources:\n";
-  for (const auto& s : r.sources) out += "  " + s + "\n";
+  for (const auto& s : r.sources)
+    out += "  " + s + "\n";
   return out;
 }
 

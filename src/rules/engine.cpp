@@ -12,19 +12,26 @@ namespace halo {
 
 std::string_view to_string(Outcome o) {
   switch (o) {
-  case Outcome::pass: return "pass";
-  case Outcome::fail: return "fail";
-  case Outcome::skip: return "skip";
-  case Outcome::error: return "error";
+  case Outcome::pass:
+    return "pass";
+  case Outcome::fail:
+    return "fail";
+  case Outcome::skip:
+    return "skip";
+  case Outcome::error:
+    return "error";
   }
   return "error";
 }
 
 std::string_view to_string(Severity s) {
   switch (s) {
-  case Severity::info: return "info";
-  case Severity::warning: return "warning";
-  case Severity::error: return "error";
+  case Severity::info:
+    return "info";
+  case Severity::warning:
+    return "warning";
+  case Severity::error:
+    return "error";
   }
   return "error";
 }
@@ -45,8 +52,10 @@ int compare_versions(std::string_view a, std::string_view b) {
       while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0)
         v = v * 10 + (s[i++] - '0');
       out.push_back(v);
-      if (i < s.size() && s[i] == '.') ++i;
-      else break;
+      if (i < s.size() && s[i] == '.')
+        ++i;
+      else
+        break;
     }
     return out;
   };
@@ -125,9 +134,9 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
     if (!lhs.is_string()) return std::nullopt;
     return std::regex_match(lhs.get<std::string>(), std::regex(rhs.get<std::string>()));
   case Op::contains:
-    if (lhs.is_array())
-      return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
-    if (lhs.is_string()) return lhs.get<std::string>().find(rhs.get<std::string>()) != std::string::npos;
+    if (lhs.is_array()) return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
+    if (lhs.is_string())
+      return lhs.get<std::string>().find(rhs.get<std::string>()) != std::string::npos;
     return std::nullopt;
   case Op::contains_any:
     if (!lhs.is_array()) return std::nullopt;
@@ -145,7 +154,8 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
     return c.op == Op::version_lt ? cmp < 0 : cmp >= 0;
   }
   case Op::exists:
-  case Op::status: break;
+  case Op::status:
+    break;
   }
   return std::nullopt;
 }
@@ -155,7 +165,8 @@ Tri eval_leaf(const Condition& c, const FactSet& facts, const Params& params,
   const bool wildcard = c.fact.find('*') != std::string::npos;
   std::vector<const Fact*> matched = facts.match(c.fact);
   if (c.op == Op::exists) {
-    bool any_ok = std::any_of(matched.begin(), matched.end(), [](const Fact* f) { return f->ok(); });
+    bool any_ok =
+        std::any_of(matched.begin(), matched.end(), [](const Fact* f) { return f->ok(); });
     return any_ok == c.operand.literal->get<bool>();
   }
   if (c.op == Op::status) {
@@ -194,7 +205,8 @@ Tri eval_leaf(const Condition& c, const FactSet& facts, const Params& params,
 Tri eval_condition(const Condition& c, const FactSet& facts, const Params& params,
                    std::vector<std::string>* unknown_keys) {
   switch (c.kind) {
-  case Condition::Kind::leaf: return eval_leaf(c, facts, params, unknown_keys);
+  case Condition::Kind::leaf:
+    return eval_leaf(c, facts, params, unknown_keys);
   case Condition::Kind::all: {
     bool saw_unknown = false;
     for (const auto& ch : c.children) {
@@ -247,12 +259,11 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
       fn = inner.substr(0, colon);
       key = inner.substr(colon + 1);
     }
-    const bool looks_like_key =
-        !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
-          return std::islower(static_cast<unsigned char>(ch)) != 0 ||
-                 std::isdigit(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' ||
-                 ch == '-';
-        });
+    const bool looks_like_key = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+      return std::islower(static_cast<unsigned char>(ch)) != 0 ||
+             std::isdigit(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' ||
+             ch == '-';
+    });
     if (!looks_like_key) {
       out.append(tmpl.substr(open, close - open + 1));
       i = close + 1;
@@ -260,8 +271,9 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
     }
     if (fn == "param") {
       auto it = params.find(key);
-      out += it == params.end() ? "?" : (it->second.is_string() ? it->second.get<std::string>()
-                                                                : it->second.dump());
+      out += it == params.end()
+                 ? "?"
+                 : (it->second.is_string() ? it->second.get<std::string>() : it->second.dump());
     } else if (fn == "gib" || fn == "pages_gib") {
       auto n = facts.get_number(key);
       out += n ? units::gib(static_cast<std::int64_t>(
@@ -283,8 +295,8 @@ namespace {
 nlohmann::json expand_fix(const nlohmann::json& j, const FactSet& facts, const Params& params) {
   if (j.is_string()) {
     const auto s = j.get<std::string>();
-    if (s.size() > 2 && s.front() == '{' && s.back() == '}' && s.find('{', 1) == std::string::npos &&
-        s.find(':') == std::string::npos) {
+    if (s.size() > 2 && s.front() == '{' && s.back() == '}' &&
+        s.find('{', 1) == std::string::npos && s.find(':') == std::string::npos) {
       const Fact* f = facts.find(s.substr(1, s.size() - 2));
       if (f != nullptr && f->ok()) return value_to_json(f->value);
     }
@@ -295,7 +307,8 @@ nlohmann::json expand_fix(const nlohmann::json& j, const FactSet& facts, const P
     for (const auto& e : j) {
       auto x = expand_fix(e, facts, params);
       if (e.is_string() && x.is_array()) {
-        for (auto& y : x) out.push_back(std::move(y));
+        for (auto& y : x)
+          out.push_back(std::move(y));
       } else {
         out.push_back(std::move(x));
       }
@@ -304,7 +317,8 @@ nlohmann::json expand_fix(const nlohmann::json& j, const FactSet& facts, const P
   }
   if (j.is_object()) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [k, v] : j.items()) out[expand_template(k, facts, params)] = expand_fix(v, facts, params);
+    for (const auto& [k, v] : j.items())
+      out[expand_template(k, facts, params)] = expand_fix(v, facts, params);
     return out;
   }
   return j;
@@ -327,10 +341,13 @@ std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
       seen.push_back(pattern);
       out.push_back(Evidence{pattern, nullptr, "missing", "", "not collected"});
     }
-    for (const Fact* f : m) add(*f);
+    for (const Fact* f : m)
+      add(*f);
   };
-  for (const auto& p : r.evidence) add_pattern(p);
-  for (const auto& k : extra) add_pattern(k);
+  for (const auto& p : r.evidence)
+    add_pattern(p);
+  for (const auto& k : extra)
+    add_pattern(k);
   return out;
 }
 
@@ -370,7 +387,8 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
         res.evidence = collect_evidence(r, facts, {});
       } else {
         res.status = Outcome::error;
-        res.message = "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
+        res.message =
+            "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
         res.evidence = collect_evidence(r, facts, unknown);
       }
       decided = true;
@@ -394,7 +412,8 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
       res.severity = hit->severity;
       res.message = expand_template(hit->message, facts, params);
       if (!r.fix.is_null()) res.fix = expand_fix(r.fix, facts, params);
-      if (r.pending_when) res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
+      if (r.pending_when)
+        res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
       res.evidence = collect_evidence(r, facts, {});
     } else if (!unknown.empty()) {
       res.status = Outcome::error;
@@ -416,7 +435,7 @@ int gate_exit_code(const std::vector<Result>& results, FailOn fail_on) {
   bool any = false;
   bool all_pending = true;
   for (const auto& r : results) {
-    if (r.status != Outcome::fail || r.severity < threshold) continue;
+    if (r.status != Outcome::fail || r.severity < threshold || r.waived()) continue;
     any = true;
     if (!r.pending_reboot) all_pending = false;
   }

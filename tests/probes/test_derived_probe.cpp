@@ -22,7 +22,8 @@ TEST_CASE("derived: GPUs joined from KFD and DRM, with the APU decision", "[prob
   CHECK(mi.get<bool>("gpu.0.apu") == false);
 }
 
-TEST_CASE("derived: the recommended TTM limit is MemTotal minus --reserve in whole GiB", "[probe][derived]") {
+TEST_CASE("derived: the recommended TTM limit is MemTotal minus --reserve in whole GiB",
+          "[probe][derived]") {
   // 131151392 kB = 125.08 GiB -> 125 GiB whole.
   FactSet f4 = probe_root(fixture("strix-halo-default-ttm"), 4);
   CHECK(f4.get_int("ttm.recommended_gib") == 121);
@@ -50,8 +51,10 @@ TEST_CASE("derived: gttsize and suspicious kernel arguments", "[probe][derived]"
   FactSet f = probe_root(fixture("gttsize-typo-5595"));
   CHECK(f.get<bool>("amdgpu.gttsize_set") == true);
   CHECK(f.get_int("amdgpu.gttsize_bytes") == 122880LL * 1024 * 1024);
-  CHECK(f.get<std::vector<std::string>>("kernel.cmdline.suspect_names") == std::vector<std::string>{"amdgpu.gtt_size"});
-  CHECK_THAT(f.get<std::vector<std::string>>("kernel.cmdline.suspect_hints")->at(0), Catch::Contains("amdgpu.gttsize"));
+  CHECK(f.get<std::vector<std::string>>("kernel.cmdline.suspect_names") ==
+        std::vector<std::string>{"amdgpu.gtt_size"});
+  CHECK_THAT(f.get<std::vector<std::string>>("kernel.cmdline.suspect_hints")->at(0),
+             Catch::Contains("amdgpu.gttsize"));
   FactSet ok = probe_root(fixture("strix-halo-default-ttm"));
   CHECK(ok.get<bool>("amdgpu.gttsize_set") == false);
   CHECK(ok.get<std::vector<std::string>>("kernel.cmdline.suspect_names")->empty());
@@ -61,7 +64,8 @@ TEST_CASE("derived: blockers of amdgpu", "[probe][derived]") {
   halo::test::FixtureTree t;
   t.file("/proc/cmdline", "ro nomodeset modprobe.blacklist=amdgpu,nouveau\n");
   t.file("/etc/modprobe.d/block.conf", "install amdgpu /bin/false\n");
-  t.file("/sys/bus/pci/devices/0000:c5:00.0/vendor", "0x1002\n").file("/sys/bus/pci/devices/0000:c5:00.0/class", "0x038000\n");
+  t.file("/sys/bus/pci/devices/0000:c5:00.0/vendor", "0x1002\n")
+      .file("/sys/bus/pci/devices/0000:c5:00.0/class", "0x038000\n");
   t.file("/sys/bus/pci/devices/0000:c5:00.0/device", "0x1586\n");
   FactSet f = probe_root(t.path());
   CHECK(f.get<bool>("amd.gpu_present") == true);

@@ -9,7 +9,8 @@ using halo::test::probe_one;
 TEST_CASE("kernel probe: release, Ubuntu ABI and command-line parameters", "[probe][kernel]") {
   FixtureTree t;
   t.file("/proc/sys/kernel/osrelease", "6.14.0-1014-oem\n");
-  t.file("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz ro quiet amdgpu.gtt_size=122880 ttm.pages_limit=1 ttm.pages_limit=2 nomodeset\n");
+  t.file("/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz ro quiet amdgpu.gtt_size=122880 "
+                          "ttm.pages_limit=1 ttm.pages_limit=2 nomodeset\n");
   FactSet f = probe_one(t.path(), "kernel");
   CHECK(f.get<std::string>("kernel.release") == std::string("6.14.0-1014-oem"));
   CHECK(f.get<std::string>("kernel.version") == std::string("6.14.0"));
@@ -18,7 +19,8 @@ TEST_CASE("kernel probe: release, Ubuntu ABI and command-line parameters", "[pro
   CHECK(f.get<std::string>("kernel.cmdline.param.amdgpu.gtt_size") == std::string("122880"));
   // The last assignment wins, as parse_args() applies them in order; the duplicate is recorded.
   CHECK(f.get<std::string>("kernel.cmdline.param.ttm.pages_limit") == std::string("2"));
-  CHECK(f.get<std::vector<std::string>>("kernel.cmdline.duplicates") == std::vector<std::string>{"ttm.pages_limit"});
+  CHECK(f.get<std::vector<std::string>>("kernel.cmdline.duplicates") ==
+        std::vector<std::string>{"ttm.pages_limit"});
   CHECK(f.get<std::string>("kernel.cmdline.param.nomodeset") == std::string(""));
   CHECK(f.find("kernel.cmdline.param.ro")->source == "/proc/cmdline");
 }

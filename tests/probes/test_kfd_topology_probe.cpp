@@ -24,7 +24,8 @@ TEST_CASE("kfd probe: no topology, and a malformed properties line", "[probe][kf
   CHECK(n.get<bool>("kfd.topology.present") == false);
   CHECK(n.find("kfd.gpu_nodes")->status == Status::missing);
   FixtureTree bad;
-  bad.file("/sys/class/kfd/kfd/topology/nodes/1/properties", "gfx_target_version eleven\nsimd_count 80\n");
+  bad.file("/sys/class/kfd/kfd/topology/nodes/1/properties",
+           "gfx_target_version eleven\nsimd_count 80\n");
   FactSet b = probe_one(bad.path(), "kfd_topology");
   CHECK(b.find("kfd.node.1.gfx_target_version")->status == Status::error);
   CHECK(b.get_int("kfd.node.1.simd_count") == 80);

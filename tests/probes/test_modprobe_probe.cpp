@@ -6,12 +6,15 @@ using namespace halo;
 using halo::test::FixtureTree;
 using halo::test::probe_one;
 
-TEST_CASE("modprobe probe: options, continuation lines, names with dashes, precedence", "[probe][modprobe]") {
+TEST_CASE("modprobe probe: options, continuation lines, names with dashes, precedence",
+          "[probe][modprobe]") {
   FixtureTree t;
   t.file("/usr/lib/modprobe.d/amd.conf", "options amdgpu gttsize=1\n");
   t.file("/lib/modprobe.d/zz.conf", "options ttm pages_limit=5\n");
-  t.file("/etc/modprobe.d/amd.conf", "# mine\noptions amdgpu gttsize=122880 \\\n   vm_size=131072\n");
-  t.file("/etc/modprobe.d/amd-ttm.conf", "options amd-ttm pages-limit=31457280 page_pool_size=31457280\nblacklist amdgpu\n");
+  t.file("/etc/modprobe.d/amd.conf",
+         "# mine\noptions amdgpu gttsize=122880 \\\n   vm_size=131072\n");
+  t.file("/etc/modprobe.d/amd-ttm.conf",
+         "options amd-ttm pages-limit=31457280 page_pool_size=31457280\nblacklist amdgpu\n");
   t.file("/etc/modprobe.d/notes.txt", "options ttm pages_limit=1\n");
   FactSet f = probe_one(t.path(), "modprobe");
   // /etc hides /usr/lib's file of the same name.
@@ -20,7 +23,8 @@ TEST_CASE("modprobe probe: options, continuation lines, names with dashes, prece
   CHECK(f.find("modprobe.options.amdgpu.vm_size")->source == "/etc/modprobe.d/amd.conf:2");
   CHECK(f.get<std::string>("modprobe.options.amd_ttm.pages_limit") == std::string("31457280"));
   CHECK(f.get<std::string>("modprobe.options.ttm.pages_limit") == std::string("5"));
-  CHECK(f.get<std::vector<std::string>>("modprobe.blacklist") == std::vector<std::string>{"amdgpu"});
+  CHECK(f.get<std::vector<std::string>>("modprobe.blacklist") ==
+        std::vector<std::string>{"amdgpu"});
   auto files = f.get<std::vector<std::string>>("modprobe.files");
   REQUIRE(files);
   CHECK(files->size() == 3);

@@ -20,13 +20,15 @@ TEST_CASE("ttm probe: with ttm and amdttm loaded, the holder link decides", "[pr
   CHECK(f.get<std::string>("ttm.module") == std::string("amdttm"));
   CHECK(f.get_int("ttm.pages_limit_pages") == 31457280);
   CHECK(f.get_int("ttm.module.ttm.pages_limit_pages") == 16376224);
-  CHECK(f.get<std::vector<std::string>>("ttm.modules_loaded") == std::vector<std::string>{"ttm", "amdttm"});
+  CHECK(f.get<std::vector<std::string>>("ttm.modules_loaded") ==
+        std::vector<std::string>{"ttm", "amdttm"});
 }
 
 TEST_CASE("ttm probe: without holder links a DKMS amdgpu means amdttm", "[probe][ttm]") {
   FixtureTree t;
   t.file("/sys/module/amdgpu/initstate", "live\n").file("/sys/module/amdgpu/version", "6.8.5\n");
-  t.file("/sys/module/ttm/parameters/pages_limit", "100\n").file("/sys/module/amdttm/parameters/pages_limit", "200\n");
+  t.file("/sys/module/ttm/parameters/pages_limit", "100\n")
+      .file("/sys/module/amdttm/parameters/pages_limit", "200\n");
   FactSet f = probe_one(t.path(), "ttm");
   CHECK(f.get<std::string>("ttm.module") == std::string("amdttm"));
   CHECK_THAT(f.find("ttm.module")->source, Catch::Contains("DKMS"));

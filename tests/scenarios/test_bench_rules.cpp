@@ -23,7 +23,8 @@ std::vector<Result> run_with(const std::string& bench_json) {
 }
 } // namespace
 
-TEST_CASE("without benchmark facts the bench rules skip and say how to get them", "[scenario][bench]") {
+TEST_CASE("without benchmark facts the bench rules skip and say how to get them",
+          "[scenario][bench]") {
   auto rs = run_with("");
   for (const char* id : {"bench-int4-slower", "bench-ceiling-below-limit", "bench-bandwidth-low"}) {
     INFO(id);
@@ -32,8 +33,10 @@ TEST_CASE("without benchmark facts the bench rules skip and say how to get them"
   }
 }
 
-TEST_CASE("benchmark facts: int4 slower, low bandwidth, ceiling below the TTM limit", "[scenario][bench]") {
-  const std::string facts = R"({"schema_version": 1, "tool": {"name": "halo-bench", "version": "0.1.0"}, "facts": {
+TEST_CASE("benchmark facts: int4 slower, low bandwidth, ceiling below the TTM limit",
+          "[scenario][bench]") {
+  const std::string facts =
+      R"({"schema_version": 1, "tool": {"name": "halo-bench", "version": "0.1.0"}, "facts": {
     "bench.int4.best_ratio_to_bf16": {"status": "ok", "value": 0.48, "source": "halo-bench"},
     "bench.int4.best_tflops": {"status": "ok", "value": 14.1, "source": "halo-bench"},
     "bench.gemm.bf16.tflops": {"status": "ok", "value": 29.4, "source": "halo-bench"},
@@ -49,10 +52,12 @@ TEST_CASE("benchmark facts: int4 slower, low bandwidth, ceiling below the TTM li
   CHECK_THAT(get(rs, "bench-int4-slower").message, Catch::Contains("0.48"));
   CHECK(get(rs, "bench-bandwidth-low").status == Outcome::fail);
   CHECK(get(rs, "bench-ceiling-below-limit").status == Outcome::fail);
-  CHECK_THAT(get(rs, "bench-ceiling-below-limit").message, Catch::Contains("hipMalloc: out of memory"));
+  CHECK_THAT(get(rs, "bench-ceiling-below-limit").message,
+             Catch::Contains("hipMalloc: out of memory"));
 }
 
-TEST_CASE("benchmark facts: healthy numbers pass; a capped ceiling is not judged", "[scenario][bench]") {
+TEST_CASE("benchmark facts: healthy numbers pass; a capped ceiling is not judged",
+          "[scenario][bench]") {
   const std::string facts = R"({"schema_version": 1, "facts": {
     "bench.int4.best_ratio_to_bf16": {"status": "ok", "value": 1.2, "source": "halo-bench"},
     "bench.stream.device.triad_gbps": {"status": "ok", "value": 221.0, "source": "halo-bench"},

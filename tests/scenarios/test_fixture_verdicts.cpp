@@ -27,7 +27,8 @@ const Result& get(const std::vector<Result>& rs, std::string_view id) {
 }
 } // namespace
 
-TEST_CASE("Strix Halo at the default TTM cap: ttm-limit-low fails with the right fix", "[scenario]") {
+TEST_CASE("Strix Halo at the default TTM cap: ttm-limit-low fails with the right fix",
+          "[scenario]") {
   auto rs = run(fixture("strix-halo-default-ttm"));
   const Result& r = get(rs, "ttm-limit-low");
   CHECK(r.status == Outcome::fail);
@@ -39,12 +40,14 @@ TEST_CASE("Strix Halo at the default TTM cap: ttm-limit-low fails with the right
   CHECK(r.fix["modprobe"][0]["module"] == "ttm");
   CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
   // --reserve 5 gives the seed's 120 GiB = 31457280 pages.
-  CHECK(get(run(fixture("strix-halo-default-ttm"), 5), "ttm-limit-low").fix["kernel_args"]["set"]["ttm.pages_limit"] == 31457280);
+  CHECK(get(run(fixture("strix-halo-default-ttm"), 5), "ttm-limit-low")
+            .fix["kernel_args"]["set"]["ttm.pages_limit"] == 31457280);
 }
 
 TEST_CASE("Strix Halo after the fix: TTM rules pass, leftovers are flagged", "[scenario]") {
   auto rs = run(fixture("strix-halo-fixed"));
-  for (const char* id : {"ttm-limit-low", "ttm-limit-overcommit", "ttm-page-pool-mismatch", "ttm-wrong-module", "ttm-pending-reboot"}) {
+  for (const char* id : {"ttm-limit-low", "ttm-limit-overcommit", "ttm-page-pool-mismatch",
+                         "ttm-wrong-module", "ttm-pending-reboot"}) {
     INFO(id);
     CHECK(get(rs, id).status == Outcome::pass);
   }
@@ -59,7 +62,8 @@ TEST_CASE("gttsize raised without TTM, with the gtt_size typo (ROCm#5595)", "[sc
   auto rs = run(fixture("gttsize-typo-5595"));
   CHECK(get(rs, "amdgpu-gttsize-deprecated").severity == Severity::error);
   CHECK(get(rs, "cmdline-unknown-param").status == Outcome::fail);
-  CHECK(get(rs, "cmdline-unknown-param").fix["kernel_args"]["remove"] == nlohmann::json::array({"amdgpu.gtt_size"}));
+  CHECK(get(rs, "cmdline-unknown-param").fix["kernel_args"]["remove"] ==
+        nlohmann::json::array({"amdgpu.gtt_size"}));
   CHECK(get(rs, "ttm-limit-low").status == Outcome::fail);
   // 6.14 OEM has the GTT backport: not the < 6.15 error, but below OEM 6.14.0-1018.
   CHECK(get(rs, "gfx1151-kernel-min").severity == Severity::warning);
@@ -111,11 +115,15 @@ TEST_CASE("no AMD GPU: every GPU rule skips with that reason", "[scenario]") {
   CHECK(gate_exit_code(rs, FailOn::info) == exit_code::ok);
 }
 
-TEST_CASE("a TTM limit configured in modprobe.d but not yet active is pending a reboot (exit 4)", "[scenario]") {
+TEST_CASE("a TTM limit configured in modprobe.d but not yet active is pending a reboot (exit 4)",
+          "[scenario]") {
   namespace fs = std::filesystem;
   halo::test::FixtureTree t;
-  fs::copy(fixture("strix-halo-default-ttm"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
-  t.file("/etc/modprobe.d/halo-doctor-ttm.conf", "options ttm pages_limit=31719424 page_pool_size=31719424\n");
+  fs::copy(fixture("strix-halo-default-ttm"), t.path(),
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks |
+               fs::copy_options::overwrite_existing);
+  t.file("/etc/modprobe.d/halo-doctor-ttm.conf",
+         "options ttm pages_limit=31719424 page_pool_size=31719424\n");
   auto rs = run(t.path());
   CHECK(get(rs, "ttm-limit-low").status == Outcome::fail);
   CHECK(get(rs, "ttm-limit-low").pending_reboot);
@@ -132,7 +140,9 @@ TEST_CASE("a TTM limit configured in modprobe.d but not yet active is pending a 
 TEST_CASE("an overcommitted TTM limit (a typo larger than RAM) is an error", "[scenario]") {
   namespace fs = std::filesystem;
   halo::test::FixtureTree t;
-  fs::copy(fixture("strix-halo-fixed"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+  fs::copy(fixture("strix-halo-fixed"), t.path(),
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks |
+               fs::copy_options::overwrite_existing);
   t.file("/sys/module/ttm/parameters/pages_limit", "335544321\n"); // kyuz0's once-shipped typo
   auto rs = run(t.path());
   CHECK(get(rs, "ttm-limit-overcommit").severity == Severity::error);
@@ -145,7 +155,9 @@ TEST_CASE("an overcommitted TTM limit (a typo larger than RAM) is an error", "[s
 TEST_CASE("unreadable and garbage sysfs values give error results, never a pass", "[scenario]") {
   namespace fs = std::filesystem;
   halo::test::FixtureTree t;
-  fs::copy(fixture("strix-halo-default-ttm"), t.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+  fs::copy(fixture("strix-halo-default-ttm"), t.path(),
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks |
+               fs::copy_options::overwrite_existing);
   t.file("/sys/module/ttm/parameters/pages_limit", "\xff\xfe not a number\n");
   auto rs = run(t.path());
   const Result& r = get(rs, "ttm-limit-low");
@@ -162,7 +174,8 @@ TEST_CASE("facts saved as JSON and replayed give the same verdicts", "[scenario]
     static const ProbeRegistry reg = builtin_probes();
     static const RuleSet rules = load_builtin_rules(&reg);
     FactSet live = probe_root(fixture(name));
-    FactSet replay = facts_from_json_text(facts_to_json(live, "halo-doctor", "test").dump(), "saved.json");
+    FactSet replay =
+        facts_from_json_text(facts_to_json(live, "halo-doctor", "test").dump(), "saved.json");
     auto a = evaluate(rules, live, Params{{"reserve_gib", 4}});
     auto b = evaluate(rules, replay, Params{{"reserve_gib", 4}});
     REQUIRE(a.size() == b.size());

@@ -5,7 +5,8 @@
 using namespace halo::probes;
 
 TEST_CASE("the command line splits like the kernel's next_arg", "[cmdline]") {
-  auto a = parse_cmdline("BOOT_IMAGE=/boot/vmlinuz-6.14.0-1014-oem ro quiet amdgpu.gtt_size=122880 vt.handoff=7\n");
+  auto a = parse_cmdline(
+      "BOOT_IMAGE=/boot/vmlinuz-6.14.0-1014-oem ro quiet amdgpu.gtt_size=122880 vt.handoff=7\n");
   REQUIRE(a.size() == 5);
   CHECK(a[0].name == "BOOT_IMAGE");
   CHECK(a[1].name == "ro");
@@ -24,7 +25,8 @@ TEST_CASE("quotes keep spaces and are removed", "[cmdline]") {
   CHECK(a[2].value == std::string("/dev/sda1"));
 }
 
-TEST_CASE("dashes equal underscores in names; init arguments after -- are not kernel arguments", "[cmdline]") {
+TEST_CASE("dashes equal underscores in names; init arguments after -- are not kernel arguments",
+          "[cmdline]") {
   auto a = parse_cmdline("amd-ttm.pages-limit=1 ttm.page_pool_size=2 -- single amdgpu.gttsize=3");
   REQUIRE(a.size() == 2);
   CHECK(a[0].name == "amd_ttm.pages_limit");

@@ -21,7 +21,8 @@ TEST_CASE("a fact set keeps status, replaces by key and matches wildcards", "[fa
   FactSet f;
   f.put_ok("gpu.0.gfx_target", std::string("gfx1151"), "/sys/x");
   f.put_ok("gpu.1.gfx_target", std::string("gfx942"), "/sys/y");
-  f.put_status("ttm.pages_limit_pages", Status::denied, "/sys/module/ttm/parameters/pages_limit", "Permission denied");
+  f.put_status("ttm.pages_limit_pages", Status::denied, "/sys/module/ttm/parameters/pages_limit",
+               "Permission denied");
   CHECK(f.get<std::string>("gpu.0.gfx_target") == std::string("gfx1151"));
   CHECK_FALSE(f.get_int("ttm.pages_limit_pages").has_value());
   CHECK(f.find("ttm.pages_limit_pages")->status == Status::denied);
@@ -60,9 +61,13 @@ TEST_CASE("a malformed facts file is an input error naming the file and line", "
   }
   CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 2, "facts": {}})", "f.json"),
                     Catch::Contains("schema_version must be 1"));
-  CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 1, "facts": {"a": {"status": "maybe"}}})", "f.json"),
+  CHECK_THROWS_WITH(facts_from_json_text(
+                        R"({"schema_version": 1, "facts": {"a": {"status": "maybe"}}})", "f.json"),
                     Catch::Contains("unknown status"));
-  CHECK_THROWS_WITH(facts_from_json_text(R"({"schema_version": 1, "facts": {"a": {"status": "ok", "value": {"x": 1}}}})", "f.json"),
-                    Catch::Contains("fact 'a'"));
+  CHECK_THROWS_WITH(
+      facts_from_json_text(
+          R"({"schema_version": 1, "facts": {"a": {"status": "ok", "value": {"x": 1}}}})",
+          "f.json"),
+      Catch::Contains("fact 'a'"));
   CHECK_THROWS_AS(facts_from_json_text("", "empty.json"), InputError);
 }

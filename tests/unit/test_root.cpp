@@ -3,6 +3,7 @@
 #include <halo/root.hpp>
 
 #include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 using namespace halo;
@@ -63,7 +64,8 @@ TEST_CASE("Root lists directories sorted and names symlink targets", "[root]") {
 
 TEST_CASE("device nodes come from the fixture sidecar", "[root]") {
   FixtureTree t;
-  t.file("/.halo/nodes.json", R"({"/dev/kfd": {"type": "char", "mode": "0660", "uid": 0, "gid": 992}})");
+  t.file("/.halo/nodes.json",
+         R"({"/dev/kfd": {"type": "char", "mode": "0660", "uid": 0, "gid": 992}})");
   Root r = t.root();
   NodeInfo kfd = r.node("/dev/kfd");
   REQUIRE(kfd.status == Status::ok);

@@ -19,12 +19,15 @@ Condition group(Condition::Kind k, std::vector<Condition> ch) {
   c.children = std::move(ch);
   return c;
 }
-std::optional<bool> eval(const Condition& c, const FactSet& f) { return eval_condition(c, f, {}, nullptr); }
+std::optional<bool> eval(const Condition& c, const FactSet& f) {
+  return eval_condition(c, f, {}, nullptr);
+}
 
 FactSet sample() {
   FactSet f;
   f.put_ok("mem.total_bytes", std::int64_t{134299025408}, "/proc/meminfo");
-  f.put_ok("ttm.pages_limit_bytes", std::int64_t{67149512704}, "/sys/module/ttm/parameters/pages_limit");
+  f.put_ok("ttm.pages_limit_bytes", std::int64_t{67149512704},
+           "/sys/module/ttm/parameters/pages_limit");
   f.put_ok("kernel.version", std::string("6.17.4"), "/proc/sys/kernel/osrelease");
   f.put_ok("kernel.cmdline.names", std::vector<std::string>{"ro", "quiet"}, "/proc/cmdline");
   f.put_ok("gpu.0.gfx_target", std::string("gfx1100"), "kfd");
@@ -44,7 +47,8 @@ TEST_CASE("comparison operators", "[engine]") {
   CHECK(eval(leaf("kernel.version", Op::in, json::array({"6.17.4", "6.18"})), f) == true);
   CHECK(eval(leaf("kernel.version", Op::not_in, json::array({"6.17.4"})), f) == false);
   CHECK(eval(leaf("kernel.cmdline.names", Op::contains, "quiet"), f) == true);
-  CHECK(eval(leaf("kernel.cmdline.names", Op::contains_any, json::array({"nomodeset", "ro"})), f) == true);
+  CHECK(eval(leaf("kernel.cmdline.names", Op::contains_any, json::array({"nomodeset", "ro"})), f) ==
+        true);
   CHECK(eval(leaf("kernel.cmdline.names", Op::empty, false), f) == true);
   CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::exists, false), f) == true);
   CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::status, "missing"), f) == true);
@@ -94,10 +98,14 @@ TEST_CASE("a wildcard fact holds when any match holds; no match is false", "[eng
 TEST_CASE("templates expand facts, GiB and params", "[engine]") {
   FactSet f = sample();
   Params p{{"reserve_gib", 4}};
-  CHECK(expand_template("{gib:ttm.pages_limit_bytes} of {gib:mem.total_bytes}", f, p) == "62.54 GiB of 125.08 GiB");
-  CHECK(expand_template("reserve {param:reserve_gib} GiB, {kernel.cmdline.names}", f, p) == "reserve 4 GiB, ro, quiet");
-  CHECK(expand_template("unknown {no.such.fact}, missing {ttm.configured.pages_limit_bytes}", f, p) == "unknown ?, missing ?");
-  CHECK(expand_template("shell ${HOME} and {Not A Key} stay", f, p) == "shell ${HOME} and {Not A Key} stay");
+  CHECK(expand_template("{gib:ttm.pages_limit_bytes} of {gib:mem.total_bytes}", f, p) ==
+        "62.54 GiB of 125.08 GiB");
+  CHECK(expand_template("reserve {param:reserve_gib} GiB, {kernel.cmdline.names}", f, p) ==
+        "reserve 4 GiB, ro, quiet");
+  CHECK(expand_template("unknown {no.such.fact}, missing {ttm.configured.pages_limit_bytes}", f,
+                        p) == "unknown ?, missing ?");
+  CHECK(expand_template("shell ${HOME} and {Not A Key} stay", f, p) ==
+        "shell ${HOME} and {Not A Key} stay");
 }
 
 TEST_CASE("versions compare numerically", "[engine]") {
@@ -115,8 +123,11 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   r.title = "demo";
   r.area = "memory";
   r.pass_message = "fine";
-  r.fail.push_back(FailCase{Severity::error, leaf("ttm.pages_limit_bytes", Op::lt, 1e11), "low: {gib:ttm.pages_limit_bytes}"});
-  r.fix = json{{"kernel_args", {{"set", {{"{kernel.version}.x", "{mem.total_bytes}"}}}, {"remove", json::array({"{kernel.cmdline.names}"})}}}};
+  r.fail.push_back(FailCase{Severity::error, leaf("ttm.pages_limit_bytes", Op::lt, 1e11),
+                            "low: {gib:ttm.pages_limit_bytes}"});
+  r.fix = json{{"kernel_args",
+                {{"set", {{"{kernel.version}.x", "{mem.total_bytes}"}}},
+                 {"remove", json::array({"{kernel.cmdline.names}"})}}}};
   RuleSet rs;
   rs.rules.push_back(r);
   auto res = evaluate(rs, f, {});
@@ -126,7 +137,8 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   CHECK(res[0].fix["kernel_args"]["set"]["6.17.4.x"] == 134299025408);
   CHECK(res[0].fix["kernel_args"]["remove"] == json::array({"ro", "quiet"}));
 
-  rs.rules[0].applies.push_back(Precondition{leaf("gpu.0.gfx_target", Op::eq, "gfx942"), "not MI300 ({gpu.0.gfx_target})"});
+  rs.rules[0].applies.push_back(
+      Precondition{leaf("gpu.0.gfx_target", Op::eq, "gfx942"), "not MI300 ({gpu.0.gfx_target})"});
   res = evaluate(rs, f, {});
   CHECK(res[0].status == Outcome::skip);
   CHECK(res[0].message == "not MI300 (gfx1100)");
@@ -135,7 +147,8 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   rs.rules[0].fail[0].when = leaf("ttm.configured.pages_limit_bytes", Op::lt, 1);
   res = evaluate(rs, f, {});
   CHECK(res[0].status == Outcome::error);
-  CHECK_THAT(res[0].message, Catch::Contains("ttm.configured.pages_limit_bytes (missing: not configured)"));
+  CHECK_THAT(res[0].message,
+             Catch::Contains("ttm.configured.pages_limit_bytes (missing: not configured)"));
 }
 
 TEST_CASE("the gate exit code follows --fail-on and pending reboots", "[engine]") {

@@ -16,20 +16,29 @@ const std::string kOkRule = R"({"area": "memory", "rules": [
    "sources": ["https://example.org"]}]})";
 }
 
-TEST_CASE("the built-in rule set loads and holds the public rule ids with their severities", "[rules]") {
+TEST_CASE("the built-in rule set loads and holds the public rule ids with their severities",
+          "[rules]") {
   const ProbeRegistry reg = builtin_probes();
   RuleSet rs = load_builtin_rules(&reg);
   CHECK(rs.version == "2026.11.0");
   CHECK_THAT(rs.digest, Catch::StartsWith("sha256:"));
   const std::vector<std::pair<std::string, Severity>> contract = {
-      {"amdgpu-driver-loaded", Severity::error}, {"kfd-present", Severity::error},
-      {"kfd-access", Severity::error},           {"render-node-access", Severity::error},
-      {"ttm-limit-low", Severity::error},        {"ttm-limit-overcommit", Severity::error},
-      {"ttm-page-pool-mismatch", Severity::info}, {"ttm-wrong-module", Severity::error},
-      {"ttm-pending-reboot", Severity::warning}, {"amdgpu-gttsize-deprecated", Severity::error},
-      {"cmdline-unknown-param", Severity::error}, {"apu-carveout-large", Severity::warning},
-      {"gfx1151-kernel-min", Severity::error},   {"hsa-override-gfx", Severity::error},
-      {"instinct-numa-balancing", Severity::warning}, {"instinct-iommu-pt", Severity::warning}};
+      {"amdgpu-driver-loaded", Severity::error},
+      {"kfd-present", Severity::error},
+      {"kfd-access", Severity::error},
+      {"render-node-access", Severity::error},
+      {"ttm-limit-low", Severity::error},
+      {"ttm-limit-overcommit", Severity::error},
+      {"ttm-page-pool-mismatch", Severity::info},
+      {"ttm-wrong-module", Severity::error},
+      {"ttm-pending-reboot", Severity::warning},
+      {"amdgpu-gttsize-deprecated", Severity::error},
+      {"cmdline-unknown-param", Severity::error},
+      {"apu-carveout-large", Severity::warning},
+      {"gfx1151-kernel-min", Severity::error},
+      {"hsa-override-gfx", Severity::error},
+      {"instinct-numa-balancing", Severity::warning},
+      {"instinct-iommu-pt", Severity::warning}};
   for (const auto& [id, sev] : contract) {
     INFO(id);
     const Rule* r = rs.find(id);
@@ -43,28 +52,32 @@ TEST_CASE("the built-in rule set loads and holds the public rule ids with their 
 
 TEST_CASE("a rules file with a JSON syntax error names the file and line", "[rules]") {
   try {
-    parse_rules_file("{\n  \"rules\": [\n    {\"id\": \"x\",,}\n  ]\n}\n", "rules/bad.json", nullptr);
+    parse_rules_file("{\n  \"rules\": [\n    {\"id\": \"x\",,}\n  ]\n}\n", "rules/bad.json",
+                     nullptr);
     FAIL("no error");
   } catch (const InputError& e) {
     CHECK_THAT(e.what(), Catch::StartsWith("rules/bad.json:3:"));
   }
 }
 
-TEST_CASE("semantic errors in a rule name the file, the rule's line and the path inside it", "[rules]") {
+TEST_CASE("semantic errors in a rule name the file, the rule's line and the path inside it",
+          "[rules]") {
   const ProbeRegistry reg = builtin_probes();
   auto bad = [&](std::string from, const std::string& to) {
     std::string text = kOkRule;
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  CHECK_THROWS_WITH(parse_rules_file(bad("\"lt\": 1", "\"lower\": 1"), "r.json", &reg),
-                    Catch::Contains("r.json:2: rule 'demo-rule': fail[0].when: unknown operator 'lower'"));
+  CHECK_THROWS_WITH(
+      parse_rules_file(bad("\"lt\": 1", "\"lower\": 1"), "r.json", &reg),
+      Catch::Contains("r.json:2: rule 'demo-rule': fail[0].when: unknown operator 'lower'"));
   CHECK_THROWS_WITH(parse_rules_file(bad("mem.total_bytes", "mem.totl_bytes"), "r.json", &reg),
                     Catch::Contains("no probe provides the fact 'mem.totl_bytes'"));
   CHECK_THROWS_WITH(parse_rules_file(bad("\"warning\"", "\"fatal\""), "r.json", &reg),
                     Catch::Contains("must be error, warning or info"));
-  CHECK_THROWS_WITH(parse_rules_file(bad(",\n   \"sources\": [\"https://example.org\"]", ""), "r.json", &reg),
-                    Catch::Contains("every rule names its sources"));
+  CHECK_THROWS_WITH(
+      parse_rules_file(bad(",\n   \"sources\": [\"https://example.org\"]", ""), "r.json", &reg),
+      Catch::Contains("every rule names its sources"));
   CHECK_THROWS_WITH(parse_rules_file(bad("\"lt\": 1", "\"lt\": \"one\""), "r.json", &reg),
                     Catch::Contains("needs a number"));
   CHECK_THROWS_WITH(parse_rules_file(bad("\"title\"", "\"titel\""), "r.json", &reg),

@@ -1,0 +1,222 @@
+// Probe: the boot stack, i.e. which tool owns the kernel command line and which one builds the
+// initramfs. Detection follows reference/doctor-conventions.md section 5.2: NixOS (os-release
+// ID=nixos), ostree (/run/ostree-booted), kernelstub, systemd-boot with kernel-install, GRUB with
+// grubby (BLS), GRUB on Debian (update-grub), plain GRUB (grub-mkconfig). Every signal used is
+// recorded in boot.evidence; when strong signals name two stacks, boot.stack is an error fact that
+// lists them, so `halo-doctor fix` refuses and asks for --stack instead of guessing.
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+namespace halo::probes {
+namespace {
+
+/// The directories searched for boot tools, as on a merged-/usr or split system.
+const char* const kBinDirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
+
+/// The tools whose presence is evidence (doctor-conventions.md 5.1, 5.2, 5.4).
+const char* const kTools[] = {"grubby",        "update-grub", "grub-mkconfig",    "grub2-mkconfig",
+                              "kernelstub",    "bootctl",     "kernel-install",   "rpm-ostree",
+                              "nixos-rebuild", "dracut",      "update-initramfs", "mkinitcpio"};
+
+/// Where systemd-boot and BLS keep loader entries ($BOOT/loader/entries).
+const char* const kEntryDirs[] = {"/boot/loader/entries", "/efi/loader/entries",
+                                  "/boot/efi/loader/entries"};
+
+/// The path under `dir` where tool `name` is an executable regular file, or "" (through the Root,
+/// so fixtures and a host mounted under --root are read the same way).
+std::string find_tool(const Root& root, const std::string& name) {
+  for (const char* d : kBinDirs) {
+    const std::string abs = std::string(d) + "/" + name;
+    struct stat st {};
+    if (::stat(root.resolve(abs).c_str(), &st) != 0) continue;
+    if (S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0) return abs;
+  }
+  return {};
+}
+
+bool contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const Root& root = ctx.root;
+  std::vector<std::string> evidence;
+
+  // Tools present.
+  std::vector<std::string> tools;
+  for (const char* t : kTools) {
+    const std::string where = find_tool(root, t);
+    if (where.empty()) continue;
+    tools.emplace_back(t);
+    evidence.push_back(fmt::format("{} is installed ({})", t, where));
+  }
+  facts.put_ok("boot.tools", tools, "executables in /usr/bin, /usr/sbin, /bin, /sbin");
+  auto has = [&](std::string_view t) { return contains(tools, t); };
+
+  // os-release, as the os probe read it (it runs earlier).
+  const std::string os_id = facts.get<std::string>("os.id").value_or("");
+  const std::string variant = facts.get<std::string>("os.variant_id").value_or("");
+  const auto family =
+      facts.get<std::vector<std::string>>("os.family").value_or(std::vector<std::string>{});
+  if (!os_id.empty())
+    evidence.push_back(fmt::format("/etc/os-release: ID={}{}", os_id,
+                                   variant.empty() ? "" : " VARIANT_ID=" + variant));
+
+  // Markers and configuration files.
+  const bool ostree = root.exists("/run/ostree-booted");
+  facts.put_ok("boot.ostree_booted", ostree, "/run/ostree-booted");
+  if (ostree) evidence.push_back("/run/ostree-booted exists");
+
+  const bool kernelstub_conf = root.exists("/etc/kernelstub/configuration");
+  facts.put_ok("boot.kernelstub_config", kernelstub_conf, "/etc/kernelstub/configuration");
+  if (kernelstub_conf) evidence.push_back("/etc/kernelstub/configuration exists");
+
+  const ReadResult grub = root.read("/etc/default/grub");
+  facts.put_ok("boot.grub_default_exists", grub.ok(), "/etc/default/grub");
+  bool bls = false;
+  if (grub.ok()) {
+    for (const auto& line : split_lines(grub.text)) {
+      std::string l = line;
+      l.erase(std::remove(l.begin(), l.end(), '"'), l.end());
+      if (l.rfind("GRUB_ENABLE_BLSCFG=true", 0) == 0) bls = true;
+    }
+    evidence.push_back(bls ? "/etc/default/grub sets GRUB_ENABLE_BLSCFG=true"
+                           : "/etc/default/grub exists");
+    facts.put_ok("boot.grub_bls", bls, "/etc/default/grub");
+  } else {
+    facts.put_status("boot.grub_bls", grub.status, grub.path, grub.reason);
+  }
+
+  Status st = Status::ok;
+  auto grub_d = root.list("/etc/default/grub.d", &st);
+  std::vector<std::string> grub_d_files;
+  if (grub_d) {
+    for (const auto& n : *grub_d)
+      if (n.size() > 4 && n.substr(n.size() - 4) == ".cfg") grub_d_files.push_back(n);
+    facts.put_ok("boot.grub_d_files", grub_d_files, "/etc/default/grub.d");
+    if (!grub_d_files.empty())
+      evidence.push_back(
+          fmt::format("/etc/default/grub.d holds {}", fmt::join(grub_d_files, ", ")));
+  } else {
+    facts.put_status("boot.grub_d_files", st, "/etc/default/grub.d", "cannot be listed");
+  }
+
+  const ReadResult cmdline = root.read_trimmed("/etc/kernel/cmdline");
+  if (cmdline.ok()) {
+    facts.put_ok("boot.kernel_cmdline_file", cmdline.text, cmdline.path);
+    evidence.push_back("/etc/kernel/cmdline exists");
+  } else {
+    facts.put_status("boot.kernel_cmdline_file", cmdline.status, cmdline.path, cmdline.reason);
+  }
+
+  std::vector<std::string> entries;
+  for (const char* d : kEntryDirs) {
+    auto names = root.list(d);
+    if (!names) continue;
+    for (const auto& n : *names)
+      if (n.size() > 5 && n.substr(n.size() - 5) == ".conf")
+        entries.push_back(std::string(d) + "/" + n);
+  }
+  facts.put_ok("boot.loader_entries", entries, "/boot/loader/entries, /efi/loader/entries");
+  if (!entries.empty())
+    evidence.push_back(fmt::format("{} loader entries ({})", entries.size(), entries.front()));
+
+  // The initramfs builder: the one the distribution family uses when several are installed.
+  std::string initramfs;
+  std::vector<std::string> builders;
+  for (const char* b : {"dracut", "update-initramfs", "mkinitcpio"})
+    if (has(b)) builders.emplace_back(b);
+  if (builders.size() == 1)
+    initramfs = builders.front();
+  else if (builders.size() > 1) {
+    if (contains(family, "debian") || contains(family, "ubuntu"))
+      initramfs = "update-initramfs";
+    else if (contains(family, "arch"))
+      initramfs = "mkinitcpio";
+    else if (has("dracut"))
+      initramfs = "dracut";
+  }
+  if (!initramfs.empty())
+    facts.put_ok("boot.initramfs_tool", initramfs, "boot.tools");
+  else
+    facts.put_status("boot.initramfs_tool", Status::missing, "boot.tools",
+                     builders.empty() ? "none of dracut, update-initramfs, mkinitcpio is installed"
+                                      : "several initramfs builders installed: " +
+                                            fmt::format("{}", fmt::join(builders, ", ")));
+
+  // Candidates, strongest first (doctor-conventions.md 5.2).
+  std::vector<std::pair<std::string, std::string>> strong; // kind, why
+  if (os_id == "nixos") strong.emplace_back("nixos", "ID=nixos");
+  if (ostree) strong.emplace_back("rpm-ostree", "/run/ostree-booted");
+  std::string kind;
+  if (strong.size() > 1) {
+    std::vector<std::string> why;
+    for (const auto& [k, w] : strong)
+      why.push_back(fmt::format("{} ({})", k, w));
+    facts.put_status("boot.stack", Status::error, "boot.evidence",
+                     fmt::format("conflicting evidence: {}", fmt::join(why, " vs ")));
+    facts.put_ok("boot.evidence", evidence, "boot stack detection");
+    return;
+  }
+  if (strong.size() == 1) kind = strong.front().first;
+  if (kind.empty() && (has("kernelstub") || kernelstub_conf)) kind = "kernelstub";
+  if (kind.empty()) {
+    std::vector<std::pair<std::string, std::string>> c;
+    const bool grub_present = grub.ok() || has("grubby") || has("update-grub") ||
+                              has("grub-mkconfig") || has("grub2-mkconfig");
+    if (has("grubby")) c.emplace_back("grubby", bls ? "grubby, BLS" : "grubby");
+    if (has("update-grub")) c.emplace_back("grub-debian", "update-grub");
+    if (!has("grubby") && !has("update-grub") && (has("grub-mkconfig") || has("grub2-mkconfig")))
+      c.emplace_back("grub-arch", has("grub-mkconfig") ? "grub-mkconfig" : "grub2-mkconfig");
+    if (has("kernel-install") && (cmdline.ok() || !entries.empty()) && !grub.ok())
+      c.emplace_back("systemd-boot", cmdline.ok() ? "kernel-install, /etc/kernel/cmdline"
+                                                  : "kernel-install, loader entries, no GRUB");
+    if (c.size() > 1) {
+      std::vector<std::string> why;
+      for (const auto& [k, w] : c)
+        why.push_back(fmt::format("{} ({})", k, w));
+      facts.put_status("boot.stack", Status::error, "boot.evidence",
+                       fmt::format("conflicting evidence: {}", fmt::join(why, " vs ")));
+      facts.put_ok("boot.evidence", evidence, "boot stack detection");
+      return;
+    }
+    if (c.size() == 1)
+      kind = c.front().first;
+    else if (grub_present && !grub.ok())
+      evidence.push_back("GRUB tools without /etc/default/grub");
+  }
+  facts.put_ok("boot.evidence", evidence, "boot stack detection");
+  if (kind.empty())
+    facts.put_status("boot.stack", Status::missing, "boot.evidence",
+                     "no boot loader tool found (grubby, update-grub, grub-mkconfig, kernelstub, "
+                     "kernel-install, rpm-ostree) and not NixOS");
+  else
+    facts.put_ok("boot.stack", kind, "boot.evidence");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_boot_stack_probe() {
+  std::vector<std::string> reads = {
+      "/etc/os-release",      "/run/ostree-booted",  "/etc/default/grub",
+      "/etc/default/grub.d",  "/etc/kernel/cmdline", "/etc/kernelstub/configuration",
+      "/boot/loader/entries", "/efi/loader/entries", "/boot/efi/loader/entries"};
+  for (const char* d : kBinDirs)
+    for (const char* t : kTools)
+      reads.push_back(std::string(d) + "/" + t);
+  return std::make_unique<BasicProbe>(
+      "boot_stack",
+      std::vector<std::string>{"boot.stack", "boot.evidence", "boot.tools", "boot.initramfs_tool",
+                               "boot.ostree_booted", "boot.kernelstub_config",
+                               "boot.grub_default_exists", "boot.grub_bls", "boot.grub_d_files",
+                               "boot.kernel_cmdline_file", "boot.loader_entries"},
+      std::move(reads), collect);
+}
+
+} // namespace halo::probes

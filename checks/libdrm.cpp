@@ -1,0 +1,234 @@
+// Probe: what the amdgpu kernel driver tells userspace through libdrm_amdgpu on each AMD render
+// node: the VRAM, CPU-visible VRAM and GTT heaps (AMDGPU_INFO_MEMORY), the chip identity
+// (amdgpu_query_gpu_info) and the MES firmware version (AMDGPU_INFO_FW_MES), which otherwise
+// needs root and debugfs (/sys/kernel/debug/dri/N/amdgpu_firmware_info).
+//
+// It asks the running kernel, so it runs only on the live root; there is no replay. A render node
+// the user may not open is a `denied` fact pointing at the render-node-access rule.
+#include "probes.hpp"
+
+#include <amdgpu.h>
+#include <amdgpu_drm.h>
+#include <fmt/format.h>
+#include <xf86drm.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+// Newer than libdrm 2.4.114's amdgpu_drm.h (added with Linux 6.2's MES query).
+constexpr unsigned kInfoFwMesKiq = 0x19;
+constexpr unsigned kInfoFwMes = 0x1a;
+constexpr int kAmdVendor = 0x1002;
+
+/// Per-device keys, all set (with a status) whatever happens to the device.
+const std::vector<std::string>& device_keys() {
+  static const std::vector<std::string> k = {"drm_version",
+                                             "vram_total_bytes",
+                                             "vram_usable_bytes",
+                                             "vram_max_allocation_bytes",
+                                             "vis_vram_total_bytes",
+                                             "vis_vram_usable_bytes",
+                                             "vis_vram_max_allocation_bytes",
+                                             "gtt_total_bytes",
+                                             "gtt_usable_bytes",
+                                             "gtt_max_allocation_bytes",
+                                             "family",
+                                             "asic_id",
+                                             "chip_rev",
+                                             "chip_external_rev",
+                                             "mes_fw_version",
+                                             "mes_fw_version_hex",
+                                             "mes_feature_version",
+                                             "mes_kiq_fw_version"};
+  return k;
+}
+
+std::string errno_words(int err) {
+  const char* name = ::strerrorname_np(err);
+  return fmt::format("-{} ({})", name != nullptr ? name : std::to_string(err), std::strerror(err));
+}
+
+void put_device_status(FactSet& facts, const std::string& pre, Status st, const std::string& source,
+                       const std::string& reason) {
+  for (const auto& k : device_keys())
+    if (facts.find(pre + "." + k) == nullptr) facts.put_status(pre + "." + k, st, source, reason);
+}
+
+std::int64_t as_i64(std::uint64_t v) {
+  return v > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v);
+}
+
+void query_device(FactSet& facts, const std::string& pre, const std::string& node) {
+  const int fd = ::open(node.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const bool denied = err == EACCES || err == EPERM;
+    put_device_status(facts, pre, denied ? Status::denied : Status::error, "open " + node,
+                      fmt::format("open {}: {}{}", node, std::strerror(err),
+                                  denied ? " (see rule render-node-access)" : ""));
+    return;
+  }
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  amdgpu_device_handle dev = nullptr;
+  const int r = ::amdgpu_device_initialize(fd, &major, &minor, &dev);
+  if (r != 0) {
+    put_device_status(facts, pre, Status::error, "amdgpu_device_initialize",
+                      fmt::format("amdgpu_device_initialize({}): {}", node, errno_words(-r)));
+    ::close(fd);
+    return;
+  }
+  facts.put_ok(pre + ".drm_version", fmt::format("{}.{}", major, minor),
+               "amdgpu_device_initialize");
+
+  drm_amdgpu_memory_info mem{};
+  const std::string msrc = "amdgpu_query_info(AMDGPU_INFO_MEMORY)";
+  if (const int m = ::amdgpu_query_info(dev, AMDGPU_INFO_MEMORY, sizeof mem, &mem); m == 0) {
+    auto heap = [&](const std::string& name, const drm_amdgpu_heap_info& h) {
+      facts.put_ok(pre + "." + name + "_total_bytes", as_i64(h.total_heap_size), msrc);
+      facts.put_ok(pre + "." + name + "_usable_bytes", as_i64(h.usable_heap_size), msrc);
+      facts.put_ok(pre + "." + name + "_max_allocation_bytes", as_i64(h.max_allocation), msrc);
+    };
+    heap("vram", mem.vram);
+    heap("vis_vram", mem.cpu_accessible_vram);
+    heap("gtt", mem.gtt);
+  } else {
+    for (const char* h : {"vram", "vis_vram", "gtt"})
+      for (const char* s : {"_total_bytes", "_usable_bytes", "_max_allocation_bytes"})
+        facts.put_status(pre + "." + h + s, Status::error, msrc, errno_words(-m));
+  }
+
+  amdgpu_gpu_info gi{};
+  const std::string gsrc = "amdgpu_query_gpu_info";
+  if (const int g = ::amdgpu_query_gpu_info(dev, &gi); g == 0) {
+    facts.put_ok(pre + ".family", static_cast<std::int64_t>(gi.family_id), gsrc);
+    facts.put_ok(pre + ".asic_id", static_cast<std::int64_t>(gi.asic_id), gsrc);
+    facts.put_ok(pre + ".chip_rev", static_cast<std::int64_t>(gi.chip_rev), gsrc);
+    facts.put_ok(pre + ".chip_external_rev", static_cast<std::int64_t>(gi.chip_external_rev), gsrc);
+  } else {
+    for (const char* k : {"family", "asic_id", "chip_rev", "chip_external_rev"})
+      facts.put_status(pre + "." + k, Status::error, gsrc, errno_words(-g));
+  }
+
+  std::uint32_t ver = 0;
+  std::uint32_t feature = 0;
+  const std::string fsrc = "amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES)";
+  if (const int f = ::amdgpu_query_firmware_version(dev, kInfoFwMes, 0, 0, &ver, &feature);
+      f != 0) {
+    for (const char* k : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"})
+      facts.put_status(
+          pre + "." + k, Status::error, fsrc,
+          fmt::format("{} (kernels before 6.2 do not answer the MES query)", errno_words(-f)));
+  } else if (ver == 0) {
+    for (const char* k : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"})
+      facts.put_status(pre + "." + k, Status::missing, fsrc,
+                       "the GPU reports no MES firmware (version 0)");
+  } else {
+    facts.put_ok(pre + ".mes_fw_version", static_cast<std::int64_t>(ver), fsrc);
+    facts.put_ok(pre + ".mes_fw_version_hex", fmt::format("0x{:08x}", ver), fsrc);
+    facts.put_ok(pre + ".mes_feature_version", static_cast<std::int64_t>(feature), fsrc);
+  }
+  const std::string ksrc = "amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES_KIQ)";
+  if (const int k = ::amdgpu_query_firmware_version(dev, kInfoFwMesKiq, 0, 0, &ver, &feature);
+      k != 0)
+    facts.put_status(pre + ".mes_kiq_fw_version", Status::error, ksrc, errno_words(-k));
+  else if (ver == 0)
+    facts.put_status(pre + ".mes_kiq_fw_version", Status::missing, ksrc,
+                     "the GPU reports no MES KIQ firmware");
+  else
+    facts.put_ok(pre + ".mes_kiq_fw_version", static_cast<std::int64_t>(ver), ksrc);
+
+  ::amdgpu_device_deinitialize(dev);
+  ::close(fd);
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  std::string skip;
+  if (ctx.options.no_runtime)
+    skip = "skipped: --no-runtime";
+  else if (!ctx.root.is_live())
+    skip = "skipped: --root is not / (libdrm asks the running kernel; there is no replay)";
+  if (!skip.empty()) {
+    for (const char* k :
+         {"libdrm.status", "libdrm.detail", "libdrm.get_devices_ret", "libdrm.device_count"})
+      facts.put_status(k, Status::missing, "libdrm probe", skip);
+    return;
+  }
+  const std::string src = "drmGetDevices2";
+  const int n = ::drmGetDevices2(0, nullptr, 0);
+  facts.put_ok("libdrm.get_devices_ret", static_cast<std::int64_t>(n), src);
+  if (n <= 0) {
+    facts.put_ok("libdrm.status", std::string("no_device"), src);
+    facts.put_ok("libdrm.detail",
+                 n < 0
+                     ? fmt::format("drmGetDevices2 returned {} = {}: no DRM device (no /dev/dri?)",
+                                   n, errno_words(-n))
+                     : std::string("drmGetDevices2 found no DRM device"),
+                 src);
+    facts.put_ok("libdrm.device_count", std::int64_t{0}, src);
+    return;
+  }
+  std::vector<drmDevicePtr> devs(static_cast<std::size_t>(n), nullptr);
+  const int got = ::drmGetDevices2(0, devs.data(), n);
+  if (got <= 0) {
+    facts.put_ok("libdrm.status", std::string("no_device"), src);
+    facts.put_ok("libdrm.detail", fmt::format("drmGetDevices2 returned {} on the second call", got),
+                 src);
+    facts.put_ok("libdrm.device_count", std::int64_t{0}, src);
+    return;
+  }
+  std::int64_t amd = 0;
+  for (int i = 0; i < got; ++i) {
+    const drmDevicePtr d = devs[static_cast<std::size_t>(i)];
+    if (d == nullptr || d->bustype != DRM_BUS_PCI || d->deviceinfo.pci == nullptr ||
+        d->deviceinfo.pci->vendor_id != kAmdVendor)
+      continue;
+    const std::string pre = fmt::format("libdrm.dev.{}", amd++);
+    const drmPciBusInfo* b = d->businfo.pci;
+    facts.put_ok(pre + ".bus_id",
+                 b != nullptr
+                     ? fmt::format("{:04x}:{:02x}:{:02x}.{:x}", b->domain, b->bus, b->dev, b->func)
+                     : std::string(),
+                 src);
+    facts.put_ok(pre + ".pci_device_id", static_cast<std::int64_t>(d->deviceinfo.pci->device_id),
+                 src);
+    if ((d->available_nodes & (1 << DRM_NODE_RENDER)) == 0 ||
+        d->nodes[DRM_NODE_RENDER] == nullptr) {
+      facts.put_status(pre + ".render_node", Status::missing, src, "the device has no render node");
+      put_device_status(facts, pre, Status::missing, src, "the device has no render node");
+      continue;
+    }
+    const std::string node = d->nodes[DRM_NODE_RENDER];
+    facts.put_ok(pre + ".render_node", node, src);
+    query_device(facts, pre, node);
+  }
+  ::drmFreeDevices(devs.data(), got);
+  facts.put_ok("libdrm.status", std::string(amd > 0 ? "ok" : "no_device"), src);
+  facts.put_ok("libdrm.detail",
+               fmt::format("drmGetDevices2 lists {} DRM device(s), {} AMD", got, amd), src);
+  facts.put_ok("libdrm.device_count", amd, src);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_libdrm_probe() {
+  std::vector<std::string> provides = {"libdrm.status",           "libdrm.detail",
+                                       "libdrm.get_devices_ret",  "libdrm.device_count",
+                                       "libdrm.dev.*.bus_id",     "libdrm.dev.*.pci_device_id",
+                                       "libdrm.dev.*.render_node"};
+  for (const auto& k : device_keys())
+    provides.push_back("libdrm.dev.*." + k);
+  return std::make_unique<BasicProbe>(
+      "libdrm", std::move(provides),
+      std::vector<std::string>{"/dev/dri/renderD* (drmGetDevices2, libdrm_amdgpu ioctls)"},
+      collect);
+}
+
+} // namespace halo::probes

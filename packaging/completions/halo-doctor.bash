@@ -1,0 +1,38 @@
+# bash completion for halo-doctor (installed as share/bash-completion/completions/halo-doctor)
+_halo_doctor() {
+  local cur prev words cword
+  _init_completion || return
+  local commands="check facts capture rules explain bench"
+  local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout"
+  local rule="--rules --only --skip"
+  local cmd="" i
+  for ((i = 1; i < cword; i++)); do
+    case ${words[i]} in check | facts | capture | rules | explain | bench) cmd=${words[i]}; break ;; esac
+  done
+  case $prev in
+    --root | --rules) _filedir -d; return ;;
+    --facts | --add-facts | --policy | --hsa-library) _filedir; return ;;
+    --bundle) _filedir 'tar.gz'; return ;;
+    --format) COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); return ;;
+    --fail-on) COMPREPLY=($(compgen -W "error warning info never" -- "$cur")); return ;;
+    --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+    -o | --output)
+      if [ "$cmd" = check ] && [[ $cur != *:* ]]; then
+        COMPREPLY=($(compgen -W "text: json: junit: prometheus: npd:" -- "$cur")); compopt -o nospace
+      else
+        _filedir
+      fi
+      return ;;
+    --only | --skip)
+      COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")); return ;;
+  esac
+  case $cmd in
+    "") COMPREPLY=($(compgen -W "$commands --version --debug --help" -- "$cur")) ;;
+    check) COMPREPLY=($(compgen -W "$probe $rule --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
+    facts) COMPREPLY=($(compgen -W "$probe --format --output --help" -- "$cur")) ;;
+    capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
+    explain) COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
+    *) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+  esac
+}
+complete -F _halo_doctor halo-doctor

@@ -1,0 +1,174 @@
+// halo-doctor fix: the same probes and rules as `check`, then the failing rules' structured fixes
+// merged and rendered as a script for this machine's boot stack (a Nix snippet on NixOS). The
+// doctor stays read-only: it writes the script; a person reads it and runs it (docs/fix.md).
+#include "commands.hpp"
+#include "common.hpp"
+
+#include <halo/error.hpp>
+#include <halo/fix.hpp>
+#include <halo/version.hpp>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <regex>
+
+namespace halo::cli {
+
+namespace {
+struct FixOptions {
+  CommonOptions common;
+  std::string stack = "auto";
+  std::int64_t ttm_limit_gib = 0;
+  bool ttm_limit_given = false;
+  std::string user;
+  std::string output;
+};
+
+std::string evidence_text(const FactSet& facts) {
+  auto ev =
+      facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
+  return ev.empty() ? std::string("none") : fmt::format("{}", fmt::join(ev, "; "));
+}
+
+fix::Stack choose_stack(const FixOptions& o, const FactSet& facts) {
+  if (o.stack != "auto") {
+    auto s = fix::parse_stack(o.stack);
+    if (!s)
+      throw InputError(fmt::format("--stack {}: unknown boot stack (one of: auto, {})", o.stack,
+                                   fmt::join(fix::stack_names(), ", ")));
+    return *s;
+  }
+  const Fact* f = facts.find("boot.stack");
+  if (f != nullptr && f->ok()) {
+    if (auto s = fix::parse_stack(std::get<std::string>(f->value))) return *s;
+  }
+  const std::string why = f == nullptr ? std::string("boot stack not probed") : f->reason;
+  throw InputError(fmt::format("cannot choose the boot stack: {} (evidence: {}); pass --stack {}",
+                               why, evidence_text(facts), fmt::join(fix::stack_names(), "|")));
+}
+
+/// Who gets the groups: --user, else the sudo caller when running as root, else the user.
+std::string choose_user(const FixOptions& o, const FactSet& facts) {
+  if (!o.user.empty()) return o.user;
+  const auto uid = facts.get_int("user.uid");
+  if (uid && *uid == 0) {
+    if (auto s = facts.get<std::string>("env.sudo_user")) return *s;
+  }
+  return facts.get<std::string>("user.name").value_or("");
+}
+
+int run(const FixOptions& o) {
+  const ProbeRegistry reg = builtin_probes();
+  const RuleSet rules = load_rules(o.common, reg);
+  const FactSet facts = gather(o.common, reg);
+  const std::string where = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
+  if (!facts.get<std::string>("os.id")) {
+    const Fact* f = facts.find("os.id");
+    throw InputError(fmt::format(
+        "{}: no /etc/os-release or /usr/lib/os-release ({}): the distribution, and so the boot "
+        "stack, is unknown; no script written",
+        where, f != nullptr && !f->reason.empty() ? f->reason : "missing"));
+  }
+  if (!o.user.empty() && !std::regex_match(o.user, std::regex(R"([a-z_][a-z0-9_-]*\$?)")))
+    throw InputError(fmt::format("--user {}: not a valid user name", o.user));
+  const fix::Stack stack = choose_stack(o, facts);
+
+  const auto results = evaluate(rules, facts, rule_params(o.common));
+  fix::Plan plan = fix::merge_fixes(results);
+  if (o.ttm_limit_given)
+    fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int("mem.total_bytes"),
+                         facts.get<std::string>("ttm.module").value_or(""));
+
+  // Settings elsewhere in modprobe.d that would fight the halo-doctor file.
+  for (const auto& m : plan.modprobe)
+    for (const auto& [k, v] : m.options)
+      if (const Fact* f = facts.find("modprobe.options." + m.module + "." + k); f && f->ok()) {
+        if (f->source.find("/" + m.file + ":") == std::string::npos)
+          plan.notes.push_back(fmt::format(
+              "{} also sets {}.{}={}: remove it there (modprobe applies every file, the last one "
+              "read wins)",
+              f->source, m.module, k, format_value(f->value)));
+      }
+  if (stack == fix::Stack::grub_debian) {
+    for (const auto& name : facts.get<std::vector<std::string>>("boot.grub_d_files")
+                                .value_or(std::vector<std::string>{}))
+      if (name > fix::kGrubDropIn)
+        plan.notes.push_back(fmt::format("/etc/default/grub.d/{} is read after {} and may override "
+                                         "GRUB_CMDLINE_LINUX_DEFAULT: check it",
+                                         name, fix::kGrubDropIn));
+  }
+
+  fix::ScriptOptions so;
+  so.stack = stack;
+  so.initramfs_tool = facts.get<std::string>("boot.initramfs_tool").value_or("");
+  so.user = choose_user(o, facts);
+  so.os = facts.get<std::string>("os.pretty_name").value_or("");
+  so.tool_version = kVersion;
+  if (o.stack == "auto")
+    so.evidence =
+        facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
+  else
+    so.evidence = {"--stack " + o.stack};
+  if (o.common.facts_file.empty()) {
+    const Root root(o.common.root);
+    if (auto h = root.read_trimmed("/proc/sys/kernel/hostname"); h.ok()) so.host = h.text;
+  }
+
+  std::cerr << fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
+                           o.stack == "auto" ? "detected: " + evidence_text(facts) : "--stack");
+  if (plan.covered.empty()) {
+    std::cerr
+        << "halo-doctor fix: no failing rule has a fix a script can apply; no script written\n";
+  } else {
+    std::cerr << fmt::format("halo-doctor fix: the script covers: {}\n",
+                             fmt::join(plan.covered, ", "));
+  }
+  for (const auto& m : plan.manual)
+    std::cerr << fmt::format("halo-doctor fix: needs a person [{}]: {}\n", m.rule, m.text);
+  for (const auto& n : plan.notes)
+    std::cerr << fmt::format("halo-doctor fix: note: {}\n", n);
+  if (plan.covered.empty()) return exit_code::ok;
+
+  const std::string text =
+      stack == fix::Stack::nixos ? fix::render_nix(plan, so) : fix::render_script(plan, so);
+  write_output(o.output, text);
+  if (!o.output.empty() && o.output != "-")
+    std::cerr << fmt::format(
+        "halo-doctor fix: wrote {}; read it, try it with --dry-run, then run "
+        "it as root{}\n",
+        o.output, stack == fix::Stack::nixos ? " (NixOS: merge it into your configuration)" : "");
+  return exit_code::ok;
+}
+} // namespace
+
+Runner add_fix_command(CLI::App& app) {
+  auto o = std::make_shared<FixOptions>();
+  auto* sub = app.add_subcommand(
+      "fix", "Write a script (a Nix snippet on NixOS) that applies the failing rules' fixes for "
+             "this machine's boot stack; the doctor itself changes nothing");
+  add_probe_options(sub, o->common);
+  add_rule_options(sub, o->common);
+  std::vector<std::string> stacks = {"auto"};
+  for (const auto& s : fix::stack_names())
+    stacks.push_back(s);
+  sub->add_option("--stack", o->stack,
+                  "Boot stack that owns the kernel command line (auto: detect from the root)")
+      ->check(CLI::IsMember(stacks));
+  auto* ttm =
+      sub->add_option("--ttm-limit", o->ttm_limit_gib,
+                      "TTM limit in whole GiB for pages_limit and page_pool_size (pages = GiB x "
+                      "262144); default: MemTotal minus --reserve");
+  sub->add_option("--user", o->user,
+                  "User to add to the render and video groups (default: the sudo caller or the "
+                  "current user)");
+  sub->add_option("-o,--output", o->output, "Write the script to FILE instead of stdout");
+  return [sub, o, ttm]() {
+    if (!*sub) return -1;
+    o->ttm_limit_given = ttm->count() > 0;
+    return run(*o);
+  };
+}
+
+} // namespace halo::cli

@@ -1,0 +1,498 @@
+// Capture bundles with libarchive: what the probes read, written as a gzip'd tar, and extracted
+// again for replay.
+#include <halo/bundle.hpp>
+#include <halo/error.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace halo {
+namespace {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto pos = s.find(sep, start);
+    out.emplace_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) return out;
+    start = pos + 1;
+  }
+}
+
+bool is_link(const Root& root, const std::string& abs) {
+  std::error_code ec;
+  return std::filesystem::is_symlink(root.resolve(abs), ec);
+}
+
+/// Paths whose symlink target is the fact (probes call Root::link_name on them).
+bool read_as_link(const std::string& abs) {
+  return abs.size() > 7 && abs.ends_with("/driver");
+}
+
+void expand(const Root& root, const std::vector<std::string>& segs, std::size_t i,
+            const std::string& prefix, std::set<std::string>& out) {
+  if (i == segs.size()) {
+    if (root.exists(prefix) || (read_as_link(prefix) && is_link(root, prefix))) out.insert(prefix);
+    return;
+  }
+  const std::string& seg = segs[i];
+  if (seg.find_first_of("*?[") == std::string::npos) {
+    expand(root, segs, i + 1, prefix + "/" + seg, out);
+    return;
+  }
+  const auto names = root.list(prefix.empty() ? "/" : prefix);
+  if (!names) return;
+  for (const auto& n : *names)
+    if (::fnmatch(seg.c_str(), n.c_str(), 0) == 0) expand(root, segs, i + 1, prefix + "/" + n, out);
+}
+
+/// Declared patterns, comments removed, without /dev.
+std::vector<std::string> patterns(const ProbeRegistry& reg) {
+  std::set<std::string> pats;
+  for (const auto& p : reg.probes())
+    for (auto r : p->reads()) {
+      r = r.substr(0, r.find(' '));
+      if (r.empty() || r[0] != '/' || r.starts_with("/dev/") || r == "/dev") continue;
+      pats.insert(r);
+    }
+  return {pats.begin(), pats.end()};
+}
+
+/// Replaces human user names (uid 1000..59999 in /etc/passwd) with user1, user2, ...
+class Redactor {
+public:
+  Redactor(const Root& root, bool on) : on_(on) {
+    if (!on_) return;
+    const ReadResult host = root.read_trimmed("/proc/sys/kernel/hostname");
+    if (host.ok()) hostname_ = host.text;
+    const ReadResult pw = root.read("/etc/passwd");
+    if (!pw.ok()) return;
+    for (const auto& line : split(pw.text, '\n')) {
+      const auto f = split(line, ':');
+      if (f.size() < 3) continue;
+      char* end = nullptr;
+      const long uid = std::strtol(f[2].c_str(), &end, 10);
+      if (end == f[2].c_str() || uid < 1000 || uid >= 60000 || names_.count(f[0]) != 0) continue;
+      names_[f[0]] = fmt::format("user{}", names_.size() + 1);
+    }
+  }
+
+  /// The file's text as stored in the bundle.
+  std::string apply(const std::string& abs, std::string text) {
+    if (!on_) return text;
+    const std::string before = text;
+    if (abs == "/proc/sys/kernel/hostname")
+      text = "redacted-host\n";
+    else if (abs == "/etc/passwd" || abs == "/etc/group")
+      text = colon_file(abs, text);
+    else if (abs == "/proc/self/environ")
+      text = environ(text);
+    else if (abs.ends_with("/properties"))
+      text = kfd_properties(text);
+    if (text != before) notes_.push_back(note_for(abs));
+    return text;
+  }
+
+  /// Runtime facts whose key names a serial number or UUID lose their value.
+  void apply(FactSet& facts) {
+    if (!on_) return;
+    FactSet out;
+    for (const auto& [k, f] : facts.all()) {
+      if (f.ok() &&
+          (k.find("uuid") != std::string::npos || k.find("serial") != std::string::npos)) {
+        Fact r = f;
+        r.value = std::string("redacted");
+        out.put(std::move(r));
+        notes_.push_back("runtime fact " + k + ": serial/UUID");
+      } else {
+        out.put(f);
+      }
+    }
+    facts = std::move(out);
+  }
+
+  const std::vector<std::string>& notes() const { return notes_; }
+
+private:
+  std::string note_for(const std::string& abs) const {
+    if (abs == "/proc/sys/kernel/hostname") return abs + ": host name";
+    if (abs.ends_with("/properties")) return abs + ": unique_id (serial number)";
+    return fmt::format("{}: {} user name(s)", abs, names_.size());
+  }
+  std::string user(const std::string& n) const {
+    auto it = names_.find(n);
+    return it == names_.end() ? n : it->second;
+  }
+  std::string home(std::string v) const {
+    for (const auto& [n, r] : names_)
+      for (const std::string base : {"/home/", "/var/home/"}) {
+        const std::string from = base + n;
+        for (std::size_t pos = 0; (pos = v.find(from, pos)) != std::string::npos;) {
+          const std::size_t end = pos + from.size();
+          if (end == v.size() || v[end] == '/' || v[end] == ':')
+            v.replace(pos, from.size(), base + r);
+          pos += base.size() + 1;
+        }
+      }
+    return v;
+  }
+  std::string colon_file(const std::string& abs, const std::string& text) const {
+    std::string out;
+    for (const auto& line : split(text, '\n')) {
+      auto f = split(line, ':');
+      if (f.size() >= 4) {
+        f[0] = user(f[0]);
+        if (abs == "/etc/group") {
+          auto members = split(f[3], ',');
+          for (auto& m : members)
+            m = user(m);
+          f[3] = fmt::format("{}", fmt::join(members, ","));
+        } else if (f.size() >= 6) {
+          if (names_.count(split(line, ':')[0]) != 0) f[4] = "";
+          f[5] = home(f[5]);
+        }
+        out += fmt::format("{}", fmt::join(f, ":"));
+      } else {
+        out += line;
+      }
+      out += '\n';
+    }
+    if (!out.empty() && (text.empty() || text.back() != '\n')) out.pop_back();
+    return out;
+  }
+  std::string environ(const std::string& text) const {
+    std::string out;
+    const auto vars = split(text, '\0');
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      std::string v = vars[i];
+      const auto eq = v.find('=');
+      if (eq != std::string::npos) {
+        const std::string key = v.substr(0, eq);
+        std::string val = v.substr(eq + 1);
+        if (key == "USER" || key == "LOGNAME" || key == "USERNAME")
+          val = user(val);
+        else if (key == "HOSTNAME" || key == "HOST")
+          val = "redacted-host";
+        val = home(val);
+        if (hostname_.size() >= 3)
+          for (std::size_t pos = 0; (pos = val.find(hostname_, pos)) != std::string::npos;)
+            val.replace(pos, hostname_.size(), "redacted-host");
+        v = key + "=" + val;
+      }
+      out += v;
+      if (i + 1 < vars.size()) out += '\0';
+    }
+    return out;
+  }
+  static std::string kfd_properties(const std::string& text) {
+    std::string out;
+    const auto lines = split(text, '\n');
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      out += lines[i].starts_with("unique_id ") ? std::string("unique_id 0") : lines[i];
+      if (i + 1 < lines.size()) out += '\n';
+    }
+    return out;
+  }
+
+  bool on_;
+  std::string hostname_;
+  std::map<std::string, std::string> names_;
+  std::vector<std::string> notes_;
+};
+
+/// Owns a libarchive writer; every failure becomes an InputError naming the file.
+class TarWriter {
+public:
+  TarWriter(const std::string& path, std::string origin) : origin_(std::move(origin)) {
+    a_ = archive_write_new();
+    if (archive_write_add_filter_gzip(a_) != ARCHIVE_OK ||
+        archive_write_set_format_pax_restricted(a_) != ARCHIVE_OK ||
+        archive_write_open_filename(a_, path.c_str()) != ARCHIVE_OK)
+      fail();
+    mtime_ = std::time(nullptr);
+  }
+  ~TarWriter() {
+    if (a_ != nullptr) archive_write_free(a_);
+  }
+  TarWriter(const TarWriter&) = delete;
+  TarWriter& operator=(const TarWriter&) = delete;
+
+  void dir(const std::string& rel) { header(rel, AE_IFDIR, 0755, 0, nullptr); }
+  void file(const std::string& rel, const std::string& data, int perm = 0644) {
+    header(rel, AE_IFREG, perm, data.size(), nullptr);
+    if (!data.empty() && archive_write_data(a_, data.data(), data.size()) < 0) fail();
+  }
+  void link(const std::string& rel, const std::string& target) {
+    header(rel, AE_IFLNK, 0777, 0, target.c_str());
+  }
+  void close() {
+    if (archive_write_close(a_) != ARCHIVE_OK) fail();
+  }
+
+private:
+  void header(const std::string& rel, unsigned type, int perm, std::size_t size,
+              const char* target) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, rel.c_str());
+    archive_entry_set_filetype(e, type);
+    archive_entry_set_perm(e, static_cast<mode_t>(perm));
+    archive_entry_set_size(e, static_cast<la_int64_t>(size));
+    archive_entry_set_mtime(e, mtime_, 0);
+    if (target != nullptr) archive_entry_set_symlink(e, target);
+    const int rc = archive_write_header(a_, e);
+    archive_entry_free(e);
+    if (rc != ARCHIVE_OK) fail();
+  }
+  [[noreturn]] void fail() const {
+    throw InputError(fmt::format("{}: cannot write the bundle: {}", origin_,
+                                 archive_error_string(a_) != nullptr ? archive_error_string(a_)
+                                                                     : "unknown error"));
+  }
+  archive* a_ = nullptr;
+  std::string origin_;
+  std::time_t mtime_ = 0;
+};
+
+std::string node_sidecar(const Root& root) {
+  if (!root.is_live()) {
+    const ReadResult side = root.read("/.halo/nodes.json", 256 * 1024);
+    if (side.ok()) return side.text;
+  }
+  nlohmann::json j = nlohmann::json::object();
+  std::vector<std::string> paths{"/dev/kfd"};
+  if (auto names = root.list("/dev/dri"))
+    for (const auto& n : *names)
+      paths.push_back("/dev/dri/" + n);
+  for (const auto& p : paths) {
+    const NodeInfo n = root.node(p);
+    if (n.status != Status::ok) continue;
+    j[p] = {{"type", n.is_char_device ? "char" : "other"},
+            {"mode", fmt::format("{:04o}", n.mode)},
+            {"uid", n.uid},
+            {"gid", n.gid}};
+  }
+  return j.dump(2) + "\n";
+}
+
+/// Facts no file holds: those of the runtime probes (ROCr, libdrm).
+FactSet runtime_facts(const FactSet& facts) {
+  FactSet out;
+  for (const auto& [k, f] : facts.all())
+    if (k.starts_with("hsa.") || k.starts_with("libdrm.")) out.put(f);
+  return out;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+} // namespace
+
+std::vector<std::string> expand_probe_reads(const ProbeRegistry& reg, const Root& root) {
+  std::set<std::string> out;
+  for (const auto& pat : patterns(reg)) {
+    expand(root, split(pat.substr(1), '/'), 0, "", out);
+    if (pat.find_first_of("*?[") == std::string::npos && root.is_dir(pat))
+      if (auto names = root.list(pat))
+        for (const auto& n : *names)
+          out.insert(pat + "/" + n);
+  }
+  return {out.begin(), out.end()};
+}
+
+CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
+                                     const FactSet& facts, const CaptureOptions& opt,
+                                     const std::string& out_path) {
+  CaptureManifest m;
+  Redactor red(root, opt.redact);
+  const std::string tmp = out_path + ".tmp";
+  {
+    TarWriter tar(tmp, out_path);
+    std::set<std::string> dirs;
+    auto parents = [&](const std::string& abs) {
+      std::string acc;
+      const auto segs = split(abs.substr(1), '/');
+      for (std::size_t i = 0; i + 1 < segs.size(); ++i) {
+        acc += (acc.empty() ? "" : "/") + segs[i];
+        if (dirs.insert(acc).second) tar.dir(acc);
+      }
+    };
+    std::set<std::string> matched;
+    for (const auto& pat : patterns(reg)) {
+      std::set<std::string> hits;
+      expand(root, split(pat.substr(1), '/'), 0, "", hits);
+      const bool literal = pat.find_first_of("*?[") == std::string::npos;
+      if (hits.empty() && literal) m.missing.push_back(pat);
+      matched.insert(hits.begin(), hits.end());
+      // A directory named without a glob is read by listing it: its entries go in too.
+      if (literal && root.is_dir(pat))
+        if (auto names = root.list(pat))
+          for (const auto& n : *names)
+            matched.insert(pat + "/" + n);
+    }
+    for (const auto& abs : matched) {
+      const std::string rel = abs.substr(1);
+      if (read_as_link(abs) && is_link(root, abs)) {
+        std::error_code ec;
+        const auto target = std::filesystem::read_symlink(root.resolve(abs), ec);
+        if (ec) {
+          m.skipped.push_back(fmt::format("{}: {}", abs, ec.message()));
+          continue;
+        }
+        parents(abs);
+        tar.link(rel, target.string());
+        m.links.push_back(abs);
+        continue;
+      }
+      if (root.is_dir(abs)) {
+        parents(abs);
+        if (dirs.insert(rel).second) tar.dir(rel);
+        m.files.push_back(abs);
+        continue;
+      }
+      // Executables (boot tools) matter by their presence and mode only: stored empty, with
+      // their execute bits, so a bundle never ships binaries.
+      struct stat st {};
+      const bool have_stat = ::stat(root.resolve(abs).c_str(), &st) == 0;
+      const int perm = have_stat ? static_cast<int>((st.st_mode & 0755U) | 0444U) : 0644;
+      if (have_stat && S_ISREG(st.st_mode) && (st.st_mode & 0111U) != 0) {
+        parents(abs);
+        tar.file(rel, "", perm);
+        m.files.push_back(abs);
+        m.skipped.push_back(abs + ": executable, stored empty with its mode");
+        continue;
+      }
+      const ReadResult r = root.read(abs, opt.max_file_bytes);
+      if (r.status == Status::missing)
+        m.missing.push_back(abs);
+      else if (r.status == Status::denied)
+        m.denied.push_back(abs);
+      else if (!r.ok())
+        m.skipped.push_back(fmt::format("{}: {}", abs, r.reason));
+      if (!r.ok()) continue;
+      parents(abs);
+      tar.file(rel, red.apply(abs, r.text), perm);
+      m.files.push_back(abs);
+    }
+
+    if (dirs.insert(".halo").second) tar.dir(".halo");
+    tar.file(".halo/nodes.json", node_sidecar(root));
+    FactSet rt = runtime_facts(facts);
+    red.apply(rt);
+    if (rt.size() > 0)
+      tar.file(kBundleRuntimeFacts,
+               facts_to_json(rt, "halo-doctor", opt.tool_version).dump(2) + "\n");
+    m.redacted = red.notes();
+    nlohmann::json man = {
+        {"bundle_version", 1},
+        {"tool", {{"name", "halo-doctor"}, {"version", opt.tool_version}}},
+        {"created", utc_now()},
+        {"root",
+         opt.redact && root.base() != "/" ? std::string("(redacted)") : root.base().string()},
+        {"redacted", opt.redact},
+        {"redactions", m.redacted},
+        {"files", m.files},
+        {"links", m.links},
+        {"missing", m.missing},
+        {"denied", m.denied},
+        {"skipped", m.skipped},
+        {"runtime_facts", rt.size()},
+    };
+    tar.file(".halo/manifest.json", man.dump(2) + "\n");
+    tar.close();
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out_path, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot be written: {}", out_path, ec.message()));
+  return m;
+}
+
+ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
+  std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
+  dir_ = templ;
+  archive* in = archive_read_new();
+  archive_read_support_filter_all(in);
+  archive_read_support_format_tar(in);
+  archive_read_support_format_gnutar(in);
+  archive* out = archive_write_disk_new();
+  // Entry names are checked below and made absolute under dir_; links are not followed.
+  archive_write_disk_set_options(out,
+                                 ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+  auto fail = [&](archive* a) {
+    const std::string msg =
+        archive_error_string(a) != nullptr ? archive_error_string(a) : "unknown error";
+    archive_read_free(in);
+    archive_write_free(out);
+    std::filesystem::remove_all(dir_);
+    throw InputError(fmt::format("{}: not a readable capture bundle: {}", archive_path, msg));
+  };
+  if (archive_read_open_filename(in, archive_path.c_str(), 64 * 1024) != ARCHIVE_OK) fail(in);
+  archive_entry* e = nullptr;
+  int rc = ARCHIVE_OK;
+  while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
+    const std::string rel = archive_entry_pathname(e);
+    const auto segs = split(rel, '/');
+    if (rel.empty() || rel[0] == '/' || std::find(segs.begin(), segs.end(), "..") != segs.end() ||
+        archive_entry_hardlink(e) != nullptr) {
+      archive_read_free(in);
+      archive_write_free(out);
+      std::filesystem::remove_all(dir_);
+      throw InputError(
+          fmt::format("{}: entry '{}' would be extracted outside the bundle", archive_path, rel));
+    }
+    const std::string dest = (dir_ / rel).string();
+    archive_entry_set_pathname(e, dest.c_str());
+    if (archive_write_header(out, e) != ARCHIVE_OK) fail(out);
+    const void* buf = nullptr;
+    std::size_t size = 0;
+    la_int64_t offset = 0;
+    int r = ARCHIVE_OK;
+    while ((r = archive_read_data_block(in, &buf, &size, &offset)) == ARCHIVE_OK)
+      if (archive_write_data_block(out, buf, size, offset) != ARCHIVE_OK) fail(out);
+    if (r != ARCHIVE_EOF) fail(in);
+    if (archive_write_finish_entry(out) != ARCHIVE_OK) fail(out);
+  }
+  if (rc != ARCHIVE_EOF) fail(in);
+  archive_read_free(in);
+  archive_write_free(out);
+  if (!std::filesystem::exists(dir_ / ".halo/manifest.json")) {
+    std::filesystem::remove_all(dir_);
+    throw InputError(
+        fmt::format("{}: not a halo-doctor capture bundle (no .halo/manifest.json)", archive_path));
+  }
+}
+
+ExtractedBundle::~ExtractedBundle() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string ExtractedBundle::runtime_facts_file() const {
+  const auto p = dir_ / kBundleRuntimeFacts;
+  return std::filesystem::exists(p) ? p.string() : std::string();
+}
+
+} // namespace halo

@@ -1,0 +1,184 @@
+// The Prometheus text exposition format (version 0.0.4) for node_exporter's textfile
+// collector: `halo-doctor check --output prometheus:/var/lib/prometheus/node-exporter/halo.prom`.
+// Every metric is a gauge named halo_doctor_*; facts that are not ok are left out, never
+// exported as 0, so an alert on a missing value is a separate `absent()` rule.
+#include <halo/report.hpp>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+
+namespace halo {
+namespace {
+
+/// Escapes a label value: backslash, double quote and newline (exposition format spec).
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+/// Escapes a HELP text: backslash and newline.
+std::string escape_help(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+/// Integers print exactly (byte counts exceed 2^53 only beyond 8 PiB), others in shortest form.
+std::string number(double v) {
+  if (v > -9.007199254740992e15 && v < 9.007199254740992e15 &&
+      v == static_cast<double>(static_cast<std::int64_t>(v)))
+    return fmt::format("{}", static_cast<std::int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+class Exposition {
+public:
+  /// Starts a metric family: HELP and TYPE lines.
+  void gauge(std::string_view name, std::string_view help) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, escape_help(help), name);
+  }
+  void sample(std::string_view name, const Labels& labels, std::string_view value) {
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      for (std::size_t i = 0; i < labels.size(); ++i)
+        out_ += fmt::format("{}{}=\"{}\"", i == 0 ? "" : ",", labels[i].first,
+                            escape_label(labels[i].second));
+      out_ += '}';
+    }
+    out_ += fmt::format(" {}\n", value);
+  }
+  void sample(std::string_view name, const Labels& labels, double value) {
+    sample(name, labels, number(value));
+  }
+  const std::string& str() const { return out_; }
+
+private:
+  std::string out_;
+};
+
+/// A fact exported as a metric: one sample per matching key, labelled by the `*` segment.
+struct FactMetric {
+  const char* pattern; ///< fact key pattern, at most one `*`
+  const char* name;    ///< metric name
+  const char* label;   ///< label for the `*` segment ("gpu"), or nullptr
+  const char* help;    ///< HELP text
+};
+
+constexpr FactMetric kFactMetrics[] = {
+    {"mem.total_bytes", "halo_doctor_memory_total_bytes", nullptr,
+     "MemTotal of /proc/meminfo in bytes (fact mem.total_bytes)"},
+    {"ttm.pages_limit_bytes", "halo_doctor_ttm_pages_limit_bytes", nullptr,
+     "Active TTM pages_limit in bytes: the ceiling on GPU-mapped system memory (fact "
+     "ttm.pages_limit_bytes)"},
+    {"ttm.recommended_bytes", "halo_doctor_ttm_recommended_bytes", nullptr,
+     "TTM limit halo-doctor recommends for this machine and --reserve, in bytes (fact "
+     "ttm.recommended_bytes)"},
+    {"gpu.*.gtt_total_bytes", "halo_doctor_gpu_gtt_total_bytes", "gpu",
+     "GTT size amdgpu reports in mem_info_gtt_total, bytes (fact gpu.N.gtt_total_bytes)"},
+    {"gpu.*.vram_total_bytes", "halo_doctor_gpu_vram_total_bytes", "gpu",
+     "VRAM (or carve-out) size amdgpu reports in mem_info_vram_total, bytes (fact "
+     "gpu.N.vram_total_bytes)"},
+    {"hsa.gpu.*.coarse_pool_bytes", "halo_doctor_hsa_coarse_pool_bytes", "gpu",
+     "Size of the HSA agent's coarse-grained global memory pool, bytes, from "
+     "hsa_amd_memory_pool_get_info (fact hsa.gpu.N.coarse_pool_bytes)"},
+};
+
+/// The `*` segment of `key` for a pattern with one `*`.
+std::string star_segment(std::string_view pattern, std::string_view key) {
+  const auto star = pattern.find('*');
+  if (star == std::string_view::npos) return "";
+  const std::size_t tail = pattern.size() - star - 1;
+  if (key.size() < star + tail) return "";
+  return std::string(key.substr(star, key.size() - star - tail));
+}
+
+} // namespace
+
+std::string prometheus_report(const std::vector<Result>& results, const ReportContext& ctx,
+                              const FactSet& facts) {
+  Exposition e;
+  e.gauge("halo_doctor_info", "halo-doctor and rule-set versions of the last run (always 1)");
+  e.sample("halo_doctor_info",
+           {{"version", ctx.tool_version},
+            {"ruleset_version", ctx.ruleset_version},
+            {"kernel", ctx.kernel}},
+           1.0);
+
+  e.gauge("halo_doctor_rule_failed",
+          "1 if the rule failed and no site-policy waiver covers it, else 0 (pass, skip, error, "
+          "waived)");
+  for (const auto& r : results)
+    e.sample("halo_doctor_rule_failed",
+             {{"id", r.id}, {"severity", std::string(to_string(r.severity))}, {"area", r.area}},
+             r.status == Outcome::fail && !r.waived() ? 1.0 : 0.0);
+
+  e.gauge("halo_doctor_rule_status",
+          "Outcome of each rule as the status label (pass, fail, waived, skip, error); always 1");
+  for (const auto& r : results)
+    e.sample("halo_doctor_rule_status",
+             {{"id", r.id},
+              {"severity", std::string(to_string(r.severity))},
+              {"status", r.waived() ? std::string("waived") : std::string(to_string(r.status))}},
+             1.0);
+
+  std::map<std::string, int> by_status = {
+      {"pass", 0}, {"fail", 0}, {"waived", 0}, {"skip", 0}, {"error", 0}};
+  for (const auto& r : results)
+    ++by_status[r.waived() ? std::string("waived") : std::string(to_string(r.status))];
+  e.gauge("halo_doctor_results", "Number of rules by outcome (fail excludes waived failures)");
+  for (const auto& [status, n] : by_status)
+    e.sample("halo_doctor_results", {{"status", status}}, static_cast<double>(n));
+
+  e.gauge("halo_doctor_exit_code",
+          "Exit code of `check`: 0 ok, 1 failed, 4 only failures pending a reboot");
+  e.sample("halo_doctor_exit_code", {}, static_cast<double>(ctx.exit_code));
+
+  e.gauge("halo_doctor_run_duration_seconds", "Wall-clock time of the halo-doctor run, seconds");
+  e.sample("halo_doctor_run_duration_seconds", {}, fmt::format("{:.6f}", ctx.duration_seconds));
+
+  if (ctx.finished_unix_seconds > 0) {
+    e.gauge("halo_doctor_last_run_timestamp_seconds",
+            "When the halo-doctor run finished, seconds since the Unix epoch");
+    e.sample("halo_doctor_last_run_timestamp_seconds", {},
+             static_cast<double>(ctx.finished_unix_seconds));
+  }
+
+  for (const auto& m : kFactMetrics) {
+    bool started = false;
+    for (const Fact* f : facts.match(m.pattern)) {
+      const auto v = facts.get_number(f->key);
+      if (!v) continue; // not ok: left out, never 0
+      if (!started) e.gauge(m.name, m.help);
+      started = true;
+      Labels labels;
+      if (m.label != nullptr) labels.emplace_back(m.label, star_segment(m.pattern, f->key));
+      e.sample(m.name, labels, *v);
+    }
+  }
+  return e.str();
+}
+
+} // namespace halo

@@ -1,0 +1,280 @@
+// Site policy: parsing with line numbers, validation, and application to results.
+#include <halo/error.hpp>
+#include <halo/policy.hpp>
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace halo {
+namespace {
+
+/// Byte offset of every value in a JSON text, by JSON pointer ("/waivers/0/expires"), so
+/// semantic errors can name a line (nlohmann 3.11 keeps no positions). Runs only on text that
+/// nlohmann already accepted, so it does not validate.
+class Positions {
+public:
+  explicit Positions(std::string_view text) : t_(text) {
+    std::size_t i = 0;
+    value(i, "");
+  }
+  /// 1-based line of the value at `pointer`, or of its nearest recorded parent.
+  std::size_t line(std::string pointer) const {
+    for (;;) {
+      auto it = at_.find(pointer);
+      if (it != at_.end()) return line_of_offset(t_, it->second);
+      const auto slash = pointer.rfind('/');
+      if (slash == std::string::npos || pointer.empty()) return 1;
+      pointer.resize(slash);
+    }
+  }
+
+private:
+  void ws(std::size_t& i) const {
+    while (i < t_.size() && (t_[i] == ' ' || t_[i] == '\n' || t_[i] == '\r' || t_[i] == '\t'))
+      ++i;
+  }
+  std::string string(std::size_t& i) const {
+    std::string out;
+    ++i; // opening quote
+    while (i < t_.size() && t_[i] != '"') {
+      if (t_[i] == '\\' && i + 1 < t_.size()) {
+        out += t_[i + 1];
+        i += 2;
+        continue;
+      }
+      out += t_[i++];
+    }
+    ++i; // closing quote
+    return out;
+  }
+  void value(std::size_t& i, const std::string& ptr) {
+    ws(i);
+    if (i >= t_.size()) return;
+    at_.emplace(ptr, i);
+    const char c = t_[i];
+    if (c == '{') {
+      ++i;
+      ws(i);
+      while (i < t_.size() && t_[i] != '}') {
+        const std::size_t key_at = i;
+        const std::string key = string(i);
+        ws(i);
+        ++i; // ':'
+        const std::string child = ptr + "/" + key;
+        value(i, child);
+        at_[child] = key_at; // report the key's line rather than the value's
+        ws(i);
+        if (i < t_.size() && t_[i] == ',') ++i;
+        ws(i);
+      }
+      ++i;
+    } else if (c == '[') {
+      ++i;
+      ws(i);
+      for (int n = 0; i < t_.size() && t_[i] != ']'; ++n) {
+        value(i, fmt::format("{}/{}", ptr, n));
+        ws(i);
+        if (i < t_.size() && t_[i] == ',') ++i;
+        ws(i);
+      }
+      ++i;
+    } else if (c == '"') {
+      string(i);
+    } else {
+      while (i < t_.size() && t_[i] != ',' && t_[i] != '}' && t_[i] != ']' && t_[i] != ' ' &&
+             t_[i] != '\n' && t_[i] != '\r' && t_[i] != '\t')
+        ++i;
+    }
+  }
+
+  std::string_view t_;
+  std::map<std::string, std::size_t> at_;
+};
+
+class Checker {
+public:
+  Checker(std::string_view origin, const Positions& pos) : origin_(origin), pos_(pos) {}
+
+  [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
+    throw InputError(fmt::format("{}:{}: {}: {}", origin_, pos_.line(pointer),
+                                 pointer.empty() ? "policy" : pointer.substr(1), what));
+  }
+  std::size_t line(const std::string& pointer) const { return pos_.line(pointer); }
+
+  void only_keys(const nlohmann::json& obj, const std::string& ptr,
+                 std::initializer_list<std::string_view> allowed) const {
+    for (const auto& [k, v] : obj.items()) {
+      bool ok = false;
+      for (auto a : allowed)
+        ok = ok || a == k;
+      if (!ok) fail(ptr + "/" + k, fmt::format("unknown key '{}'", k));
+    }
+  }
+  std::string text(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
+    if (!obj.contains(key)) fail(ptr, fmt::format("'{}' is required", key));
+    const auto& v = obj[key];
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail(ptr + "/" + key, "must be a non-empty string");
+    return v.get<std::string>();
+  }
+
+private:
+  std::string_view origin_;
+  const Positions& pos_;
+};
+
+bool valid_date(const std::string& s) {
+  static const std::regex re(R"(^(\d{4})-(\d{2})-(\d{2})$)");
+  std::smatch m;
+  if (!std::regex_match(s, m, re)) return false;
+  const int month = std::stoi(m[2].str());
+  const int day = std::stoi(m[3].str());
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+} // namespace
+
+Policy parse_policy(std::string_view text, std::string_view origin) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(
+        fmt::format("{}:{}: not valid JSON: {}", origin, line_of_offset(text, e.byte), e.what()));
+  }
+  const Positions pos(text);
+  const Checker c(origin, pos);
+  if (!doc.is_object()) c.fail("", "must be a JSON object");
+  c.only_keys(doc, "", {"$schema", "policy_version", "thresholds", "severity", "skip", "waivers"});
+
+  Policy p;
+  p.origin = std::string(origin);
+  if (doc.contains("policy_version") &&
+      (!doc["policy_version"].is_number_integer() || doc["policy_version"].get<int>() != 1))
+    c.fail("/policy_version", "must be 1 (the only policy format this halo-doctor knows)");
+
+  if (doc.contains("thresholds")) {
+    const auto& t = doc["thresholds"];
+    if (!t.is_object()) c.fail("/thresholds", "must be an object");
+    c.only_keys(t, "/thresholds", {"reserve_gib", "min_kernel", "min_rocm"});
+    if (t.contains("reserve_gib")) {
+      const auto& v = t["reserve_gib"];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 4096)
+        c.fail("/thresholds/reserve_gib", "must be an integer number of GiB from 0 to 4096");
+      p.reserve_gib = v.get<std::int64_t>();
+    }
+    static const std::regex version_re(R"(^\d+(\.\d+)*$)");
+    for (const char* k : {"min_kernel", "min_rocm"}) {
+      if (!t.contains(k)) continue;
+      const auto& v = t[k];
+      if (!v.is_string() || !std::regex_match(v.get<std::string>(), version_re))
+        c.fail(fmt::format("/thresholds/{}", k), "must be a dotted version such as \"6.14\"");
+      (std::string_view(k) == "min_kernel" ? p.min_kernel : p.min_rocm) = v.get<std::string>();
+    }
+  }
+
+  if (doc.contains("severity")) {
+    const auto& s = doc["severity"];
+    if (!s.is_object()) c.fail("/severity", "must be an object of rule id to severity");
+    for (const auto& [id, v] : s.items()) {
+      const std::string ptr = "/severity/" + id;
+      const auto sev = v.is_string() ? parse_severity(v.get<std::string>()) : std::nullopt;
+      if (!sev) c.fail(ptr, "must be \"error\", \"warning\" or \"info\"");
+      p.severity[id] = *sev;
+      p.id_lines.emplace(id, c.line(ptr));
+    }
+  }
+
+  if (doc.contains("skip")) {
+    const auto& s = doc["skip"];
+    if (!s.is_array()) c.fail("/skip", "must be a list of {rule, reason}");
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const std::string ptr = fmt::format("/skip/{}", i);
+      if (!s[i].is_object()) c.fail(ptr, "must be an object {rule, reason}");
+      c.only_keys(s[i], ptr, {"rule", "reason"});
+      PolicySkip sk{c.text(s[i], ptr, "rule"), c.text(s[i], ptr, "reason"), c.line(ptr)};
+      p.id_lines.emplace(sk.rule, c.line(ptr + "/rule"));
+      p.skip.push_back(std::move(sk));
+    }
+  }
+
+  if (doc.contains("waivers")) {
+    const auto& w = doc["waivers"];
+    if (!w.is_array()) c.fail("/waivers", "must be a list of {rule, reason, owner, expires}");
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const std::string ptr = fmt::format("/waivers/{}", i);
+      if (!w[i].is_object()) c.fail(ptr, "must be an object {rule, reason, owner, expires}");
+      c.only_keys(w[i], ptr, {"rule", "reason", "owner", "expires"});
+      PolicyWaiver pw{c.text(w[i], ptr, "rule"), c.text(w[i], ptr, "reason"),
+                      c.text(w[i], ptr, "owner"), c.text(w[i], ptr, "expires"), c.line(ptr)};
+      if (!valid_date(pw.expires))
+        c.fail(ptr + "/expires", fmt::format("'{}' is not a date YYYY-MM-DD", pw.expires));
+      p.id_lines.emplace(pw.rule, c.line(ptr + "/rule"));
+      p.waivers.push_back(std::move(pw));
+    }
+  }
+  return p;
+}
+
+Policy load_policy_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot be read", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_policy(ss.str(), path);
+}
+
+void check_policy_rule_ids(const Policy& policy, const RuleSet& rules) {
+  for (const auto& [id, line] : policy.id_lines)
+    if (rules.find(id) == nullptr)
+      throw InputError(fmt::format("{}:{}: unknown rule id '{}' (see halo-doctor rules)",
+                                   policy.origin, line, id));
+}
+
+void apply_policy(const Policy& policy, std::vector<Result>& results, std::string_view today) {
+  for (auto& r : results) {
+    if (auto it = policy.severity.find(r.id); it != policy.severity.end()) r.severity = it->second;
+    for (const auto& sk : policy.skip) {
+      if (sk.rule != r.id) continue;
+      r.status = Outcome::skip;
+      r.message = fmt::format("skipped by site policy: {}", sk.reason);
+      r.fix = nullptr;
+      r.pending_reboot = false;
+    }
+    if (r.status != Outcome::fail) continue;
+    const PolicyWaiver* active = nullptr;
+    const PolicyWaiver* expired = nullptr;
+    for (const auto& w : policy.waivers) {
+      if (w.rule != r.id) continue;
+      if (std::string_view(w.expires) >= today)
+        active = &w;
+      else if (expired == nullptr || w.expires > expired->expires)
+        expired = &w;
+    }
+    if (active != nullptr)
+      r.waiver = Waiver{active->reason, active->owner, active->expires};
+    else if (expired != nullptr)
+      r.message += fmt::format(" (the waiver by {} expired on {}: {})", expired->owner,
+                               expired->expires, expired->reason);
+  }
+}
+
+void add_policy_params(const Policy& policy, Params& params) {
+  if (policy.min_kernel) params["min_kernel"] = *policy.min_kernel;
+  if (policy.min_rocm) params["min_rocm"] = *policy.min_rocm;
+}
+
+std::string today_local_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+} // namespace halo

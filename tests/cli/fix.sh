@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# `halo-doctor fix` end to end (issue 4), as a user runs it:
+#  1. golden scripts per boot stack (tests/fix/golden/*.sh|.nix), each clean under shellcheck;
+#  2. the generated scripts run for real against a copy of the fixture root (HALO_FIX_ROOT) with
+#     the stack's tools replaced on PATH by recording doubles (tests/fix/doubles/double.sh): the
+#     files written, the commands called, a second run that changes nothing, --dry-run that
+#     changes nothing, the non-root refusal;
+#  3. a fix applied to a copy of strix-halo-default-ttm makes `check` exit 4 (pending reboot);
+#  4. bad input: unknown --stack, --ttm-limit above MemTotal, no os-release, conflicting evidence.
+# Usage: fix.sh HALO-DOCTOR TESTS-DIR. HALO_UPDATE_GOLDEN=1 rewrites the golden scripts.
+set -u
+bin=$(realpath "$1")
+tests=$(realpath "$2")
+fixtures=$tests/fixtures
+golden=$tests/fix/golden
+fail=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+bad() {
+  echo "FAIL $*"
+  fail=1
+}
+ok() { echo "ok $*"; }
+
+# The doubles: one directory first on PATH with every tool name linked to double.sh.
+doubles=$work/bin
+mkdir -p "$doubles"
+for t in grubby rpm-ostree kernelstub update-grub grub-mkconfig kernel-install dracut \
+  update-initramfs mkinitcpio usermod udevadm sysctl; do
+  ln -s "$tests/fix/doubles/double.sh" "$doubles/$t"
+done
+
+if ! command -v shellcheck >/dev/null; then
+  bad "shellcheck is not installed (apt-get install shellcheck)"
+fi
+
+normalize() { sed -E 's/halo-doctor [0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?/halo-doctor <version>/'; }
+
+# --- 1. golden scripts -------------------------------------------------------------------------
+# name | fixture | extra arguments
+cases="grubby|stack-grubby|
+grub-debian|stack-grub-debian|
+grub-arch|stack-grub-arch|
+rpm-ostree|stack-rpm-ostree|
+kernelstub|stack-kernelstub|
+systemd-boot|stack-systemd-boot|
+nixos|stack-nixos|
+gttsize-typo-grub-debian|gttsize-typo-5595|--stack grub-debian
+amdttm-grub-debian|amdttm-on-inbox-5562|--stack grub-debian
+kfd-no-access-grub-debian|kfd-no-access|--stack grub-debian
+mi300x-grub-debian|mi300x-numa-4021|--stack grub-debian
+strix-halo-fixed-grubby|strix-halo-fixed|--stack grubby
+ttm-limit-100-grubby|stack-grubby|--ttm-limit 100"
+while IFS='|' read -r name fixture extra; do
+  ext="sh"
+  [ "$name" = nixos ] && ext="nix"
+  # shellcheck disable=SC2086
+  if ! "$bin" fix --root "$fixtures/$fixture" --no-runtime $extra >"$work/$name.out" 2>"$work/$name.err"; then
+    bad "$name: fix exited $? ($(cat "$work/$name.err"))"
+    continue
+  fi
+  normalize <"$work/$name.out" >"$work/$name.$ext"
+  if [ "${HALO_UPDATE_GOLDEN:-0}" = 1 ]; then
+    cp "$work/$name.$ext" "$golden/$name.$ext"
+    echo "updated $name.$ext"
+  elif ! diff -u "$golden/$name.$ext" "$work/$name.$ext" >"$work/diff"; then
+    bad "$name: script differs from tests/fix/golden/$name.$ext"
+    head -40 "$work/diff"
+  else
+    ok "golden $name.$ext"
+  fi
+  if [ "$ext" = sh ] && command -v shellcheck >/dev/null; then
+    if shellcheck -s bash "$work/$name.$ext" >"$work/sc" 2>&1; then ok "shellcheck $name"; else
+      bad "$name: shellcheck"
+      head -30 "$work/sc"
+    fi
+  fi
+done <<<"$cases"
+
+# --- 2. run the scripts for real against a temporary root --------------------------------------
+# snapshot DIR: every file with its checksum (the doubles' log and state excluded).
+snapshot() { (cd "$1" && find . -path ./.doubles -prune -o -type f -print0 | sort -z | xargs -0 md5sum); }
+# mutating LOG: the calls that change something (the reads grubby --info=ALL / rpm-ostree kargs don't).
+mutating() { grep -v -E '^(grubby --info=ALL|rpm-ostree kargs)$' "$1" 2>/dev/null || true; }
+
+# run_stack NAME FIXTURE SEED: copies the fixture, seeds the doubles' state, runs the script
+# twice and with --dry-run on a fresh copy; leaves the root in $work/NAME-root.
+run_stack() {
+  local name=$1 fixture=$2 seed=$3 r=$work/$1-root
+  rm -rf "$r" "$r-dry"
+  cp -a "$fixtures/$fixture" "$r"
+  cp -a "$fixtures/$fixture" "$r-dry"
+  for d in "$r" "$r-dry"; do
+    mkdir -p "$d/.doubles"
+    printf '%s\n' "$seed" >"$d/.doubles/args.txt"
+  done
+  "$bin" fix --root "$fixtures/$fixture" --no-runtime -o "$work/$name-fix.sh" 2>/dev/null ||
+    bad "$name: fix failed"
+  run_env() {
+    env PATH="$doubles:$PATH" HALO_FIX_ROOT="$1" HALO_FIX_ALLOW_NON_ROOT=1 \
+      HALO_DOUBLE_LOG="$1/.doubles/$2.log" HALO_DOUBLE_STATE="$1/.doubles" \
+      bash "$work/$name-fix.sh" "${@:3}" >"$1/.doubles/$2.out" 2>&1
+  }
+  local before after
+  before=$(snapshot "$r-dry")
+  run_env "$r-dry" dry --dry-run || bad "$name: --dry-run exited $?"
+  after=$(snapshot "$r-dry")
+  [ "$before" = "$after" ] || bad "$name: --dry-run changed files"
+  [ -z "$(mutating "$r-dry/.doubles/dry.log")" ] ||
+    bad "$name: --dry-run called $(mutating "$r-dry/.doubles/dry.log" | head -1)"
+  grep -q 'dry run: nothing was changed' "$r-dry/.doubles/dry.out" || bad "$name: --dry-run message"
+  run_env "$r" first || {
+    bad "$name: first run exited $?"
+    cat "$r/.doubles/first.out"
+  }
+  before=$(snapshot "$r")
+  run_env "$r" second || bad "$name: second run exited $?"
+  after=$(snapshot "$r")
+  [ "$before" = "$after" ] || bad "$name: second run changed files"
+  [ -z "$(mutating "$r/.doubles/second.log")" ] ||
+    bad "$name: second run called: $(mutating "$r/.doubles/second.log" | tr '\n' ';')"
+  grep -q 'nothing to change' "$r/.doubles/second.out" || bad "$name: second run message"
+  ok "ran $name: dry run, first run, idempotent second run"
+}
+
+# expect_call NAME LINE: the first run called exactly LINE.
+expect_call() {
+  grep -qxF -- "$2" "$work/$1-root/.doubles/first.log" || {
+    bad "$1: expected call '$2'; calls were:"
+    sed 's/^/    /' "$work/$1-root/.doubles/first.log"
+  }
+}
+expect_file() { # NAME PATH EXPECTED-LINE
+  grep -qxF -- "$3" "$work/$1-root$2" 2>/dev/null || bad "$1: $2 lacks '$3'"
+}
+
+P=31719424
+MOD="options ttm page_pool_size=$P pages_limit=$P"
+
+run_stack grubby stack-grubby "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet rhgb"
+expect_file grubby /etc/modprobe.d/halo-doctor-ttm.conf "$MOD"
+expect_call grubby "grubby --update-kernel=ALL --args=ttm.page_pool_size=$P"
+expect_call grubby "grubby --update-kernel=ALL --args=ttm.pages_limit=$P"
+expect_call grubby "dracut --regenerate-all --force"
+grep -qxF "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet rhgb ttm.page_pool_size=$P ttm.pages_limit=$P" \
+  "$work/grubby-root/.doubles/args.txt" || bad "grubby: kernel arguments $(cat "$work/grubby-root/.doubles/args.txt")"
+
+run_stack grub-debian stack-grub-debian ""
+expect_file grub-debian /etc/default/grub.d/90-halo-doctor.cfg "# END halo-doctor"
+expect_call grub-debian "update-grub"
+expect_call grub-debian "update-initramfs -u -k all"
+grep -qxF "|quiet splash ttm.page_pool_size=$P ttm.pages_limit=$P" "$work/grub-debian-root/.doubles/grub-cmdline.txt" ||
+  bad "grub-debian: GRUB would generate $(cat "$work/grub-debian-root/.doubles/grub-cmdline.txt")"
+
+run_stack grub-arch stack-grub-arch ""
+expect_file grub-arch /etc/default/grub 'GRUB_CMDLINE_LINUX_DEFAULT="loglevel=3 quiet"'
+expect_file grub-arch /etc/default/grub "# END halo-doctor"
+expect_file grub-arch /etc/default/grub.halo-doctor.bak 'GRUB_CMDLINE_LINUX_DEFAULT="loglevel=3 quiet"'
+expect_call grub-arch "grub-mkconfig -o $work/grub-arch-root/boot/grub/grub.cfg"
+expect_call grub-arch "mkinitcpio -P"
+grep -qxF "|loglevel=3 quiet ttm.page_pool_size=$P ttm.pages_limit=$P" "$work/grub-arch-root/.doubles/grub-cmdline.txt" ||
+  bad "grub-arch: GRUB would generate $(cat "$work/grub-arch-root/.doubles/grub-cmdline.txt")"
+
+run_stack rpm-ostree stack-rpm-ostree "root=UUID=x ro rhgb ttm.pages_limit=16393924"
+expect_call rpm-ostree "rpm-ostree kargs --append-if-missing=ttm.page_pool_size=$P --replace=ttm.pages_limit=$P"
+expect_call rpm-ostree "rpm-ostree initramfs-etc --track=$work/rpm-ostree-root/etc/modprobe.d/halo-doctor-ttm.conf"
+
+run_stack kernelstub stack-kernelstub ""
+expect_call kernelstub "kernelstub -a ttm.page_pool_size=$P"
+expect_call kernelstub "kernelstub -a ttm.pages_limit=$P"
+expect_call kernelstub "update-initramfs -u -k all"
+grep -q "\"amdgpu.gttsize=122880\"" "$work/kernelstub-root/etc/kernelstub/configuration" ||
+  bad "kernelstub: an argument it was not asked to change was dropped"
+
+run_stack systemd-boot stack-systemd-boot ""
+expect_file systemd-boot /etc/kernel/cmdline \
+  "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES ttm.page_pool_size=$P ttm.pages_limit=$P"
+expect_call systemd-boot "kernel-install add 6.17.4-arch1-1 $work/systemd-boot-root/usr/lib/modules/6.17.4-arch1-1/vmlinuz"
+expect_call systemd-boot "dracut --regenerate-all --force"
+
+# Removal, groups, udev, sysctl and iommu=pt through grub-debian on the foundation's fixtures.
+run_fixture_stack() { # NAME FIXTURE STACK
+  local r=$work/$1-root
+  rm -rf "$r"
+  cp -a "$fixtures/$2" "$r"
+  mkdir -p "$r/.doubles"
+  "$bin" fix --root "$fixtures/$2" --no-runtime --stack "$3" -o "$work/$1-fix.sh" 2>/dev/null || bad "$1: fix failed"
+  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$r" HALO_DOUBLE_LOG="$r/.doubles/first.log" HALO_DOUBLE_STATE="$r/.doubles" \
+    bash "$work/$1-fix.sh" >"$r/.doubles/first.out" 2>&1 || bad "$1: run exited $?"
+  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$r" HALO_DOUBLE_LOG="$r/.doubles/second.log" HALO_DOUBLE_STATE="$r/.doubles" \
+    bash "$work/$1-fix.sh" >"$r/.doubles/second.out" 2>&1 || bad "$1: second run exited $?"
+  [ -z "$(mutating "$r/.doubles/second.log")" ] || bad "$1: second run called $(mutating "$r/.doubles/second.log" | head -1)"
+}
+run_fixture_stack kfd kfd-no-access grub-debian
+expect_call kfd 'usermod -aG render\,video imac'
+expect_call kfd "udevadm control --reload-rules"
+expect_file kfd /etc/udev/rules.d/70-halo-doctor-gpu.rules 'SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="render", MODE="0660"'
+expect_file kfd /etc/group "render:x:992:imac"
+expect_file kfd /etc/group.halo-doctor.bak "render:x:992:"
+ok "ran kfd-no-access: groups and udev"
+
+run_fixture_stack mi300x mi300x-numa-4021 grub-debian
+expect_file mi300x /etc/sysctl.d/90-halo-doctor.conf "kernel.numa_balancing = 0"
+expect_call mi300x "sysctl -p $work/mi300x-root/etc/sysctl.d/90-halo-doctor.conf"
+printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=soft"\n' >"$work/grub-test"
+# shellcheck disable=SC1090,SC1091
+(
+  . "$work/grub-test"
+  . "$work/mi300x-root/etc/default/grub.d/90-halo-doctor.cfg"
+  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet iommu=pt" ]
+) || bad "mi300x: the drop-in does not replace iommu=soft with iommu=pt"
+ok "ran mi300x-numa-4021: sysctl and iommu=pt"
+
+run_fixture_stack typo gttsize-typo-5595 grub-debian
+printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash amdgpu.gtt_size=122880 vt.handoff=7"\nGRUB_CMDLINE_LINUX="amdgpu.gttsize=1"\n' >"$work/grub-test"
+# shellcheck disable=SC1090,SC1091
+(
+  . "$work/grub-test"
+  . "$work/typo-root/etc/default/grub.d/90-halo-doctor.cfg"
+  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet splash vt.handoff=7 ttm.page_pool_size=31457280 ttm.pages_limit=31457280" ] &&
+    [ "$GRUB_CMDLINE_LINUX" = "" ]
+) || bad "gttsize-typo: the drop-in does not remove amdgpu.gtt_size / amdgpu.gttsize and keep the rest"
+ok "ran gttsize-typo-5595: misspelled and deprecated arguments removed"
+
+run_fixture_stack env strix-halo-fixed grubby
+expect_file env /etc/profile.d/halo-doctor-rocm.sh "unset HSA_OVERRIDE_GFX_VERSION"
+(
+  export HSA_OVERRIDE_GFX_VERSION=11.5.1
+  # shellcheck disable=SC1091
+  . "$work/env-root/etc/profile.d/halo-doctor-rocm.sh"
+  [ -z "${HSA_OVERRIDE_GFX_VERSION+x}" ]
+) || bad "env: sourcing the env file does not unset HSA_OVERRIDE_GFX_VERSION"
+ok "ran strix-halo-fixed: env file"
+
+# The non-root refusal (honest check: no test override, a real unprivileged user).
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  cp "$work/grubby-fix.sh" "$work/refuse.sh"
+  chmod 0755 "$work" "$work/refuse.sh"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$doubles:$PATH" bash "$work/refuse.sh" 2>&1)
+  code=$?
+else
+  out=$(env -u HALO_FIX_ROOT PATH="$doubles:$PATH" bash "$work/grubby-fix.sh" 2>&1)
+  code=$?
+fi
+if [ "$code" = 1 ] && grep -q 'run this as root' <<<"$out"; then ok "non-root refused"; else
+  bad "non-root: exit $code: $out"
+fi
+
+# --- 3. end to end: the TTM failure becomes pending_reboot, exit 4 ------------------------------
+e2e=$work/e2e-root
+cp -a "$fixtures/strix-halo-default-ttm" "$e2e"
+mkdir -p "$e2e/.doubles"
+"$bin" fix --root "$e2e" --no-runtime --stack grubby -o "$work/e2e.sh" 2>/dev/null || bad "e2e: fix failed"
+env PATH="$doubles:$PATH" HALO_FIX_ROOT="$e2e" HALO_DOUBLE_LOG="$e2e/.doubles/log" HALO_DOUBLE_STATE="$e2e/.doubles" \
+  bash "$work/e2e.sh" >/dev/null 2>&1 || bad "e2e: the script failed"
+"$bin" check --root "$e2e" --no-runtime --format json >"$work/e2e.json"
+code=$?
+if [ "$code" = 4 ] && grep -A12 '"id": "ttm-limit-low"' "$work/e2e.json" | grep -q '"pending_reboot": true'; then
+  ok "e2e: ttm-limit-low pending_reboot after the fix, check exits 4"
+else
+  bad "e2e: check exited $code; ttm-limit-low: $(grep -A12 '"id": "ttm-limit-low"' "$work/e2e.json" | tr -d '\n' | head -c 400)"
+fi
+
+# --- 4. bad input: clear errors, no script -----------------------------------------------------
+expect_error() { # NAME EXPECTED-MESSAGE ARGS...
+  local name=$1 msg=$2
+  shift 2
+  rm -f "$work/bad.sh"
+  "$bin" fix --no-runtime "$@" -o "$work/bad.sh" >"$work/bad.out" 2>"$work/bad.err"
+  local code=$?
+  if [ "$code" = 2 ] && [ ! -e "$work/bad.sh" ] && [ ! -s "$work/bad.out" ] && grep -q -- "$msg" "$work/bad.err"; then
+    ok "bad input: $name"
+  else
+    bad "bad input $name: exit $code, stderr: $(cat "$work/bad.err")"
+  fi
+}
+expect_error "unknown --stack" "stack" --root "$fixtures/stack-grubby" --stack lilo
+expect_error "--ttm-limit above MemTotal" "above MemTotal" --root "$fixtures/stack-grubby" --ttm-limit 200
+expect_error "--ttm-limit 0" "must be a whole number of GiB > 0" --root "$fixtures/stack-grubby" --ttm-limit 0
+expect_error "--ttm-limit not whole" "ttm-limit" --root "$fixtures/stack-grubby" --ttm-limit 1.5
+mkdir -p "$work/no-os"
+cp -a "$fixtures/strix-halo-default-ttm/." "$work/no-os/"
+rm -f "$work/no-os/etc/os-release"
+expect_error "no os-release" "no /etc/os-release" --root "$work/no-os" --stack grubby
+expect_error "conflicting evidence" "conflicting evidence: grubby (grubby) vs grub-debian (update-grub)" \
+  --root "$fixtures/stack-conflict"
+
+exit $fail

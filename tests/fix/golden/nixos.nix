@@ -1,0 +1,18 @@
+# halo-doctor fix for strix-halo (NixOS 25.05 (Warbler))
+# Written by halo-doctor <version>. On NixOS /etc is built from the
+# configuration, so this is a snippet, not a script: merge it into
+# /etc/nixos/configuration.nix (or a module it imports), then run
+#   sudo nixos-rebuild boot && sudo reboot
+# (nixos-rebuild rebuilds the initrd with the modprobe options), then: halo-doctor check
+# Rules covered: ttm-limit-low
+# Needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
+# Needs a person [gfx1151-kernel-min]: reboot into it
+{ config, lib, pkgs, ... }:
+{
+  # ttm-limit-low
+  boot.kernelParams = [ "ttm.page_pool_size=31719424" "ttm.pages_limit=31719424" ];
+  # ttm-limit-low (pages are 4 KiB: GiB x 262144)
+  boot.extraModprobeConfig = ''
+    options ttm page_pool_size=31719424 pages_limit=31719424
+  '';
+}
