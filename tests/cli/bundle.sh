@@ -72,13 +72,14 @@ check_root() { # name root [probe options...]
   fi
   mkdir -p "$tmp/$name.red"
   tar -xzf "$tmp/$name.red.tar.gz" -C "$tmp/$name.red"
-  for user in $(awk -F: '$3 >= 1000 && $3 < 60000 {print $1}' "$root/etc/passwd" 2>/dev/null); do
+  awk -F: '$3 >= 1000 && $3 < 60000 {print $1}' "$root/etc/passwd" 2>/dev/null >"$tmp/$name.users" || true
+  while IFS= read -r user; do
     awk -F: -v u="$user" '$1 == u' "$tmp/$name.red/etc/passwd" 2>/dev/null | grep -q . && bad "$name: user '$user' is in the bundle's /etc/passwd"
     awk -F: -v u="$user" '{n = split($4, m, ","); for (i = 1; i <= n; i++) if (m[i] == u) print}' \
       "$tmp/$name.red/etc/group" 2>/dev/null | grep -q . && bad "$name: user '$user' is in the bundle's /etc/group"
     tr '\0' '\n' <"$tmp/$name.red/proc/self/environ" 2>/dev/null | grep -Eq "^(USER|LOGNAME)=$user\$|/home/$user(/|\$|:)" &&
       bad "$name: user '$user' is in the bundle's environment"
-  done
+  done <"$tmp/$name.users"
   [ $fail = 0 ] && echo "ok $name"
 }
 
@@ -91,7 +92,8 @@ HALO_VOLATILE='^mem\.available_bytes$' check_root live-machine / --no-runtime
 # A file that is not a bundle is an input error naming it.
 echo "not a tarball" >"$tmp/bogus.tar.gz"
 "$bin" check --bundle "$tmp/bogus.tar.gz" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "bogus.tar.gz" "$tmp/err" || bad "a bogus bundle is not reported as an input error"
+code=$?
+if [ "$code" != 2 ] || ! grep -q "bogus.tar.gz" "$tmp/err"; then bad "a bogus bundle is not reported as an input error"; fi
 # No temporary extraction directory is left behind.
 [ -z "$(ls -A "$TMPDIR")" ] || bad "an extracted bundle was left in TMPDIR: $(ls "$TMPDIR")"
 

@@ -25,7 +25,7 @@ bash -n "$tmp/usr/share/bash-completion/completions/halo-doctor" || bad "bash co
 # The Debian package.
 if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
   (cd "$build" && cpack -G DEB -B "$tmp/pkg") >"$tmp/cpack.log" 2>&1 || { bad "cpack -G DEB"; tail -20 "$tmp/cpack.log"; }
-  deb=$(ls "$tmp"/pkg/halo-doctor_*.deb 2>/dev/null | head -1)
+  deb=$(find "$tmp/pkg" -maxdepth 1 -name 'halo-doctor_*.deb' -print -quit 2>/dev/null)
   if [ -n "$deb" ]; then
     dpkg-deb -c "$deb" >"$tmp/contents"
     for f in ./usr/bin/halo-doctor ./usr/share/man/man1/halo-doctor.1 ./usr/share/bash-completion/completions/halo-doctor \

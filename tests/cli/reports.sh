@@ -52,7 +52,7 @@ for dir in "$fixtures"/*/; do
 done
 
 # The healthy and broken fixtures give the npd contract's 0 and 1.
-"$bin" check --root "$fixtures/no-amd-gpu" --no-runtime --format npd >/dev/null; [ $? = 0 ] || bad "npd: no-amd-gpu is not OK"
+"$bin" check --root "$fixtures/no-amd-gpu" --no-runtime --format npd >/dev/null || bad "npd: no-amd-gpu is not OK"
 "$bin" check --root "$fixtures/strix-halo-default-ttm" --no-runtime --format npd >/dev/null; [ $? = 1 ] || bad "npd: default TTM is not a problem"
 
 # Output destinations.
@@ -62,9 +62,11 @@ grep -q '"schema_version"' "$tmp/stdout" || bad "--output json: did not put JSON
 grep -q '^summary:' "$tmp/out.txt" || bad "--output text:FILE did not write the text report"
 ls "$tmp"/*.tmp >/dev/null 2>&1 && bad "a temporary file was left behind"
 "$bin" check --root "$root" --no-runtime --output "json:-" --output "npd:" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "only one report can go to stdout" "$tmp/err" || bad "two stdout reports were accepted"
+code=$?
+if [ "$code" != 2 ] || ! grep -q "only one report can go to stdout" "$tmp/err"; then bad "two stdout reports were accepted"; fi
 "$bin" check --root "$root" --no-runtime --output "sarif:$tmp/x" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "unknown format 'sarif'" "$tmp/err" || bad "an unknown --output format was accepted"
+code=$?
+if [ "$code" != 2 ] || ! grep -q "unknown format 'sarif'" "$tmp/err"; then bad "an unknown --output format was accepted"; fi
 "$bin" check --root "$root" --no-runtime --output "$tmp/plain.txt" >"$tmp/stdout"
 [ -s "$tmp/stdout" ] && bad "-o FILE still printed the report on stdout"
 grep -q '^summary:' "$tmp/plain.txt" || bad "-o FILE did not write the --format report"
@@ -73,8 +75,8 @@ grep -q '^summary:' "$tmp/plain.txt" || bad "-o FILE did not write the --format 
 cat >"$tmp/waive.json" <<'EOF'
 {"waivers": [{"rule": "ttm-limit-low", "reason": "maintenance window", "owner": "lab", "expires": "2999-12-31"}]}
 EOF
-"$bin" check --root "$root" --no-runtime --policy "$tmp/waive.json" --color never >"$tmp/waived.txt"
-[ $? = 0 ] || bad "policy: a waived failure still failed the gate"
+"$bin" check --root "$root" --no-runtime --policy "$tmp/waive.json" --color never >"$tmp/waived.txt" ||
+  bad "policy: a waived failure still failed the gate"
 grep -q 'WAIVED ttm-limit-low' "$tmp/waived.txt" || bad "policy: text report does not show WAIVED"
 "$bin" check --root "$root" --no-runtime --policy "$tmp/waive.json" --format json | grep -q '"owner": "lab"' || bad "policy: JSON has no waived object"
 sed 's/2999-12-31/2001-01-01/' "$tmp/waive.json" >"$tmp/expired.json"
@@ -83,7 +85,11 @@ sed 's/2999-12-31/2001-01-01/' "$tmp/waive.json" >"$tmp/expired.json"
 grep -q 'expired on 2001-01-01' "$tmp/expired.txt" || bad "policy: expired waiver not reported"
 printf '{\n  "severity": {\n    "ttm-limit-lo": "info"\n  }\n}\n' >"$tmp/typo.json"
 "$bin" check --root "$root" --no-runtime --policy "$tmp/typo.json" >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q "typo.json:3: unknown rule id 'ttm-limit-lo'" "$tmp/err" || { bad "policy: typo not reported with file:line"; cat "$tmp/err"; }
+code=$?
+if [ "$code" != 2 ] || ! grep -q "typo.json:3: unknown rule id 'ttm-limit-lo'" "$tmp/err"; then
+  bad "policy: typo not reported with file:line"
+  cat "$tmp/err"
+fi
 "$bin" check --root "$root" --no-runtime --policy "$docs/examples/policy.json" >/dev/null
 case $? in 0 | 1 | 4) ;; *) bad "policy: the shipped example policy is rejected" ;; esac
 
