@@ -87,8 +87,10 @@ std::string grub_block(const Plan& plan) {
 /// Bash array literal of quoted words: ( 'a' 'b' ).
 std::string bash_array(const std::vector<std::string>& v) {
   std::string out = "(";
-  for (const auto& s : v)
-    out += " " + shell_quote(s);
+  for (const auto& s : v) {
+    out += ' ';
+    out += shell_quote(s);
+  }
   return out + " )";
 }
 

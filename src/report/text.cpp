@@ -213,7 +213,7 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
         }
       }
     }
-    if (!block.empty()) out += "\n" + p.bold(area) + "\n" + block;
+    if (!block.empty()) out += fmt::format("\n{}\n{}", p.bold(area), block);
   }
 
   int n_pass = 0, n_fail = 0, n_skip = 0, n_err = 0, n_pending = 0, n_waived = 0;
