@@ -145,8 +145,7 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
     });
   case Op::empty:
     if (!lhs.is_array() && !lhs.is_string()) return std::nullopt;
-    return lhs.empty() == rhs.get<bool>() ||
-           (lhs.is_string() && lhs.get<std::string>().empty() == rhs.get<bool>());
+    return (lhs.is_string() ? lhs.get<std::string>().empty() : lhs.empty()) == rhs.get<bool>();
   case Op::version_lt:
   case Op::version_ge: {
     if (!lhs.is_string() || !rhs.is_string()) return std::nullopt;

@@ -50,6 +50,11 @@ TEST_CASE("comparison operators", "[engine]") {
   CHECK(eval(leaf("kernel.cmdline.names", Op::contains_any, json::array({"nomodeset", "ro"})), f) ==
         true);
   CHECK(eval(leaf("kernel.cmdline.names", Op::empty, false), f) == true);
+  CHECK(eval(leaf("kernel.cmdline.names", Op::empty, true), f) == false);
+  f.put_ok("empty.text", std::string(""), "t");
+  CHECK(eval(leaf("empty.text", Op::empty, true), f) == true);
+  CHECK(eval(leaf("empty.text", Op::empty, false), f) == false);
+  CHECK(eval(leaf("kernel.version", Op::empty, false), f) == true);
   CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::exists, false), f) == true);
   CHECK(eval(leaf("ttm.configured.pages_limit_bytes", Op::status, "missing"), f) == true);
   CHECK(eval(leaf("never.collected", Op::status, "missing"), f) == true);
