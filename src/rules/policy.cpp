@@ -2,6 +2,7 @@
 #include <halo/error.hpp>
 #include <halo/policy.hpp>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <ctime>
@@ -269,12 +270,7 @@ void add_policy_params(const Policy& policy, Params& params) {
 }
 
 std::string today_local_date() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
+  return fmt::format("{:%Y-%m-%d}", fmt::localtime(std::time(nullptr)));
 }
 
 } // namespace halo
