@@ -155,13 +155,17 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (os_id == "nixos") strong.emplace_back("nixos", "ID=nixos");
   if (ostree) strong.emplace_back("rpm-ostree", "/run/ostree-booted");
   std::string kind;
-  if (strong.size() > 1) {
+  // Two or more candidates: refuse with the evidence (the user picks with --stack).
+  auto report_conflict = [&](const std::vector<std::pair<std::string, std::string>>& candidates) {
     std::vector<std::string> why;
-    for (const auto& [k, w] : strong)
+    for (const auto& [k, w] : candidates)
       why.push_back(fmt::format("{} ({})", k, w));
     facts.put_status("boot.stack", Status::error, "boot.evidence",
                      fmt::format("conflicting evidence: {}", fmt::join(why, " vs ")));
     facts.put_ok("boot.evidence", evidence, "boot stack detection");
+  };
+  if (strong.size() > 1) {
+    report_conflict(strong);
     return;
   }
   if (strong.size() == 1) kind = strong.front().first;
@@ -178,12 +182,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       c.emplace_back("systemd-boot", cmdline.ok() ? "kernel-install, /etc/kernel/cmdline"
                                                   : "kernel-install, loader entries, no GRUB");
     if (c.size() > 1) {
-      std::vector<std::string> why;
-      for (const auto& [k, w] : c)
-        why.push_back(fmt::format("{} ({})", k, w));
-      facts.put_status("boot.stack", Status::error, "boot.evidence",
-                       fmt::format("conflicting evidence: {}", fmt::join(why, " vs ")));
-      facts.put_ok("boot.evidence", evidence, "boot stack detection");
+      report_conflict(c);
       return;
     }
     if (c.size() == 1)

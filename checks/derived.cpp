@@ -264,6 +264,18 @@ constexpr std::array<Typo, 8> kTypos = {{
     {"amdgpu.gtt", "did you mean amdgpu.gttsize? Use ttm.pages_limit instead"},
 }};
 
+/// True when the loaded module `m` lists its parameters in /sys/module/m/parameters and `p` is
+/// not among them. Parameters with permission 0 are absent from sysfs, so only amdgpu and the TTM
+/// modules, whose lists the probes hold, are judged; other modules give false.
+bool lacks_param(const FactSet& facts, const std::string& m, const std::string& p) {
+  std::optional<std::vector<std::string>> known;
+  if (m == "amdgpu")
+    known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+  else if (m == "ttm" || m == "amdttm" || m == "amd_ttm")
+    known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
+  return known && std::find(known->begin(), known->end(), p) == known->end();
+}
+
 void derive_suspects(FactSet& facts) {
   std::vector<std::string> names;
   std::vector<std::string> hints;
@@ -283,18 +295,12 @@ void derive_suspects(FactSet& facts) {
   for (const auto& n : *cmd_names) {
     for (const auto& t : kTypos)
       if (n == t.name) flag(n, std::string("no such parameter, ") + t.hint);
-    // A module parameter the loaded module does not have is ignored by the kernel. Parameters
-    // with permission 0 are absent from sysfs, so only modules whose list we hold are judged.
+    // A module parameter the loaded module does not have is ignored by the kernel.
     auto dot = n.find('.');
     if (dot != std::string::npos) {
       const std::string m = n.substr(0, dot);
       const std::string p = n.substr(dot + 1);
-      std::optional<std::vector<std::string>> known;
-      if (m == "amdgpu")
-        known = facts.get<std::vector<std::string>>("amdgpu.param_names");
-      else if (m == "ttm" || m == "amdttm" || m == "amd_ttm")
-        known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
-      if (known && std::find(known->begin(), known->end(), p) == known->end())
+      if (lacks_param(facts, m, p))
         flag(n, fmt::format(
                     "the loaded {} module has no parameter '{}' (see /sys/module/{}/parameters)", m,
                     p, m));
@@ -319,12 +325,7 @@ void derive_suspects(FactSet& facts) {
     const auto dot = rest.find('.');
     const std::string m = rest.substr(0, dot);
     const std::string p = rest.substr(dot + 1);
-    std::optional<std::vector<std::string>> known;
-    if (m == "amdgpu")
-      known = facts.get<std::vector<std::string>>("amdgpu.param_names");
-    else
-      known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
-    if (known && std::find(known->begin(), known->end(), p) == known->end())
+    if (lacks_param(facts, m, p))
       mp_hints.push_back(
           fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
   }

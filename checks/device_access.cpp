@@ -70,23 +70,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (id.gid) id.gids.insert(*id.gid);
   // Under sudo the doctor runs as root, but the training job will run as the invoking user:
   // judge access for SUDO_UID with the groups /etc/group gives that user (sudo(8) sets SUDO_UID).
+  // The environment probe (which runs before this one) has read /proc/self/environ.
   bool via_sudo = false;
   if (id.uid == 0U) {
-    ReadResult env = root.read("/proc/self/environ", 1024 * 1024);
-    if (env.ok()) {
-      const std::string needle = std::string(1, '\0') + "SUDO_UID=";
-      const std::string text = std::string(1, '\0') + env.text;
-      auto pos = text.find(needle);
-      if (pos != std::string::npos) {
-        auto end = text.find('\0', pos + needle.size());
-        if (auto v = parse_int(text.substr(pos + needle.size(), end - pos - needle.size()));
-            v && *v > 0) {
-          id.uid = static_cast<std::uint32_t>(*v);
-          id.gid.reset();
-          id.gids.clear();
-          via_sudo = true;
-        }
-      }
+    const auto sudo_uid = facts.get<std::string>("env.sudo_uid");
+    if (auto v = sudo_uid ? parse_int(*sudo_uid) : std::nullopt; v && *v > 0) {
+      id.uid = static_cast<std::uint32_t>(*v);
+      id.gid.reset();
+      id.gids.clear();
+      via_sudo = true;
     }
   }
   facts.put_ok("user.via_sudo", via_sudo, "/proc/self/environ (SUDO_UID)");

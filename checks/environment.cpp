@@ -13,8 +13,9 @@ bool wanted(const std::string& name) {
   for (const char* p : {"HSA_", "HIP_", "ROCR_", "GPU_", "ROCBLAS_", "TORCH_BLAS_", "HCC_",
                         "PYTORCH_ROCM_", "PYTORCH_TUNABLEOP_", "MIOPEN_", "NCCL_", "RCCL_"})
     if (name.rfind(p, 0) == 0) return true;
+  // SUDO_UID: under sudo, device access is judged for the invoking user (checks/device_access.cpp).
   return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||
-         name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES";
+         name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES" || name == "SUDO_UID";
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

@@ -15,8 +15,8 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_pci_probe());
   r.add(probes::make_drm_probe());
   r.add(probes::make_kfd_topology_probe());
+  r.add(probes::make_environment_probe()); // before device_access, which reads env.sudo_uid
   r.add(probes::make_device_access_probe());
-  r.add(probes::make_environment_probe());
   r.add(probes::make_numa_probe());
   r.add(probes::make_hsa_probe());
   r.add(probes::make_libdrm_probe());
