@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +32,22 @@ struct ReportContext {
   /// The `--fail-on` threshold of the run (the npd format's OK/problem line follows it).
   FailOn fail_on = FailOn::error;
 };
+
+/// Result counts shared by the reporters. `fail` includes waived and pending-reboot failures;
+/// `failed_by_severity` is indexed by Severity (info, warning, error).
+struct Summary {
+  int pass = 0;
+  int fail = 0;
+  int skip = 0;
+  int error = 0;
+  std::array<int, 3> failed_by_severity{};
+  int pending_reboot = 0;
+  int waived = 0;
+  int failed(Severity s) const { return failed_by_severity.at(static_cast<std::size_t>(s)); }
+};
+
+/// Counts results by outcome, failures by severity, pending-reboot and waived failures.
+Summary summarize(const std::vector<Result>& results);
 
 /// Options of the text reporter.
 struct TextOptions {

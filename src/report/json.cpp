@@ -9,18 +9,8 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
   j["host"] = {
       {"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
   j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
-  nlohmann::json summary = {{"pass", 0}, {"fail", 0}, {"skip", 0}, {"error", 0}};
-  nlohmann::json by_sev = {{"error", 0}, {"warning", 0}, {"info", 0}};
-  int pending = 0;
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {
-    summary[std::string(to_string(r.status))] =
-        summary[std::string(to_string(r.status))].get<int>() + 1;
-    if (r.status == Outcome::fail) {
-      by_sev[std::string(to_string(r.severity))] =
-          by_sev[std::string(to_string(r.severity))].get<int>() + 1;
-      if (r.pending_reboot) ++pending;
-    }
     nlohmann::json e;
     e["id"] = r.id;
     e["title"] = r.title;
@@ -46,8 +36,13 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
           {"reason", r.waiver->reason}, {"owner", r.waiver->owner}, {"expires", r.waiver->expires}};
     arr.push_back(std::move(e));
   }
-  summary["failed_by_severity"] = by_sev;
-  summary["pending_reboot"] = pending;
+  const Summary s = summarize(results);
+  nlohmann::json summary = {
+      {"pass", s.pass}, {"fail", s.fail}, {"skip", s.skip}, {"error", s.error}};
+  summary["failed_by_severity"] = {{"error", s.failed(Severity::error)},
+                                   {"warning", s.failed(Severity::warning)},
+                                   {"info", s.failed(Severity::info)}};
+  summary["pending_reboot"] = s.pending_reboot;
   j["summary"] = std::move(summary);
   j["results"] = std::move(arr);
   j["exit_code"] = ctx.exit_code;

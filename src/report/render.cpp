@@ -5,6 +5,30 @@
 
 namespace halo {
 
+Summary summarize(const std::vector<Result>& results) {
+  Summary s;
+  for (const auto& r : results) {
+    switch (r.status) {
+    case Outcome::pass:
+      ++s.pass;
+      break;
+    case Outcome::fail:
+      ++s.fail;
+      ++s.failed_by_severity.at(static_cast<std::size_t>(r.severity));
+      if (r.pending_reboot) ++s.pending_reboot;
+      if (r.waived()) ++s.waived;
+      break;
+    case Outcome::skip:
+      ++s.skip;
+      break;
+    case Outcome::error:
+      ++s.error;
+      break;
+    }
+  }
+  return s;
+}
+
 std::vector<std::string> report_formats() {
   return {"text", "json", "junit", "prometheus", "npd"};
 }

@@ -216,33 +216,15 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     if (!block.empty()) out += fmt::format("\n{}\n{}", p.bold(area), block);
   }
 
-  int n_pass = 0, n_fail = 0, n_skip = 0, n_err = 0, n_pending = 0, n_waived = 0;
-  std::map<Severity, int> by;
-  for (const auto& r : results) {
-    switch (r.status) {
-    case Outcome::pass:
-      ++n_pass;
-      break;
-    case Outcome::fail:
-      ++n_fail;
-      ++by[r.severity];
-      if (r.pending_reboot) ++n_pending;
-      if (r.waived()) ++n_waived;
-      break;
-    case Outcome::skip:
-      ++n_skip;
-      break;
-    case Outcome::error:
-      ++n_err;
-      break;
-    }
-  }
+  const Summary s = summarize(results);
   out += fmt::format("\nsummary: {} passed, {} failed ({} error, {} warning, {} info{}{}), {} "
                      "skipped, {} could not be checked; exit code {}\n",
-                     n_pass, n_fail, by[Severity::error], by[Severity::warning], by[Severity::info],
-                     n_pending > 0 ? fmt::format(", {} pending reboot", n_pending) : std::string(),
-                     n_waived > 0 ? fmt::format(", {} waived", n_waived) : std::string(), n_skip,
-                     n_err, ctx.exit_code);
+                     s.pass, s.fail, s.failed(Severity::error), s.failed(Severity::warning),
+                     s.failed(Severity::info),
+                     s.pending_reboot > 0 ? fmt::format(", {} pending reboot", s.pending_reboot)
+                                          : std::string(),
+                     s.waived > 0 ? fmt::format(", {} waived", s.waived) : std::string(), s.skip,
+                     s.error, ctx.exit_code);
   return out;
 }
 
