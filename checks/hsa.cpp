@@ -480,6 +480,11 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   const bool ended_badly = !run.started || run.timed_out || run.too_much_output ||
                            run.term_signal != 0 || (run.exited && run.exit_code != 0);
   const std::string ending = describe_end(run, timeout);
+  // A child that hung or crashed leaves the doctor unable to judge the runtime: the facts below
+  // say what happened, and the probe's status says it did not finish (halo-doctor slurm leaves
+  // the node alone then, docs/slurm.md).
+  if (ended_badly)
+    mark_probe_incomplete(facts, "hsa", fmt::format("the ROCr child process {}", ending));
 
   // 1. The library.
   std::vector<std::string> load_errors;

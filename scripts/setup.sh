@@ -8,6 +8,8 @@ packages=(
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev
   catch2
   python3 python3-jsonschema shellcheck hyperfine prometheus libxml2-utils dpkg-dev util-linux
+  # tests/cli/slurm.sh (a real single-node Slurm) and the RPM built by CPack in tests/cli/install.sh
+  slurm-wlm munge rpm
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -43,6 +43,10 @@ struct Policy {
   std::map<std::string, Severity, std::less<>> severity;
   std::vector<PolicySkip> skip;
   std::vector<PolicyWaiver> waivers;
+  /// `"slurm": {"prolog": [ids], "epilog": [ids]}`: the rules `halo-doctor slurm prolog` and
+  /// `epilog` evaluate instead of the volatile ones (docs/slurm.md); absent: the default.
+  std::optional<std::vector<std::string>> slurm_prolog_rules;
+  std::optional<std::vector<std::string>> slurm_epilog_rules;
   /// Line of each rule id mentioned (severity, skip, waivers), for unknown-id messages.
   std::map<std::string, std::size_t, std::less<>> id_lines;
 };

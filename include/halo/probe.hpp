@@ -72,6 +72,21 @@ private:
   std::vector<std::string> patterns_{"bench.**", "probe.*.status"};
 };
 
+/// Records that probe `id` could not finish (its runtime child hung, crashed or could not start):
+/// `probe.<id>.status` becomes an `error` fact with `reason`, which the registry keeps instead of
+/// "ok". The probe's own facts still say what it found.
+void mark_probe_incomplete(FactSet& facts, std::string_view id, std::string reason);
+
+/// One probe that threw or marked itself incomplete: its id and why.
+struct IncompleteProbe {
+  std::string id;
+  std::string reason;
+};
+
+/// The probes whose `probe.<id>.status` is not ok, in key order (the doctor could not judge
+/// everything: `halo-doctor slurm` leaves the node alone then, docs/slurm.md).
+std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts);
+
 /// Builds the registry of built-in probes (checks/registry.cpp: one line per probe).
 ProbeRegistry builtin_probes();
 

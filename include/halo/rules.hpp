@@ -87,6 +87,10 @@ struct Rule {
   nlohmann::json fix;                ///< structured fix template (docs/rules.md), null when none
   std::vector<std::string> evidence; ///< fact key patterns shown as evidence
   std::vector<std::string> sources;  ///< URLs
+  /// `"volatile": true`: the verdict can change while the machine is up, between two jobs,
+  /// without a reboot or a configuration change (device access, the driver's state, the runtime,
+  /// GPU errors). `halo-doctor slurm prolog` and `epilog` evaluate only these rules by default.
+  bool volatile_verdict = false;
   std::string file;
   std::size_t line = 0;
 

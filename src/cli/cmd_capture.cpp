@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -22,7 +25,40 @@ struct CaptureCliOptions {
   bool no_redact = false;
 };
 
-int run(const CaptureCliOptions& o) {
+/// The bundle path with `%N` replaced by the Slurm node name ($SLURMD_NODENAME, which slurmd sets
+/// for every task of a job step; else the short host name), `%h` by the short host name and `%%`
+/// by `%`, so one `srun --nodes=N --ntasks-per-node=1 halo-doctor capture -o DIR/%N.tar.gz`
+/// writes one bundle per node into a shared directory (docs/slurm.md).
+std::string expand_output(const std::string& pattern) {
+  char buf[256] = {};
+  std::string host = ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : "localhost";
+  host = host.substr(0, host.find('.'));
+  const char* slurm_node = std::getenv("SLURMD_NODENAME");
+  const std::string node = slurm_node != nullptr && *slurm_node != '\0' ? slurm_node : host;
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char c = pattern[++i];
+    if (c == 'N')
+      out += node;
+    else if (c == 'h')
+      out += host;
+    else if (c == '%')
+      out += '%';
+    else
+      throw InputError(fmt::format("-o {}: unknown %{} (use %N, %h or %%)", pattern, c));
+  }
+  if (node.find('/') != std::string::npos || host.find('/') != std::string::npos)
+    throw InputError(fmt::format("-o {}: the node name holds a '/'", pattern));
+  return out;
+}
+
+int run(const CaptureCliOptions& opts) {
+  CaptureCliOptions o = opts;
+  o.output = expand_output(o.output);
   const ProbeRegistry reg = builtin_probes();
   const FactSet facts = gather(o.common, reg);
   const Root root(o.common.root);
@@ -45,7 +81,9 @@ Runner add_capture_command(CLI::App& app) {
       "capture", "Write the files the probes read, device-node modes, runtime facts and a manifest "
                  "to a .tar.gz for a bug report (host name, user names and serials redacted); "
                  "replay it with `check --bundle FILE`");
-  sub->add_option("-o,--output", o->output, "Bundle to write (FILE.tar.gz, written atomically)")
+  sub->add_option("-o,--output", o->output,
+                  "Bundle to write (FILE.tar.gz, written atomically); %N: the Slurm node name "
+                  "($SLURMD_NODENAME, else the short host name), %h: the short host name")
       ->required();
   sub->add_option("--root", o->common.root,
                   "Capture the system under DIR instead of / (a fixture or a mounted host)");

@@ -37,13 +37,6 @@ struct Output {
   std::string path;
 };
 
-FailOn parse_fail_on(const std::string& s) {
-  if (s == "info") return FailOn::info;
-  if (s == "warning") return FailOn::warning;
-  if (s == "never") return FailOn::never;
-  return FailOn::error;
-}
-
 bool known_format(std::string_view f) {
   const auto formats = report_formats();
   return std::find(formats.begin(), formats.end(), f) != formats.end();
@@ -100,27 +93,13 @@ std::optional<std::string> stdout_format(const std::vector<Output>& outs) {
 
 int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   const auto started = std::chrono::steady_clock::now();
-  CheckOptions o = opts;
+  const CheckOptions& o = opts;
   const std::vector<Output> outs = resolve_outputs(o);
 
-  std::optional<Policy> policy;
-  if (!o.policy_file.empty()) {
-    policy = load_policy_file(o.policy_file);
-    if (policy->reserve_gib && reserve_flag->count() == 0)
-      o.common.reserve_gib = *policy->reserve_gib;
-    CommonOptions all = o.common;
-    all.only.clear();
-    all.skip.clear();
-    check_policy_rule_ids(*policy, load_rules(all, builtin_probes()));
-  }
-
-  const ProbeRegistry reg = builtin_probes();
-  const RuleSet rules = load_rules(o.common, reg);
-  const FactSet facts = gather(o.common, reg);
-  Params params = rule_params(o.common);
-  if (policy) add_policy_params(*policy, params);
-  auto results = evaluate(rules, facts, params);
-  if (policy) apply_policy(*policy, results, today_local_date());
+  const Evaluation ev = evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0);
+  const RuleSet& rules = ev.rules;
+  const FactSet& facts = ev.facts;
+  const std::vector<Result>& results = ev.results;
 
   ReportContext ctx;
   ctx.tool_version = kVersion;

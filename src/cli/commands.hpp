@@ -18,5 +18,6 @@ Runner add_explain_command(CLI::App& app); // src/cli/cmd_rules.cpp
 Runner add_bench_command(CLI::App& app);   // src/cli/cmd_bench.cpp
 Runner add_capture_command(CLI::App& app); // src/cli/cmd_capture.cpp
 Runner add_fix_command(CLI::App& app);     // src/cli/cmd_fix.cpp
+Runner add_slurm_command(CLI::App& app);   // src/cli/cmd_slurm.cpp
 
 } // namespace halo::cli

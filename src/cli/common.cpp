@@ -2,6 +2,7 @@
 
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/policy.hpp>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace halo::cli {
@@ -107,6 +109,49 @@ RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg) {
   }
   rs.rules = std::move(kept);
   return rs;
+}
+
+Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool reserve_given,
+                           const DefaultOnly& default_only) {
+  const ProbeRegistry reg = builtin_probes();
+  std::optional<Policy> policy;
+  std::optional<RuleSet> all;
+  auto all_rules = [&]() -> const RuleSet& {
+    if (!all) {
+      CommonOptions unfiltered = o;
+      unfiltered.only.clear();
+      unfiltered.skip.clear();
+      all = load_rules(unfiltered, reg);
+    }
+    return *all;
+  };
+  if (!policy_file.empty()) {
+    policy = load_policy_file(policy_file);
+    if (policy->reserve_gib && !reserve_given) o.reserve_gib = *policy->reserve_gib;
+    check_policy_rule_ids(*policy, all_rules());
+  }
+  if (o.only.empty() && default_only) {
+    o.only = default_only(all_rules(), policy ? &*policy : nullptr);
+    // --skip wins over the default selection.
+    std::erase_if(o.only, [&](const std::string& id) {
+      return std::find(o.skip.begin(), o.skip.end(), id) != o.skip.end();
+    });
+  }
+  Evaluation ev;
+  ev.rules = load_rules(o, reg);
+  ev.facts = gather(o, reg);
+  Params params = rule_params(o);
+  if (policy) add_policy_params(*policy, params);
+  ev.results = evaluate(ev.rules, ev.facts, params);
+  if (policy) apply_policy(*policy, ev.results, today_local_date());
+  return ev;
+}
+
+FailOn parse_fail_on(const std::string& s) {
+  if (s == "info") return FailOn::info;
+  if (s == "warning") return FailOn::warning;
+  if (s == "never") return FailOn::never;
+  return FailOn::error;
 }
 
 Params rule_params(const CommonOptions& o) {

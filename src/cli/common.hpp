@@ -2,11 +2,14 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/policy.hpp>
 #include <halo/probe.hpp>
+#include <halo/result.hpp>
 #include <halo/rules.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,26 @@ RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg);
 
 /// Params rules may read: reserve_gib, reserve_bytes.
 Params rule_params(const CommonOptions& o);
+
+/// What `check` computes before it reports.
+struct Evaluation {
+  RuleSet rules;
+  FactSet facts;
+  std::vector<Result> results;
+};
+
+/// Chooses the rule ids to evaluate when --only is not given (`halo-doctor slurm prolog`): gets
+/// every loaded rule and the policy (nullptr without --policy).
+using DefaultOnly = std::function<std::vector<std::string>(const RuleSet&, const Policy*)>;
+
+/// `check`'s pipeline: loads --policy (its reserve_gib applies unless --reserve was given) and
+/// checks its rule ids, loads the rules with --only/--skip (or `default_only` when --only is
+/// empty), probes, evaluates and applies the policy. Throws InputError for bad input.
+Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool reserve_given,
+                           const DefaultOnly& default_only = {});
+
+/// "error" | "warning" | "info" | "never" as the gate threshold (anything else: error).
+FailOn parse_fail_on(const std::string& s);
 
 /// Reads a whole file or throws InputError naming it.
 std::string read_file_or_throw(const std::string& path);

@@ -25,12 +25,14 @@ bool ProbeRegistry::provides(std::string_view key) const {
 }
 
 namespace {
+std::string status_key(std::string_view id);
 void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string key = fmt::format("probe.{}.status", p.id());
+  const std::string key = status_key(p.id());
   try {
     p.collect(ctx, facts);
-    facts.put_ok(key, std::string("ok"), "halo-doctor");
+    const Fact* marked = facts.find(key);
+    if (marked == nullptr || marked->ok()) facts.put_ok(key, std::string("ok"), "halo-doctor");
   } catch (const std::exception& e) {
     spdlog::error("probe {} failed: {}", p.id(), e.what());
     facts.put_status(key, Status::error, "halo-doctor", e.what());
@@ -39,7 +41,26 @@ void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   spdlog::debug("probe {}: {} us", p.id(), us.count());
 }
+std::string status_key(std::string_view id) {
+  return fmt::format("probe.{}.status", id);
+}
 } // namespace
+
+void mark_probe_incomplete(FactSet& facts, std::string_view id, std::string reason) {
+  facts.put_status(status_key(id), Status::error, "halo-doctor", std::move(reason));
+}
+
+std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts) {
+  std::vector<IncompleteProbe> out;
+  for (const Fact* f : facts.match(status_key("*"))) {
+    if (f->ok()) continue;
+    const std::string_view k = f->key;
+    const auto first = k.find('.');
+    const auto last = k.rfind('.');
+    out.push_back(IncompleteProbe{std::string(k.substr(first + 1, last - first - 1)), f->reason});
+  }
+  return out;
+}
 
 FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
   FactSet facts;

@@ -187,8 +187,8 @@ std::vector<std::string> string_list(const Where& w, const std::string& path,
 }
 
 const std::set<std::string, std::less<>> kRuleKeys = {
-    "id",           "area",         "title", "applies", "skip_reason", "fail",
-    "pending_when", "pass_message", "why",   "fix",     "evidence",    "sources"};
+    "id",           "area", "title", "applies",  "skip_reason", "fail",    "pending_when",
+    "pass_message", "why",  "fix",   "evidence", "sources",     "volatile"};
 const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "modprobe", "sysctl",
                                                      "groups",  "udev",        "env",      "manual",
                                                      "reboot",  "initramfs"};
@@ -259,6 +259,10 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
     const std::string skip_reason = str("skip_reason", false);
     r.pass_message = str("pass_message", true);
     r.why = str("why", true);
+    if (rj.contains("volatile")) {
+      if (!rj["volatile"].is_boolean()) w.fail("volatile", "must be true or false");
+      r.volatile_verdict = rj["volatile"].get<bool>();
+    }
     const Parser p(w, registry);
     if (rj.contains("applies") && rj["applies"].is_array()) {
       if (!skip_reason.empty())

@@ -150,7 +150,8 @@ Policy parse_policy(std::string_view text, std::string_view origin) {
   const Positions pos(text);
   const Checker c(origin, pos);
   if (!doc.is_object()) c.fail("", "must be a JSON object");
-  c.only_keys(doc, "", {"$schema", "policy_version", "thresholds", "severity", "skip", "waivers"});
+  c.only_keys(doc, "",
+              {"$schema", "policy_version", "thresholds", "severity", "skip", "waivers", "slurm"});
 
   Policy p;
   p.origin = std::string(origin);
@@ -216,6 +217,27 @@ Policy parse_policy(std::string_view text, std::string_view origin) {
         c.fail(ptr + "/expires", fmt::format("'{}' is not a date YYYY-MM-DD", pw.expires));
       p.id_lines.emplace(pw.rule, c.line(ptr + "/rule"));
       p.waivers.push_back(std::move(pw));
+    }
+  }
+  if (doc.contains("slurm")) {
+    const auto& sl = doc["slurm"];
+    if (!sl.is_object()) c.fail("/slurm", "must be an object {prolog, epilog}");
+    c.only_keys(sl, "/slurm", {"prolog", "epilog"});
+    for (const char* mode : {"prolog", "epilog"}) {
+      if (!sl.contains(mode)) continue;
+      const std::string ptr = fmt::format("/slurm/{}", mode);
+      const auto& ids = sl[mode];
+      if (!ids.is_array()) c.fail(ptr, "must be a list of rule ids");
+      std::vector<std::string> list;
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const std::string ip = fmt::format("{}/{}", ptr, i);
+        if (!ids[i].is_string() || ids[i].get<std::string>().empty())
+          c.fail(ip, "must be a rule id");
+        list.push_back(ids[i].get<std::string>());
+        p.id_lines.emplace(list.back(), c.line(ip));
+      }
+      (std::string_view(mode) == "prolog" ? p.slurm_prolog_rules : p.slurm_epilog_rules) =
+          std::move(list);
     }
   }
   return p;
