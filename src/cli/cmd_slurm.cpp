@@ -70,10 +70,19 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
         const auto& chosen = policy == nullptr             ? std::nullopt
                              : mode == slurm::Mode::prolog ? policy->slurm_prolog_rules
                                                            : policy->slurm_epilog_rules;
-        if (chosen) return *chosen;
         std::vector<std::string> ids;
-        for (const auto& r : all.rules)
-          if (r.volatile_verdict) ids.push_back(r.id);
+        if (chosen) {
+          ids = *chosen;
+        } else {
+          for (const auto& r : all.rules)
+            if (r.volatile_verdict) ids.push_back(r.id);
+        }
+        // An empty --only means every rule: an empty selection must not turn into that.
+        if (ids.empty())
+          throw InputError(fmt::format(
+              "slurm {}: no rule to evaluate (no rule is \"volatile\" and the policy names none "
+              "in slurm.{}); name them with --only",
+              slurm::to_string(mode), slurm::to_string(mode)));
         return ids;
       };
     }

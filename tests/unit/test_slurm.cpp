@@ -1,8 +1,13 @@
 // halo-doctor slurm: parsing scontrol's node lines, drain reasons, the drain/resume decision and
 // the bounded command runner. The real Slurm end to end is tests/cli/slurm.sh.
+#include <halo/policy.hpp>
+#include <halo/probe.hpp>
+#include <halo/rules.hpp>
 #include <halo/slurm.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace halo;
 using namespace halo::slurm;
@@ -50,7 +55,8 @@ TEST_CASE("scontrol -o show node lines give name, host, state and the reason wit
   // An admin's reason with spaces, brackets inside, and a Comment= after it.
   const auto admin = parse_show_node(
       "NodeName=a State=MIXED+DRAIN Reason=bad DIMM [slot 3] please [alice@2026-01-02T03:04:05] "
-      "Comment=rack 4\nnot a node line\nNodeName=b NodeHostName=b.example State=DOWN+NOT_RESPONDING "
+      "Comment=rack 4\nnot a node line\nNodeName=b NodeHostName=b.example "
+      "State=DOWN+NOT_RESPONDING "
       "Reason=Not responding [slurm@2026-01-02T03:04:05]\n");
   REQUIRE(admin.size() == 2);
   CHECK(admin[0].reason == "bad DIMM [slot 3] please");
@@ -226,4 +232,38 @@ TEST_CASE("scontrol runs bounded, without a shell, with its environment", "[slur
   r = run_bounded({"halo-doctor-no-such-scontrol"}, {}, milliseconds(1000));
   CHECK_FALSE(r.started);
   CHECK(r.error.find("not found") != std::string::npos);
+}
+
+TEST_CASE("the built-in rules that can change between jobs are marked volatile", "[slurm]") {
+  const ProbeRegistry reg = builtin_probes();
+  const RuleSet rs = load_builtin_rules(&reg);
+  std::vector<std::string> ids;
+  for (const auto& r : rs.rules)
+    if (r.volatile_verdict) ids.push_back(r.id);
+  std::sort(ids.begin(), ids.end());
+  // Device access, the driver, the runtime, firmware: not the boot-time configuration.
+  CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded", "gfx1151-mes-firmware",
+                                        "hsa-runtime-init", "kfd-access", "kfd-present",
+                                        "render-node-access"});
+  const std::string rule = R"({"area": "a", "rules": [
+    {"id": "x", "title": "x", "pass_message": "ok", "why": "w", "volatile": "yes",
+     "fail": [{"severity": "error", "when": {"fact": "mem.total_bytes", "lt": 1}, "message": "m"}],
+     "sources": ["https://example.org"]}]})";
+  CHECK_THROWS_WITH(parse_rules_file(rule, "r.json", &reg),
+                    Catch::Contains("volatile") && Catch::Contains("true or false"));
+}
+
+TEST_CASE("a site policy names the rules of the prolog and the epilog", "[slurm][policy]") {
+  const Policy p = parse_policy(
+      "{\"slurm\": {\"prolog\": [\"kfd-access\"],\n \"epilog\": [\"hsa-runtime-init\"]}}",
+      "p.json");
+  REQUIRE(p.slurm_prolog_rules.has_value());
+  CHECK(*p.slurm_prolog_rules == std::vector<std::string>{"kfd-access"});
+  CHECK(*p.slurm_epilog_rules == std::vector<std::string>{"hsa-runtime-init"});
+  CHECK(p.id_lines.at("hsa-runtime-init") == 2); // unknown ids are reported with their line
+  CHECK_FALSE(parse_policy("{}", "p.json").slurm_prolog_rules.has_value());
+  CHECK_THROWS_WITH(parse_policy(R"({"slurm": {"prolog": "kfd-access"}})", "p.json"),
+                    Catch::Contains("p.json:1: slurm/prolog"));
+  CHECK_THROWS_WITH(parse_policy(R"({"slurm": {"health-check": []}})", "p.json"),
+                    Catch::Contains("unknown key 'health-check'"));
 }
