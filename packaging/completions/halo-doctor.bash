@@ -2,12 +2,12 @@
 _halo_doctor() {
   local cur prev words cword
   _init_completion || return
-  local commands="check facts capture rules explain bench"
+  local commands="check facts capture rules explain bench slurm"
   local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout"
   local rule="--rules --only --skip"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
-    case ${words[i]} in check | facts | capture | rules | explain | bench) cmd=${words[i]}; break ;; esac
+    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm) cmd=${words[i]}; break ;; esac
   done
   case $prev in
     --root | --rules) _filedir -d; return ;;
@@ -31,6 +31,12 @@ _halo_doctor() {
     check) COMPREPLY=($(compgen -W "$probe $rule --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
     facts) COMPREPLY=($(compgen -W "$probe --format --output --help" -- "$cur")) ;;
     capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
+    slurm)
+      if [[ " ${words[*]} " == *" health-check "* || " ${words[*]} " == *" prolog "* || " ${words[*]} " == *" epilog "* ]]; then
+        COMPREPLY=($(compgen -W "$probe $rule --policy --fail-on --node --report-dir --scontrol --slurm-conf --timeout --scontrol-timeout --pending-reboot --drain-on-internal-error --reason-max --dry-run --no-syslog --help" -- "$cur"))
+      else
+        COMPREPLY=($(compgen -W "health-check prolog epilog --help" -- "$cur"))
+      fi ;;
     explain) COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
   esac
