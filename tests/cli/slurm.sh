@@ -7,8 +7,9 @@
 #   2. a healthy root resumes it;
 #   3. a node an admin drained stays drained, with the admin's reason, unhealthy or healthy;
 #   4. a doctor that cannot run (a bad policy) or cannot judge (ROCr hangs) leaves the node alone;
-#   5. with the prolog wrapper a job on a healthy root runs, and a job on a failing root never
-#      runs: the node drains with halo-doctor's reason and the job is requeued held;
+#   5. with the prolog wrapper a job on a healthy root runs (and the epilog wrapper runs after it),
+#      and a job on a failing root never runs: the node drains with halo-doctor's reason and the
+#      job is requeued held;
 #   6. srun runs `halo-doctor capture -o DIR/%N.tar.gz` on the node, and the bundle replays.
 # Every daemon is started here and stopped by its pid on every exit path. Skips (77) when not
 # root or without slurm-wlm/munge. Usage: slurm.sh BUILD_DIR HSA_REPLAY_LIBRARY FIXTURES_DIR
@@ -80,6 +81,7 @@ cmake --install "$build" --prefix "$tmp/usr" >"$tmp/install.log" 2>&1 || {
 }
 hc="$tmp/usr/libexec/halo-doctor/slurm-health-check"
 prolog="$tmp/usr/libexec/halo-doctor/slurm-prolog"
+epilog="$tmp/usr/libexec/halo-doctor/slurm-epilog"
 bin="$tmp/usr/bin/halo-doctor"
 mkdir -p "$tmp/usr/etc/halo-doctor" "$tmp/state" "$tmp/spool" "$tmp/reports" "$tmp/captures"
 env_file="$tmp/usr/etc/halo-doctor/slurm.env"
@@ -93,6 +95,7 @@ SLURM_CONF=$tmp/slurm.conf
 HALO_DOCTOR_SLURM_OPTIONS="--no-syslog --report-dir $tmp/reports --node $node"
 HALO_DOCTOR_SLURM_HEALTH_CHECK_OPTIONS="$1"
 HALO_DOCTOR_SLURM_PROLOG_OPTIONS="$2"
+HALO_DOCTOR_SLURM_EPILOG_OPTIONS="$healthy"
 ${3:-}
 EOF
   mv "$env_file.tmp" "$env_file"
@@ -141,6 +144,7 @@ ReturnToService=2
 HealthCheckProgram=$hc
 HealthCheckInterval=2
 Prolog=$prolog
+Epilog=$epilog
 NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -230,7 +234,8 @@ wait_until 15 "a healthy run resumes the internal-error drain" is_idle
 
 # 4b. ROCr hangs (a replay library that never answers): the node is not drained.
 mark
-configure "$unhealthy --hsa-library $replay --runtime-timeout 1" "$healthy" "export HALO_REPLAY_MODE=hang"
+configure "--root $fixtures/strix-halo-default-ttm --hsa-library $replay --runtime-timeout 1" "$healthy" \
+  "export HALO_REPLAY_MODE=hang HALO_REPLAY_CAPTURE=$fixtures/../replay/captures/strix-halo-120g.json"
 if wait_until 20 "health checks run with a hanging ROCr" ran_since_mark "a probe did not finish"; then
   is_idle || bad "a hanging runtime probe changed the node: $(state) '$(reason)'"
   echo "ok 4b: $(state) with a hanging ROCr"
@@ -240,6 +245,7 @@ fi
 configure "--dry-run $healthy" "$healthy"
 sbatch -o "$tmp/job-ok.out" --wrap "touch $tmp/job-ok-ran" >/dev/null || bad "sbatch"
 wait_until 20 "a job on a healthy node runs" test -e "$tmp/job-ok-ran" && echo "ok 5a: the job ran"
+wait_until 10 "the epilog wrapper runs after the job" test -s "$tmp/reports/slurm-epilog.txt"
 wait_until 10 "the node is idle after the job" is_idle
 configure "--dry-run $healthy" "$no_access"
 job=$(sbatch --parsable -o "$tmp/job-bad.out" --wrap "touch $tmp/job-bad-ran")

@@ -2,10 +2,11 @@
 # halo-doctor slurm with recording scontrol doubles (no Slurm, no root; the real Slurm is
 # tests/cli/slurm.sh): which scontrol commands it runs for which verdict and node state, the node
 # name it picks, the prolog's rule selection, and what it does when scontrol hangs or fails or the
-# doctor cannot judge. Usage: slurm_scontrol.sh HALO_DOCTOR FIXTURES_DIR
+# doctor cannot judge. Usage: slurm_scontrol.sh HALO_DOCTOR FIXTURES_DIR HSA_REPLAY_LIBRARY
 set -u
 bin=$(realpath "$1")
 fixtures=$(realpath "$2")
+replay=$(realpath "$3")
 fail=0
 bad() {
   echo "FAIL $*"
@@ -120,6 +121,24 @@ run 0 "bad policy, prolog" prolog --node n1 --policy "$tmp/bad.json" "${common[@
 run 70 "bad policy, --drain-on-internal-error" health-check --node n1 --policy "$tmp/bad.json" \
   --drain-on-internal-error "${common[@]}" "${unhealthy[@]}"
 [ "$(updates)" = "update nodename=n1 state=drain reason=halo-doctor: could not check: policy or rules error" ] || bad "strict drain: $(updates)"
+
+# ROCr hangs or crashes (the replay library): the doctor cannot judge the runtime, so the node is
+# left alone although hsa-runtime-init fails; the prolog lets the job run.
+export HALO_REPLAY_CAPTURE="$fixtures/../replay/captures/strix-halo-120g.json"
+rocr=(--root "$fixtures/strix-halo-fixed" --hsa-library "$replay" --runtime-timeout 0.5)
+for mode in hang crash; do
+  HALO_REPLAY_MODE=$mode run 70 "ROCr $mode" health-check --node n1 --scontrol "$tmp/scontrol" \
+    --no-syslog --report-dir "$tmp/reports" "${rocr[@]}"
+  [ -z "$(updates)" ] || bad "a ROCr $mode changed the node: $(updates)"
+  grep -q 'a probe did not finish' "$tmp/out" || bad "ROCr $mode: $(cat "$tmp/out")"
+  grep -q 'probe hsa: the ROCr child process' "$tmp/err" || bad "ROCr $mode not logged: $(cat "$tmp/err")"
+  HALO_REPLAY_MODE=$mode run 0 "ROCr $mode, prolog" prolog --node n1 --scontrol "$tmp/scontrol" \
+    --no-syslog --report-dir "$tmp/reports" "${rocr[@]}"
+done
+HALO_REPLAY_MODE=hang run 70 "ROCr hangs, strict site" health-check --node n1 --scontrol "$tmp/scontrol" \
+  --no-syslog --report-dir "$tmp/reports" --drain-on-internal-error "${rocr[@]}"
+[ "$(updates)" = "update nodename=n1 state=drain reason=halo-doctor: could not check: a probe did not finish" ] ||
+  bad "strict drain on a hung ROCr: $(updates)"
 
 # scontrol that fails or hangs: nothing changed, exit 70, and the hang is cut at its limit.
 UPDATE_STATUS=1 run 70 "scontrol update fails" health-check --node n1 "${common[@]}" "${unhealthy[@]}"
