@@ -175,13 +175,12 @@ public:
   Log& operator=(const Log&) = delete;
   Log(Log&&) = delete;
   Log& operator=(Log&&) = delete;
-  /// To syslog (the journal reads /dev/log) and to stderr.
+  /// To syslog (the journal reads /dev/log), and to stderr with --debug only: slurmd logs a
+  /// failing program's output (stdout and stderr) in slurmd.log, where the one summary line on
+  /// stdout is what belongs.
   void write(int priority, const std::string& line) const {
     if (syslog_) ::syslog(priority, "%s", line.c_str());
-    if (priority <= LOG_WARNING)
-      spdlog::warn("{}", line);
-    else
-      spdlog::info("{}", line);
+    spdlog::debug("{}", line);
   }
 
 private:
@@ -303,8 +302,11 @@ int run(const SlurmOptions& opts, bool reserve_given, bool runtime_timeout_given
     }
   }
   const double took = std::chrono::duration<double>(Clock::now() - started).count();
-  const std::string line = fmt::format("halo-doctor slurm {}: {} ({:.1f} s, exit {})", mode,
-                                       d.summary, took, d.exit_code);
+  std::string line = fmt::format("halo-doctor slurm {}: {} ({:.1f} s, exit {})", mode, d.summary,
+                                 took, d.exit_code);
+  if (!check.verdict.internal_detail.empty())
+    line += fmt::format(": {}", check.verdict.internal_detail);
+  if (!scontrol_error.empty()) line += fmt::format(": {}", scontrol_error);
   log.write(d.exit_code == 0 ? LOG_INFO : LOG_WARNING, line);
   std::cout << line << "\n";
   std::cout.flush();

@@ -116,7 +116,7 @@ run 4 "pending reboot, leave" health-check --node n1 --pending-reboot leave "${c
 printf '{"thresholds": {"reserve_gib": "lots"}}\n' >"$tmp/bad.json"
 run 70 "bad policy, health-check" health-check --node n1 --policy "$tmp/bad.json" "${common[@]}" "${unhealthy[@]}"
 [ -z "$(updates)" ] || bad "a bad policy changed the node: $(updates)"
-grep -q 'reserve_gib' "$tmp/err" || bad "the policy error is not logged: $(cat "$tmp/err")"
+grep -q 'reserve_gib' "$tmp/out" || bad "the policy error is not in the summary: $(cat "$tmp/out")"
 run 0 "bad policy, prolog" prolog --node n1 --policy "$tmp/bad.json" "${common[@]}" "${unhealthy[@]}"
 run 70 "bad policy, --drain-on-internal-error" health-check --node n1 --policy "$tmp/bad.json" \
   --drain-on-internal-error "${common[@]}" "${unhealthy[@]}"
@@ -131,7 +131,7 @@ for mode in hang crash; do
     --no-syslog --report-dir "$tmp/reports" "${rocr[@]}"
   [ -z "$(updates)" ] || bad "a ROCr $mode changed the node: $(updates)"
   grep -q 'a probe did not finish' "$tmp/out" || bad "ROCr $mode: $(cat "$tmp/out")"
-  grep -q 'probe hsa: the ROCr child process' "$tmp/err" || bad "ROCr $mode not logged: $(cat "$tmp/err")"
+  grep -q 'probe hsa: the ROCr child process' "$tmp/out" || bad "ROCr $mode not in the summary: $(cat "$tmp/out")"
   HALO_REPLAY_MODE=$mode run 0 "ROCr $mode, prolog" prolog --node n1 --scontrol "$tmp/scontrol" \
     --no-syslog --report-dir "$tmp/reports" "${rocr[@]}"
 done
