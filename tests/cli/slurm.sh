@@ -91,13 +91,13 @@ node=halonode
 host=$(hostname -s)
 
 # The options of each wrapper for the next runs (read by the wrapper at every run).
-configure() { # HEALTH_CHECK_OPTIONS PROLOG_OPTIONS [EXTRA SHELL LINE]
+configure() { # HEALTH_CHECK_OPTIONS PROLOG_AND_EPILOG_OPTIONS [EXTRA SHELL LINE]
   cat >"$env_file.tmp" <<EOF
 SLURM_CONF=$tmp/slurm.conf
 HALO_DOCTOR_SLURM_OPTIONS="--no-syslog --report-dir $tmp/reports --node $node"
 HALO_DOCTOR_SLURM_HEALTH_CHECK_OPTIONS="$1"
 HALO_DOCTOR_SLURM_PROLOG_OPTIONS="$2"
-HALO_DOCTOR_SLURM_EPILOG_OPTIONS="$healthy"
+HALO_DOCTOR_SLURM_EPILOG_OPTIONS="$2"
 ${3:-}
 EOF
   mv "$env_file.tmp" "$env_file"
@@ -260,6 +260,9 @@ wait_until 15 "the job is requeued held" held
 grep -q 'Error running slurm prolog' "$tmp/job-bad.out" 2>/dev/null ||
   bad "the job output does not show the prolog failure: $(cat "$tmp/job-bad.out" 2>/dev/null)"
 grep -q 'FAIL  kfd-access' "$tmp/reports/slurm-prolog.txt" 2>/dev/null || bad "no prolog report in --report-dir"
+# The epilog that follows the failed prolog judges the same node: it must not resume it.
+sleep 3
+is_drained_by_us || bad "the node did not stay drained after the failed prolog: $(state) '$(reason)'"
 echo "ok 5b: job $job $(squeue -h -j "$job" -o '%T %r'), node $(state) Reason=$(reason)"
 scancel "$job" 2>/dev/null
 configure "--dry-run $healthy" "$healthy"
