@@ -192,7 +192,7 @@ TEST_CASE("when the doctor cannot judge, the node is left alone unless the site 
   CHECK(decide(v, node("IDLE+DRAIN", "maintenance"), s).action == Action::none);
 }
 
-TEST_CASE("without the node's state nothing is changed; the prolog still fails", "[slurm]") {
+TEST_CASE("without the node's state nothing is changed, and the prolog still fails", "[slurm]") {
   Verdict v;
   v.failed = {"kfd-access"};
   Settings s;
