@@ -202,8 +202,11 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     facts.put_status("ttm.configured_on_used", Status::missing, kDerived,
                      "the TTM module amdgpu uses is unknown");
 
-  // Recommended limit: MemTotal minus --reserve, in whole GiB, as 4 KiB pages.
+  // Recommended limit: MemTotal minus --reserve, in whole GiB, as 4 KiB pages. The largest limit
+  // that leaves the OS its headroom is one fact, read by ttm-limit-overcommit and fix --ttm-limit.
   if (auto total = facts.get_int("mem.total_bytes")) {
+    facts.put_ok("ttm.max_limit_bytes", *total - units::kTtmOsHeadroomBytes,
+                 "derived: MemTotal - 2 GiB (units::kTtmOsHeadroomBytes)");
     const std::int64_t gib = *total / units::kGiB - opt.reserve_gib;
     const std::string src =
         fmt::format("derived: floor(MemTotal in GiB) - reserve {} GiB", opt.reserve_gib);
@@ -217,7 +220,8 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
         facts.put_status(k, Status::error, src, "--reserve leaves no memory for the GPU");
     }
   } else {
-    for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
+    for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes",
+                          "ttm.max_limit_bytes"})
       facts.put_status(k, Status::missing, kDerived, "MemTotal unknown");
   }
 }
@@ -366,6 +370,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "ttm.recommended_gib",
                                                                "ttm.recommended_pages",
                                                                "ttm.recommended_bytes",
+                                                               "ttm.max_limit_bytes",
                                                                "amdgpu.gttsize_set",
                                                                "amdgpu.gttsize_mib",
                                                                "amdgpu.gttsize_bytes",

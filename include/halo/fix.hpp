@@ -78,9 +78,10 @@ Plan merge_fixes(const std::vector<Result>& results);
 /// Replaces every `<module>.pages_limit` / `<module>.page_pool_size` kernel argument and modprobe
 /// option with `gib` x 262144 pages (4 KiB pages). When no failing rule proposed a TTM limit, adds
 /// both on `ttm_module` (fact ttm.module: ttm | amdttm | amd_ttm). Checks `gib` > 0 and, when
-/// `mem_total_bytes` (fact mem.total_bytes, /proc/meminfo MemTotal) is known,
-/// `gib` <= MemTotal - 1 GiB; throws InputError otherwise.
-void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> mem_total_bytes,
+/// `max_limit_bytes` (derived fact ttm.max_limit_bytes: MemTotal minus units::kTtmOsHeadroomBytes,
+/// the bound ttm-limit-overcommit judges against) is known, `gib` GiB <= it; throws InputError
+/// otherwise.
+void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> max_limit_bytes,
                      const std::string& ttm_module);
 
 /// What the renderer needs besides the plan.

@@ -15,6 +15,10 @@ inline constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
 inline constexpr std::int64_t kMiB = 1024LL * 1024;
 /// 1 GiB = 262144 TTM pages.
 inline constexpr std::int64_t kPagesPerGiB = kGiB / kTtmPageBytes;
+/// Memory a TTM limit must leave to the operating system, in bytes (2 GiB): the headroom both
+/// `ttm-limit-overcommit` (through the derived fact ttm.max_limit_bytes) and `fix --ttm-limit`
+/// use, so the doctor never proposes a limit it would then flag.
+inline constexpr std::int64_t kTtmOsHeadroomBytes = 2 * kGiB;
 
 /// Bytes as GiB with two decimals, e.g. "62.54 GiB".
 std::string gib(std::int64_t bytes);

@@ -78,7 +78,7 @@ int run(const FixOptions& o) {
   const auto results = evaluate(rules, facts, rule_params(o.common));
   fix::Plan plan = fix::merge_fixes(results);
   if (o.ttm_limit_given)
-    fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int("mem.total_bytes"),
+    fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int("ttm.max_limit_bytes"),
                          facts.get<std::string>("ttm.module").value_or(""));
 
   // Settings elsewhere in modprobe.d that would fight the halo-doctor file.

@@ -2,6 +2,7 @@
 // every value that will end up in a script, and the --ttm-limit override.
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
+#include <halo/units.hpp>
 
 #include <fmt/format.h>
 
@@ -268,17 +269,20 @@ Plan merge_fixes(const std::vector<Result>& results) {
   return plan;
 }
 
-void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> mem_total_bytes,
+void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> max_limit_bytes,
                      const std::string& ttm_module) {
   if (gib <= 0)
     throw InputError(fmt::format("--ttm-limit {}: must be a whole number of GiB > 0", gib));
-  if (mem_total_bytes) {
-    const std::int64_t max_gib = (*mem_total_bytes - kGiB) / kGiB;
+  if (max_limit_bytes) {
+    const std::int64_t max_gib = *max_limit_bytes / kGiB;
     if (gib > max_gib)
       throw InputError(fmt::format(
-          "--ttm-limit {} GiB: above MemTotal ({:.2f} GiB) minus 1 GiB; the largest allowed is {} "
-          "GiB",
-          gib, static_cast<double>(*mem_total_bytes) / static_cast<double>(kGiB), max_gib));
+          "--ttm-limit {} GiB: above MemTotal ({:.2f} GiB) minus the 2 GiB the operating system "
+          "keeps (ttm-limit-overcommit); the largest allowed is {} GiB",
+          gib,
+          static_cast<double>(*max_limit_bytes + units::kTtmOsHeadroomBytes) /
+              static_cast<double>(kGiB),
+          max_gib));
   }
   const std::string pages = std::to_string(gib * kPagesPerGiB);
   auto is_ttm_param = [](std::string_view p) {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# `halo-doctor fix` end to end (issue 4), as a user runs it:
+# `halo-doctor fix` end to end, as a user runs it:
 #  1. golden scripts per boot stack (tests/fix/golden/*.sh|.nix), each clean under shellcheck;
-#  2. the generated scripts run for real against a copy of the fixture root (HALO_FIX_ROOT) with
-#     the stack's tools replaced on PATH by recording doubles (tests/fix/doubles/double.sh): the
-#     files written, the commands called, a second run that changes nothing, --dry-run that
-#     changes nothing, the non-root refusal;
+#  2. the generated scripts run against a copy of the fixture root (HALO_FIX_ROOT) whose boot
+#     tools are recording doubles (tests/fix/doubles/double.sh, for the stacks whose tools Debian
+#     does not ship; tests/cli/fix_real_tools.sh runs the real ones): the files written, the
+#     commands called, --dry-run that changes nothing, a second run that changes nothing, a tool
+#     that fails once and a rerun that finishes the job, a half-fixed machine, a wrong value;
 #  3. a fix applied to a copy of strix-halo-default-ttm makes `check` exit 4 (pending reboot);
-#  4. bad input: unknown --stack, --ttm-limit above MemTotal, no os-release, conflicting evidence.
+#  4. bad input: unknown --stack, --ttm-limit above the headroom check wants, no os-release,
+#     conflicting evidence.
 # Usage: fix.sh HALO-DOCTOR TESTS-DIR. HALO_UPDATE_GOLDEN=1 rewrites the golden scripts.
 set -u
 bin=$(realpath "$1")
@@ -23,13 +25,24 @@ bad() {
 }
 ok() { echo "ok $*"; }
 
-# The doubles: one directory first on PATH with every tool name linked to double.sh.
+# The chroot double, first on PATH (the scripts run boot tools as `chroot ROOT TOOL`).
 doubles=$work/bin
 mkdir -p "$doubles"
-for t in grubby rpm-ostree kernelstub update-grub grub-mkconfig kernel-install dracut \
-  update-initramfs mkinitcpio usermod udevadm sysctl; do
-  ln -s "$tests/fix/doubles/double.sh" "$doubles/$t"
-done
+ln -s "$tests/fix/doubles/double.sh" "$doubles/chroot"
+# install_doubles ROOT [TOOL...]: every boot tool the root has (the fixtures' placeholders)
+# becomes the recording double, and the named TOOLs are added in /usr/sbin.
+install_doubles() {
+  local r=$1 d t
+  shift
+  for d in usr/local/sbin usr/local/bin usr/sbin usr/bin sbin bin; do
+    for t in grubby rpm-ostree kernelstub update-grub grub-mkconfig grub2-mkconfig kernel-install \
+      dracut update-initramfs mkinitcpio usermod; do
+      [ -e "$r/$d/$t" ] && ln -sf "$tests/fix/doubles/double.sh" "$r/$d/$t"
+    done
+  done
+  mkdir -p "$r/usr/sbin"
+  for t in "$@"; do ln -sf "$tests/fix/doubles/double.sh" "$r/usr/sbin/$t"; done
+}
 
 if ! command -v shellcheck >/dev/null; then
   bad "shellcheck is not installed (apt-get install shellcheck)"
@@ -42,6 +55,7 @@ normalize() { sed -E 's/halo-doctor [0-9]+\.[0-9]+\.[0-9]+(-[A-Za-z0-9.]+)?/halo
 cases="grubby|stack-grubby|
 grub-debian|stack-grub-debian|
 grub-arch|stack-grub-arch|
+grub-suse|stack-grub-suse|
 rpm-ostree|stack-rpm-ostree|
 kernelstub|stack-kernelstub|
 systemd-boot|stack-systemd-boot|
@@ -78,123 +92,174 @@ while IFS='|' read -r name fixture extra; do
   fi
 done <<<"$cases"
 
-# --- 2. run the scripts for real against a temporary root --------------------------------------
+# --- 2. run the scripts against a temporary root ----------------------------------------------
 # snapshot DIR: every file with its checksum (the doubles' log and state excluded).
 snapshot() { (cd "$1" && find . -path ./.doubles -prune -o -type f -print0 | sort -z | xargs -0 md5sum); }
-# mutating LOG: the calls that change something (the reads grubby --info=ALL / rpm-ostree kargs don't).
-mutating() { grep -v -E '^(grubby --info=ALL|rpm-ostree kargs)$' "$1" 2>/dev/null || true; }
+# mutating LOG: the calls that change something (the reads grubby --info=ALL, rpm-ostree kargs and
+# rpm-ostree initramfs-etc without arguments don't).
+mutating() { grep -v -E '^(grubby --info=ALL|rpm-ostree kargs|rpm-ostree initramfs-etc)$' "$1" 2>/dev/null || true; }
+run_env() { # ROOT LABEL SCRIPT ARGS...
+  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$1" HALO_FIX_ALLOW_NON_ROOT=1 \
+    HALO_DOUBLE_LOG="$1/.doubles/$2.log" HALO_DOUBLE_STATE="$1/.doubles" \
+    bash "$3" "${@:4}" >"$1/.doubles/$2.out" 2>&1
+}
 
-# run_stack NAME FIXTURE SEED: copies the fixture, seeds the doubles' state, runs the script
-# twice and with --dry-run on a fresh copy; leaves the root in $work/NAME-root.
+# run_stack NAME FIXTURE SEED [FAIL-ONCE-TOOL]: copies the fixture, seeds the doubles' state, runs
+# the script with --dry-run on one copy and for real twice on another (three times when a tool is
+# made to fail once: the first run must fail, the second finish the job, the third change nothing).
 run_stack() {
-  local name=$1 fixture=$2 seed=$3 r=$work/$1-root
+  local name=$1 fixture=$2 seed=$3 failing=${4:-} r=$work/$1-root
   rm -rf "$r" "$r-dry"
   cp -a "$fixtures/$fixture" "$r"
   cp -a "$fixtures/$fixture" "$r-dry"
   for d in "$r" "$r-dry"; do
     mkdir -p "$d/.doubles"
     printf '%s\n' "$seed" >"$d/.doubles/args.txt"
+    install_doubles "$d" usermod
   done
   "$bin" fix --root "$fixtures/$fixture" --no-runtime -o "$work/$name-fix.sh" 2>/dev/null ||
     bad "$name: fix failed"
-  run_env() {
-    env PATH="$doubles:$PATH" HALO_FIX_ROOT="$1" HALO_FIX_ALLOW_NON_ROOT=1 \
-      HALO_DOUBLE_LOG="$1/.doubles/$2.log" HALO_DOUBLE_STATE="$1/.doubles" \
-      bash "$work/$name-fix.sh" "${@:3}" >"$1/.doubles/$2.out" 2>&1
-  }
   local before after
   before=$(snapshot "$r-dry")
-  run_env "$r-dry" dry --dry-run || bad "$name: --dry-run exited $?"
+  run_env "$r-dry" dry "$work/$name-fix.sh" --dry-run || bad "$name: --dry-run exited $?"
   after=$(snapshot "$r-dry")
   [ "$before" = "$after" ] || bad "$name: --dry-run changed files"
   [ -z "$(mutating "$r-dry/.doubles/dry.log")" ] ||
     bad "$name: --dry-run called $(mutating "$r-dry/.doubles/dry.log" | head -1)"
   grep -q 'dry run: nothing was changed' "$r-dry/.doubles/dry.out" || bad "$name: --dry-run message"
-  run_env "$r" first || {
+  grep -q '^+++ .*(new)$' "$r-dry/.doubles/dry.out" || bad "$name: --dry-run shows no diff"
+  if [ -n "$failing" ]; then
+    touch "$r/.doubles/fail-once-$failing"
+    if run_env "$r" failed "$work/$name-fix.sh"; then bad "$name: the run where $failing failed exited 0"; fi
+  fi
+  run_env "$r" first "$work/$name-fix.sh" || {
     bad "$name: first run exited $?"
     cat "$r/.doubles/first.out"
   }
   before=$(snapshot "$r")
-  run_env "$r" second || bad "$name: second run exited $?"
+  run_env "$r" second "$work/$name-fix.sh" || bad "$name: second run exited $?"
   after=$(snapshot "$r")
   [ "$before" = "$after" ] || bad "$name: second run changed files"
   [ -z "$(mutating "$r/.doubles/second.log")" ] ||
     bad "$name: second run called: $(mutating "$r/.doubles/second.log" | tr '\n' ';')"
   grep -q 'nothing to change' "$r/.doubles/second.out" || bad "$name: second run message"
-  ok "ran $name: dry run, first run, idempotent second run"
+  ok "ran $name: dry run, first run${failing:+ after $failing failed once}, idempotent second run"
 }
 
-# expect_call NAME LINE: the first run called exactly LINE.
+# expect_call NAME LINE [LOG]: the run (default: first) called exactly LINE.
 expect_call() {
-  grep -qxF -- "$2" "$work/$1-root/.doubles/first.log" || {
+  grep -qxF -- "$2" "$work/$1-root/.doubles/${3:-first}.log" || {
     bad "$1: expected call '$2'; calls were:"
-    sed 's/^/    /' "$work/$1-root/.doubles/first.log"
+    sed 's/^/    /' "$work/$1-root/.doubles/${3:-first}.log"
   }
+}
+expect_no_call() { # NAME REGEX [LOG]
+  if grep -qE -- "$2" "$work/$1-root/.doubles/${3:-first}.log"; then bad "$1: unexpected call matching '$2'"; fi
 }
 expect_file() { # NAME PATH EXPECTED-LINE
   grep -qxF -- "$3" "$work/$1-root$2" 2>/dev/null || bad "$1: $2 lacks '$3'"
 }
+expect_out() { # NAME TEXT [OUT]
+  grep -qF -- "$2" "$work/$1-root/.doubles/${3:-first}.out" || bad "$1: output lacks '$2'"
+}
 
 P=31719424
 MOD="options ttm page_pool_size=$P pages_limit=$P"
+ARGS="ttm.page_pool_size=$P ttm.pages_limit=$P"
 
-run_stack grubby stack-grubby "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet rhgb"
+# grubby, with a wrong value and a duplicate already on the command line; dracut fails once.
+run_stack grubby stack-grubby "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet ttm.pages_limit=4096 rhgb ttm.pages_limit=8192" dracut
 expect_file grubby /etc/modprobe.d/halo-doctor-ttm.conf "$MOD"
-expect_call grubby "grubby --update-kernel=ALL --args=ttm.page_pool_size=$P"
-expect_call grubby "grubby --update-kernel=ALL --args=ttm.pages_limit=$P"
+expect_call grubby "grubby --update-kernel=ALL --remove-args=ttm.pages_limit=4096" failed
+expect_call grubby "grubby --update-kernel=ALL --args=ttm.pages_limit=$P" failed
+expect_call grubby "dracut --regenerate-all --force" failed
+expect_no_call grubby '^grubby --update-kernel' first
 expect_call grubby "dracut --regenerate-all --force"
 grep -qxF "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet rhgb ttm.page_pool_size=$P ttm.pages_limit=$P" \
   "$work/grubby-root/.doubles/args.txt" || bad "grubby: kernel arguments $(cat "$work/grubby-root/.doubles/args.txt")"
 
-run_stack grub-debian stack-grub-debian ""
+# grub-debian: update-grub fails once; the rerun regenerates grub.cfg although the drop-in is
+# already written (the state the next boot uses, not what this run changed).
+run_stack grub-debian stack-grub-debian "" update-grub
 expect_file grub-debian /etc/default/grub.d/90-halo-doctor.cfg "# END halo-doctor"
 expect_call grub-debian "update-grub"
 expect_call grub-debian "update-initramfs -u -k all"
-grep -qxF "|quiet splash ttm.page_pool_size=$P ttm.pages_limit=$P" "$work/grub-debian-root/.doubles/grub-cmdline.txt" ||
-  bad "grub-debian: GRUB would generate $(cat "$work/grub-debian-root/.doubles/grub-cmdline.txt")"
+expect_out grub-debian "unchanged: $work/grub-debian-root/etc/default/grub.d/90-halo-doctor.cfg"
+expect_out grub-debian "checked: every kernel entry in /boot/grub/grub.cfg has the arguments"
+grep -qF "quiet splash $ARGS" "$work/grub-debian-root/boot/grub/grub.cfg" ||
+  bad "grub-debian: grub.cfg: $(cat "$work/grub-debian-root/boot/grub/grub.cfg")"
 
 run_stack grub-arch stack-grub-arch ""
 expect_file grub-arch /etc/default/grub 'GRUB_CMDLINE_LINUX_DEFAULT="loglevel=3 quiet"'
 expect_file grub-arch /etc/default/grub "# END halo-doctor"
 expect_file grub-arch /etc/default/grub.halo-doctor.bak 'GRUB_CMDLINE_LINUX_DEFAULT="loglevel=3 quiet"'
-expect_call grub-arch "grub-mkconfig -o $work/grub-arch-root/boot/grub/grub.cfg"
+expect_call grub-arch "grub-mkconfig -o /boot/grub/grub.cfg"
 expect_call grub-arch "mkinitcpio -P"
-grep -qxF "|loglevel=3 quiet ttm.page_pool_size=$P ttm.pages_limit=$P" "$work/grub-arch-root/.doubles/grub-cmdline.txt" ||
-  bad "grub-arch: GRUB would generate $(cat "$work/grub-arch-root/.doubles/grub-cmdline.txt")"
+grep -qF "loglevel=3 quiet $ARGS" "$work/grub-arch-root/boot/grub/grub.cfg" ||
+  bad "grub-arch: grub.cfg: $(cat "$work/grub-arch-root/boot/grub/grub.cfg")"
+
+# openSUSE: only grub2-mkconfig and /boot/grub2 (no grub-mkconfig, no grub.d drop-ins).
+run_stack grub-suse stack-grub-suse ""
+expect_call grub-suse "grub2-mkconfig -o /boot/grub2/grub.cfg"
+expect_call grub-suse "dracut --regenerate-all --force"
+grep -qF "splash=silent quiet $ARGS" "$work/grub-suse-root/boot/grub2/grub.cfg" ||
+  bad "grub-suse: grub2/grub.cfg: $(cat "$work/grub-suse-root/boot/grub2/grub.cfg")"
 
 run_stack rpm-ostree stack-rpm-ostree "root=UUID=x ro rhgb ttm.pages_limit=16393924"
 expect_call rpm-ostree "rpm-ostree kargs --append-if-missing=ttm.page_pool_size=$P --replace=ttm.pages_limit=$P"
-expect_call rpm-ostree "rpm-ostree initramfs-etc --track=$work/rpm-ostree-root/etc/modprobe.d/halo-doctor-ttm.conf"
+expect_call rpm-ostree "rpm-ostree initramfs-etc --track=/etc/modprobe.d/halo-doctor-ttm.conf"
 
+# kernelstub: the options are written back whole with -o, in their order (its -d reorders).
 run_stack kernelstub stack-kernelstub ""
-expect_call kernelstub "kernelstub -a ttm.page_pool_size=$P"
-expect_call kernelstub "kernelstub -a ttm.pages_limit=$P"
+expect_call kernelstub "kernelstub -o quiet\\ splash\\ amdgpu.gttsize=122880\\ ${ARGS// /\\ }"
 expect_call kernelstub "update-initramfs -u -k all"
 grep -q "\"amdgpu.gttsize=122880\"" "$work/kernelstub-root/etc/kernelstub/configuration" ||
   bad "kernelstub: an argument it was not asked to change was dropped"
 
+# systemd-boot: /etc/kernel/cmdline for kernels installed next, and every existing entry (the one
+# kernel-install wrote and the hand-written one with two options lines).
 run_stack systemd-boot stack-systemd-boot ""
 expect_file systemd-boot /etc/kernel/cmdline \
-  "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES ttm.page_pool_size=$P ttm.pages_limit=$P"
-expect_call systemd-boot "kernel-install add 6.17.4-arch1-1 $work/systemd-boot-root/usr/lib/modules/6.17.4-arch1-1/vmlinuz"
+  "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES $ARGS"
+expect_file systemd-boot /efi/loader/entries/0b9a7c1e-6.17.4-arch1-1.conf \
+  "options root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES $ARGS"
+expect_file systemd-boot /efi/loader/entries/endeavouros-lts.conf \
+  "options root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES $ARGS"
+expect_file systemd-boot /efi/loader/entries/endeavouros-lts.conf "linux   /vmlinuz-linux-lts"
+[ "$(grep -c '^options' "$work/systemd-boot-root/efi/loader/entries/endeavouros-lts.conf")" = 1 ] ||
+  bad "systemd-boot: the hand-written entry keeps more than one options line"
+expect_out systemd-boot "changed entry: /efi/loader/entries/endeavouros-lts.conf"
 expect_call systemd-boot "dracut --regenerate-all --force"
+
+# A half-fixed machine: the grub-debian drop-in is in place but grub.cfg was never regenerated
+# and the initramfs predates the modprobe.d file.
+half=$work/half-root
+cp -a "$work/grub-debian-root" "$half"
+rm -rf "$half/.doubles"
+mkdir -p "$half/.doubles"
+printf "menuentry 'Linux' {\n\tlinux\t/boot/vmlinuz root=UUID=x ro quiet splash\n}\n" >"$half/boot/grub/grub.cfg"
+touch -d '2020-01-01' "$half/boot/initrd.img-6.17.0-19-generic"
+run_env "$half" first "$work/grub-debian-fix.sh" || bad "half-fixed: exited $?"
+grep -qxF "update-grub" "$half/.doubles/first.log" || bad "half-fixed: grub.cfg not regenerated"
+grep -qxF "update-initramfs -u -k all" "$half/.doubles/first.log" || bad "half-fixed: stale initramfs not rebuilt"
+ok "ran a half-fixed grub-debian machine: regenerated grub.cfg and the stale initramfs"
 
 # Removal, groups, udev, sysctl and iommu=pt through grub-debian on the foundation's fixtures.
 run_fixture_stack() { # NAME FIXTURE STACK
   local r=$work/$1-root
   rm -rf "$r"
   cp -a "$fixtures/$2" "$r"
-  mkdir -p "$r/.doubles"
+  mkdir -p "$r/.doubles" "$r/boot"
+  touch -d 2020-01-01 "$r/boot/initrd.img-6.17.0-19-generic"
+  install_doubles "$r" update-grub grub-mkconfig update-initramfs usermod grubby dracut
   "$bin" fix --root "$fixtures/$2" --no-runtime --stack "$3" -o "$work/$1-fix.sh" 2>/dev/null || bad "$1: fix failed"
-  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$r" HALO_DOUBLE_LOG="$r/.doubles/first.log" HALO_DOUBLE_STATE="$r/.doubles" \
-    bash "$work/$1-fix.sh" >"$r/.doubles/first.out" 2>&1 || bad "$1: run exited $?"
-  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$r" HALO_DOUBLE_LOG="$r/.doubles/second.log" HALO_DOUBLE_STATE="$r/.doubles" \
-    bash "$work/$1-fix.sh" >"$r/.doubles/second.out" 2>&1 || bad "$1: second run exited $?"
+  run_env "$r" first "$work/$1-fix.sh" || bad "$1: run exited $?: $(tail -3 "$r/.doubles/first.out")"
+  run_env "$r" second "$work/$1-fix.sh" || bad "$1: second run exited $?"
   [ -z "$(mutating "$r/.doubles/second.log")" ] || bad "$1: second run called $(mutating "$r/.doubles/second.log" | head -1)"
 }
 run_fixture_stack kfd kfd-no-access grub-debian
 expect_call kfd 'usermod -aG render\,video imac'
-expect_call kfd "udevadm control --reload-rules"
+expect_out kfd "not applied to the running system (HALO_FIX_ROOT is set): udevadm control --reload-rules"
 expect_file kfd /etc/udev/rules.d/70-halo-doctor-gpu.rules 'SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="render", MODE="0660"'
 expect_file kfd /etc/group "render:x:992:imac"
 expect_file kfd /etc/group.halo-doctor.bak "render:x:992:"
@@ -202,7 +267,7 @@ ok "ran kfd-no-access: groups and udev"
 
 run_fixture_stack mi300x mi300x-numa-4021 grub-debian
 expect_file mi300x /etc/sysctl.d/90-halo-doctor.conf "kernel.numa_balancing = 0"
-expect_call mi300x "sysctl -p $work/mi300x-root/etc/sysctl.d/90-halo-doctor.conf"
+expect_out mi300x "not applied to the running system (HALO_FIX_ROOT is set): sysctl -p /etc/sysctl.d/90-halo-doctor.conf"
 printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=soft"\n' >"$work/grub-test"
 # shellcheck disable=SC1090,SC1091
 (
@@ -211,6 +276,19 @@ printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=soft"\n' >"$work/grub-test"
   [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet iommu=pt" ]
 ) || bad "mi300x: the drop-in does not replace iommu=soft with iommu=pt"
 ok "ran mi300x-numa-4021: sysctl and iommu=pt"
+
+# The drop-in's filter does not expand patterns: foo=* stays foo=* even where a file matches it.
+mkdir -p "$work/globdir"
+touch "$work/globdir/foo=bar"
+printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet foo=* iommu=soft"\n' >"$work/grub-test"
+# shellcheck disable=SC1090,SC1091
+(
+  cd "$work/globdir" || exit 1
+  . "$work/grub-test"
+  . "$work/mi300x-root/etc/default/grub.d/90-halo-doctor.cfg"
+  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet foo=* iommu=pt" ]
+) || bad "grub drop-in: an argument foo=* was glob-expanded"
+ok "grub drop-in keeps foo=* as it is"
 
 run_fixture_stack typo gttsize-typo-5595 grub-debian
 printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet splash amdgpu.gtt_size=122880 vt.handoff=7"\nGRUB_CMDLINE_LINUX="amdgpu.gttsize=1"\n' >"$work/grub-test"
@@ -233,6 +311,11 @@ expect_file env /etc/profile.d/halo-doctor-rocm.sh "unset HSA_OVERRIDE_GFX_VERSI
 ) || bad "env: sourcing the env file does not unset HSA_OVERRIDE_GFX_VERSION"
 ok "ran strix-halo-fixed: env file"
 
+# The undo commands a run prints restore the original files.
+grep -q '^to undo this run' "$work/grub-arch-root/.doubles/first.out" || bad "grub-arch: no undo commands printed"
+grep -qF "mv -f -- $work/grub-arch-root/etc/default/grub.halo-doctor.bak $work/grub-arch-root/etc/default/grub" \
+  "$work/grub-arch-root/.doubles/first.out" || bad "grub-arch: the undo commands do not restore /etc/default/grub"
+
 # The non-root refusal (honest check: no test override, a real unprivileged user).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   cp "$work/grubby-fix.sh" "$work/refuse.sh"
@@ -251,6 +334,7 @@ fi
 e2e=$work/e2e-root
 cp -a "$fixtures/strix-halo-default-ttm" "$e2e"
 mkdir -p "$e2e/.doubles"
+install_doubles "$e2e" grubby dracut
 "$bin" fix --root "$e2e" --no-runtime --stack grubby -o "$work/e2e.sh" 2>/dev/null || bad "e2e: fix failed"
 env PATH="$doubles:$PATH" HALO_FIX_ROOT="$e2e" HALO_DOUBLE_LOG="$e2e/.doubles/log" HALO_DOUBLE_STATE="$e2e/.doubles" \
   bash "$work/e2e.sh" >/dev/null 2>&1 || bad "e2e: the script failed"

@@ -2,6 +2,7 @@
 // the rendered script's shape per stack. The scripts are run for real in tests/cli/fix.sh.
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
+#include <halo/units.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -85,16 +86,18 @@ TEST_CASE("fix merge: values that are unsafe in a script are refused", "[fix]") 
                   InputError);
 }
 
-TEST_CASE("fix --ttm-limit: GiB x 262144 pages, bounded by MemTotal - 1 GiB", "[fix]") {
+TEST_CASE("fix --ttm-limit: GiB x 262144 pages, bounded by MemTotal - 2 GiB as check judges",
+          "[fix]") {
   Plan p = merge_fixes({failing("ttm-limit-low", ttm_fix(31719424))});
-  const std::int64_t mem = 131151392LL * 1024; // MemTotal 125.07 GiB
+  // MemTotal 125.07 GiB; ttm.max_limit_bytes = MemTotal - 2 GiB = 123.07 GiB.
+  const std::int64_t mem = 131151392LL * 1024 - halo::units::kTtmOsHeadroomBytes;
   apply_ttm_limit(p, 120, mem, "ttm");
   for (const auto& [k, v] : p.kargs_set)
     CHECK(v == "31457280");
   for (const auto& [k, v] : p.modprobe[0].options)
     CHECK(v == "31457280");
-  CHECK_THROWS_AS(apply_ttm_limit(p, 125, mem, "ttm"), InputError);
-  CHECK_NOTHROW(apply_ttm_limit(p, 124, mem, "ttm"));
+  CHECK_THROWS_AS(apply_ttm_limit(p, 124, mem, "ttm"), InputError); // leaves 1.07 GiB
+  CHECK_NOTHROW(apply_ttm_limit(p, 123, mem, "ttm"));                 // leaves 2.07 GiB
   CHECK_THROWS_AS(apply_ttm_limit(p, 0, mem, "ttm"), InputError);
 
   Plan empty;

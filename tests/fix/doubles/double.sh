@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # A recording double for the boot tools a `halo-doctor fix` script calls (grubby, rpm-ostree,
-# kernelstub, update-grub, grub-mkconfig, kernel-install, dracut, update-initramfs, mkinitcpio,
-# usermod, udevadm, sysctl). tests/cli/fix.sh links each tool name to this file in a directory put
-# first on PATH. Every call is appended to $HALO_DOUBLE_LOG as "NAME ARG..." (args %q-quoted).
+# kernelstub, update-grub, grub-mkconfig, grub2-mkconfig, kernel-install, dracut,
+# update-initramfs, mkinitcpio, usermod), for the stacks whose real tools Debian does not ship and
+# for fast per-stack checks; tests/cli/fix_real_tools.sh runs Debian's real tools. tests/cli/fix.sh
+# links each tool a root has to this file inside that root, and puts a `chroot` double first on
+# PATH: the scripts run boot tools as `chroot ROOT TOOL ...` under HALO_FIX_ROOT, and the double
+# runs ROOT's TOOL (this file) with HALO_FIX_ROOT=ROOT instead of changing root (no privileges
+# needed). Every tool call is appended to $HALO_DOUBLE_LOG as "NAME ARG..." (args %q-quoted).
+# A file $HALO_DOUBLE_STATE/fail-once-NAME makes NAME fail once (exit 1, the file removed).
 # Tools with state keep it under $HALO_DOUBLE_STATE so a second run sees the first run's changes:
 #   grubby      args.txt: the arguments every kernel has (--info=ALL, --args, --remove-args)
 #   rpm-ostree  args.txt: the deployment's kargs (kargs, --replace, --append-if-missing, --delete-if-present)
@@ -12,6 +17,15 @@
 #               /etc/default/grub and (update-grub only) /etc/default/grub.d/*.cfg with /bin/sh
 set -euo pipefail
 name=$(basename -- "$0")
+if [ "$name" = chroot ]; then
+  croot=$1 cmd=$2
+  shift 2
+  for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+    if [ -x "$croot$d/$cmd" ]; then exec env HALO_FIX_ROOT="$croot" "$croot$d/$cmd" "$@"; fi
+  done
+  echo "chroot: failed to run command '$cmd': No such file or directory" >&2
+  exit 127
+fi
 {
   printf '%s' "$name"
   for a in "$@"; do printf ' %q' "$a"; done
@@ -20,6 +34,11 @@ name=$(basename -- "$0")
 state=${HALO_DOUBLE_STATE:?}
 root=${HALO_FIX_ROOT:-}
 mkdir -p "$state"
+if [ -e "$state/fail-once-$name" ]; then
+  rm -f "$state/fail-once-$name"
+  echo "$name: failing once (test double)" >&2
+  exit 1
+fi
 
 # set_arg FILE KEY=VALUE: replaces KEY's tokens in FILE's one line, or appends.
 set_arg() {
@@ -59,6 +78,14 @@ case $name in
     ;;
   rpm-ostree)
     touch "$state/args.txt"
+    touch "$state/tracked.txt"
+    if [ "${1:-}" = initramfs-etc ]; then
+      shift
+      [ $# -gt 0 ] || cat "$state/tracked.txt"
+      for a in "$@"; do
+        case $a in --track=*) printf '%s\n' "${a#--track=}" >>"$state/tracked.txt" ;; esac
+      done
+    fi
     if [ "${1:-}" = kargs ]; then
       shift
       [ $# -gt 0 ] || cat "$state/args.txt"
@@ -78,6 +105,7 @@ case $name in
     case ${1:-} in
       -a) set_arg "$state/ks.txt" "$2" ;;
       -d) del_arg "$state/ks.txt" "$2" ;;
+      -o) printf '%s\n' "$2" >"$state/ks.txt" ;; # the whole list, in the order given
     esac
     read -r -a words <"$state/ks.txt" || true
     list=""
@@ -94,14 +122,29 @@ case $name in
       cat "$state/group.tmp" >"$root/etc/group"
     done
     ;;
-  update-grub | grub-mkconfig)
+  update-grub | grub-mkconfig | grub2-mkconfig)
+    # Debian's grub-mkconfig (update-grub is grub-mkconfig -o /boot/grub/grub.cfg) sources
+    # /etc/default/grub and then /etc/default/grub.d/*.cfg; upstream's (grub2-mkconfig here) only
+    # the first. 10_linux writes GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT into each entry.
     files="$root/etc/default/grub"
-    if [ "$name" = update-grub ]; then
+    cfg=/boot/grub/grub.cfg
+    if [ "$name" != grub2-mkconfig ]; then
       for f in "$root"/etc/default/grub.d/*.cfg; do [ -e "$f" ] && files="$files $f"; done
     fi
+    [ "${1:-}" != -o ] || cfg=$2
     # shellcheck disable=SC2016
     sh -c 'for f in $1; do [ ! -e "$f" ] || . "$f"; done; printf "%s|%s\n" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT"' sh "$files" \
       >"$state/grub-cmdline.txt"
+    IFS='|' read -r cl cld <"$state/grub-cmdline.txt" || true
+    mkdir -p "$(dirname -- "$root$cfg")"
+    printf "menuentry 'Linux' {\n\tlinux\t/boot/vmlinuz root=UUID=x ro %s %s\n}\n" "$cl" "$cld" >"$root$cfg"
+    ;;
+  update-initramfs | dracut | mkinitcpio)
+    # Each rebuilds every image it owns (update-initramfs -u -k all, dracut --regenerate-all,
+    # mkinitcpio -P): the images get a new modification time.
+    for img in "$root"/boot/initrd.img-* "$root"/boot/initramfs-*.img "$root"/boot/initrd-*; do
+      [ -f "$img" ] && touch -- "$img"
+    done
     ;;
 esac
 exit 0

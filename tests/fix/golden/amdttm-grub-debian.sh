@@ -5,21 +5,29 @@
 #   evidence: --stack grub-debian
 #
 # Usage: sudo bash THIS-SCRIPT [--dry-run]
-#   --dry-run  print every command and file it would write, change nothing (no root needed)
-# Running it twice is safe: the second run changes nothing. Files are backed up to
-# FILE.halo-doctor.bak before their first edit. Afterwards: reboot, then halo-doctor check.
-# HALO_FIX_ROOT=DIR puts every path this script reads or writes, in files and in command
-# arguments, under DIR (default: the live system); HALO_FIX_ALLOW_NON_ROOT=1 (test-only)
-# lets it run without root when HALO_FIX_ROOT is set.
+#   --dry-run  print every command and every file change (as a diff), change nothing (no root
+#              needed)
+# Each step checks the state it needs (the generated boot configuration, the loader entries,
+# the initramfs), so running it again after a failed tool finishes the job, and a run on a
+# configured machine changes nothing. Files are backed up to FILE.halo-doctor.bak before
+# their first edit; the end of a run prints the commands that undo it. Afterwards: reboot,
+# then halo-doctor check.
+# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are edited
+# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the running host.
 #
 # Rules covered: ttm-limit-low, ttm-wrong-module
 # Not done by this script (needs a person):
 #   [gfx1151-kernel-min] install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
 #   [gfx1151-kernel-min] reboot into it
 #   [ttm-wrong-module] remove the settings on the unused module: amdttm.pages_limit (kernel command line), amdttm.page_pool_size (kernel command line)
+
+# The part every generated fix script starts with (after its header): options, the root, and the
+# helpers the steps use. Each step checks the state it needs on the system being fixed, never what
+# this run did, so a run after a failed tool call finishes the job and a second run is a no-op.
 set -euo pipefail
 
 ROOT=${HALO_FIX_ROOT:-}
+ROOT=${ROOT%/}
 DRY_RUN=0
 for arg in "$@"; do
   case $arg in
@@ -45,6 +53,7 @@ fi
 CHANGED=0
 WROTE=0
 FILES_CHANGED=0
+UNDO=()
 
 say() { printf '%s\n' "$*"; }
 
@@ -56,13 +65,53 @@ run() {
   if [ "$DRY_RUN" -eq 0 ]; then "$@"; fi
 }
 
-# backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept).
+# have TOOL: TOOL is installed on the system being fixed (under HALO_FIX_ROOT when it is set).
+have() {
+  local d
+  for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+    [ -x "${ROOT}$d/$1" ] && [ ! -d "${ROOT}$d/$1" ] && return 0
+  done
+  return 1
+}
+
+# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed. With
+# HALO_FIX_ROOT it runs inside that root through chroot(8), so it acts on the root and never on
+# the running host; paths in ARGS are paths on the fixed system, not prefixed with the root.
+tool() {
+  if [ -n "$ROOT" ]; then run chroot "$ROOT" "$@"; else run "$@"; fi
+}
+
+# query TOOL ARGS...: like tool, for a tool call that only reads state, so --dry-run runs it too.
+query() {
+  if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi
+}
+
+# live TOOL ARGS...: a change to the running kernel or a running daemon (sysctl -p, udevadm).
+# With HALO_FIX_ROOT the root is not the running system: the setting applies when it boots.
+# A failure is a note, not the end of the script (udevd is absent in containers and chroots).
+live() {
+  if [ -n "$ROOT" ]; then
+    say "not applied to the running system (HALO_FIX_ROOT is set): $*"
+    return 0
+  fi
+  if ! run "$@"; then say "note: '$*' failed; the setting applies at the next boot"; fi
+}
+
+# backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept)
+# and records how to undo the edit.
 backup() {
-  if [ -e "$1" ] && [ ! -e "$1.halo-doctor.bak" ]; then run cp -p -- "$1" "$1.halo-doctor.bak"; fi
+  if [ -e "$1" ] && [ ! -e "$1.halo-doctor.bak" ]; then
+    run cp -p -- "$1" "$1.halo-doctor.bak"
+    UNDO+=("mv -f -- $(printf '%q' "$1.halo-doctor.bak") $(printf '%q' "$1")")
+  elif [ ! -e "$1" ]; then
+    UNDO+=("rm -f -- $(printf '%q' "$1")")
+  fi
 }
 
 # put_file FILE CONTENT: makes FILE hold CONTENT and a final newline. Leaves it alone when it
-# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file.
+# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file, and
+# prints the change as a diff.
+# shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
   WROTE=0
@@ -70,12 +119,20 @@ put_file() {
     say "unchanged: $file"
     return 0
   fi
+  if [ -e "$file" ] && [ ! -f "$file" ]; then
+    echo "halo-doctor fix: $file exists and is not a regular file; not touched" >&2
+    exit 1
+  fi
   WROTE=1
   CHANGED=1
-  FILES_CHANGED=$((FILES_CHANGED + WROTE))
+  FILES_CHANGED=$((FILES_CHANGED + 1))
+  if [ -f "$file" ]; then
+    diff -u --label "$file" --label "$file (new)" -- "$file" - <<<"$content" || true
+  else
+    diff -u --label /dev/null --label "$file (new)" /dev/null - <<<"$content" || true
+  fi
   if [ "$DRY_RUN" -eq 1 ]; then
-    say "would write $file:"
-    printf '%s\n' "$content" | sed 's/^/    /'
+    say "would write $file"
     return 0
   fi
   mkdir -p -- "$(dirname -- "$file")"
@@ -95,6 +152,7 @@ has_token() {
 }
 
 # tokens_of LINE KEY: prints the arguments in LINE named KEY (KEY or KEY=VALUE), one a line.
+# read -a splits without pathname expansion, so an argument such as foo=* stays as it is.
 tokens_of() {
   local -a words
   local w
@@ -104,32 +162,79 @@ tokens_of() {
   done
 }
 
+# args_hold LINE: LINE carries every KARGS_SET argument with exactly the wanted value (once) and
+# no argument named in KARGS_REMOVE.
+args_hold() {
+  local kv
+  for kv in "${KARGS_SET[@]}"; do
+    [ "$(tokens_of "$1" "${kv%%=*}")" = "$kv" ] || return 1
+  done
+  for kv in "${KARGS_REMOVE[@]}"; do
+    [ -z "$(tokens_of "$1" "$kv")" ] || return 1
+  done
+  return 0
+}
+
+# edit_args LINE: prints LINE with the KARGS_SET keys replaced in place (the first occurrence
+# keeps its position, later ones are dropped), new ones appended, KARGS_REMOVE keys dropped, and
+# every other argument left in its order.
+edit_args() {
+  local -a words out
+  local w kv key done_keys=" " drop
+  read -r -a words <<<"$1"
+  out=()
+  for w in "${words[@]}"; do
+    drop=0
+    for key in "${KARGS_REMOVE[@]}"; do
+      case $w in "$key" | "$key"=*) drop=1 ;; esac
+    done
+    for kv in "${KARGS_SET[@]}"; do
+      key=${kv%%=*}
+      case $w in
+        "$key" | "$key"=*)
+          drop=1
+          case $done_keys in *" $key "*) ;; *)
+            out+=("$kv")
+            done_keys="$done_keys$key "
+            ;;
+          esac
+          ;;
+      esac
+    done
+    [ "$drop" -eq 1 ] || out+=("$w")
+  done
+  for kv in "${KARGS_SET[@]}"; do
+    case $done_keys in *" ${kv%%=*} "*) ;; *) out+=("$kv") ;; esac
+  done
+  printf '%s' "${out[*]}"
+}
+
+KARGS_SET=( 'ttm.page_pool_size=31457280' 'ttm.pages_limit=31457280' )
+KARGS_REMOVE=( )
+
 # ---------------------------------------------------------------------------
 # Step 1: TTM options in /etc/modprobe.d
 # Rules: ttm-limit-low, ttm-wrong-module
 # modprobe reads /etc/modprobe.d when TTM and amdgpu load; both load from the initramfs,
-# so the initramfs is rebuilt in the next step.
+# so the initramfs is rebuilt in a later step when it is older than this file.
 say '== step 1: TTM options in /etc/modprobe.d'
-MODPROBE_WROTE=0
 put_file "${ROOT}/etc/modprobe.d/halo-doctor-ttm.conf" '# Written by halo-doctor fix (rules: ttm-limit-low, ttm-wrong-module).
 # Pages are 4 KiB: GiB x 262144.
 options ttm page_pool_size=31457280 pages_limit=31457280'
-MODPROBE_WROTE=$((MODPROBE_WROTE + WROTE))
 
 # ---------------------------------------------------------------------------
 # Step 2: kernel command line
 # Rules: ttm-limit-low, ttm-wrong-module
 # Set: ttm.page_pool_size=31457280 ttm.pages_limit=31457280
-# Through grub-debian; arguments not named here are left as they are.
+# Through grub-debian; arguments not named here are left as they are, in their order.
 say '== step 2: kernel command line'
-# Debian's grub-mkconfig sources /etc/default/grub.d/*.cfg after /etc/default/grub, so the
-# drop-in below filters the old values out and appends the new ones; later drop-ins win.
-GRUB_DROPIN="${ROOT}/etc/default/grub.d/90-halo-doctor.cfg"
+GRUB_FLAVOUR='debian'
 GRUB_BLOCK=$(
   cat <<'HALO_EOF'
 # BEGIN halo-doctor (written by halo-doctor fix; rules: ttm-limit-low, ttm-wrong-module)
 # Drops ttm.page_pool_size, ttm.pages_limit from the command line and appends the values below.
 halo_filter() {
+  set -f
   halo_out=
   for halo_a in $1; do
     case $halo_a in
@@ -147,20 +252,144 @@ unset halo_out halo_a halo_d
 # END halo-doctor
 HALO_EOF
 )
-put_file "$GRUB_DROPIN" "$GRUB_BLOCK"
-if [ "$WROTE" -eq 1 ]; then run update-grub; fi
+# GRUB (set before: GRUB_FLAVOUR=debian|plain, GRUB_BLOCK, KARGS_SET, KARGS_REMOVE).
+# debian: Debian's and Ubuntu's grub-mkconfig source /etc/default/grub.d/*.cfg after
+#   /etc/default/grub (a Debian patch; upstream GRUB 2.06 reads /etc/default/grub only), so a
+#   drop-in filters the old values out and appends the new ones; update-grub regenerates.
+# plain: Arch, openSUSE and other upstream GRUBs: the same block between markers at the end of
+#   /etc/default/grub (a later run replaces it); grub-mkconfig or grub2-mkconfig regenerates.
+# Which generator and output file this system has is decided by what is installed: update-grub
+# (/boot/grub/grub.cfg), grub2-mkconfig (openSUSE, Fedora: /boot/grub2/grub.cfg) or
+# grub-mkconfig (/boot/grub/grub.cfg) (grub-mkconfig(8), GRUB 2.06).
+if have update-grub && [ "$GRUB_FLAVOUR" = debian ]; then
+  GRUB_CFG=/boot/grub/grub.cfg
+  GRUB_GEN=(update-grub)
+elif have grub2-mkconfig; then
+  GRUB_CFG=/boot/grub2/grub.cfg
+  GRUB_GEN=(grub2-mkconfig -o "$GRUB_CFG")
+elif have grub-mkconfig; then
+  GRUB_CFG=/boot/grub/grub.cfg
+  [ -d "${ROOT}/boot/grub" ] || [ ! -d "${ROOT}/boot/grub2" ] || GRUB_CFG=/boot/grub2/grub.cfg
+  GRUB_GEN=(grub-mkconfig -o "$GRUB_CFG")
+else
+  echo "halo-doctor fix: no GRUB configuration generator (update-grub, grub-mkconfig, grub2-mkconfig) is installed; is this machine booted by GRUB? (see halo-doctor fix --stack)" >&2
+  exit 1
+fi
+
+if [ "$GRUB_FLAVOUR" = debian ]; then
+  GRUB_FILE="${ROOT}/etc/default/grub.d/90-halo-doctor.cfg"
+  GRUB_NEW=$GRUB_BLOCK
+else
+  GRUB_FILE="${ROOT}/etc/default/grub"
+  if [ ! -f "$GRUB_FILE" ]; then
+    echo "halo-doctor fix: $GRUB_FILE does not exist; is this machine booted by GRUB? (see --stack)" >&2
+    exit 1
+  fi
+  GRUB_NEW="$(sed '/^# BEGIN halo-doctor/,/^# END halo-doctor/d' "$GRUB_FILE")
+$GRUB_BLOCK"
+fi
+put_file "$GRUB_FILE" "$GRUB_NEW"
+
+# grub_cfg_holds: every kernel entry (linux/linuxefi/linux16 line) of the generated configuration
+# carries the wanted arguments and none of the removed ones. GRUB's 10_linux writes
+# GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT into each entry, so this is the state the
+# next boot uses; /etc/default/grub alone is not.
+grub_cfg_holds() {
+  local cfg="${ROOT}$GRUB_CFG" line n=0
+  [ -f "$cfg" ] || return 1
+  while IFS= read -r line; do
+    n=$((n + 1))
+    args_hold "$line" || return 1
+  done < <(grep -E '^[[:space:]]*linux(efi|16)?[[:space:]]' "$cfg" || true)
+  [ "$n" -gt 0 ]
+}
+
+if grub_cfg_holds; then
+  say "every kernel entry in $GRUB_CFG already has the arguments"
+else
+  tool "${GRUB_GEN[@]}"
+  CHANGED=1
+  UNDO+=("$(printf '%q ' "${GRUB_GEN[@]}")")
+  if [ "$DRY_RUN" -eq 0 ]; then
+    if grub_cfg_holds; then
+      say "checked: every kernel entry in $GRUB_CFG has the arguments"
+    elif grep -q blscfg "${ROOT}$GRUB_CFG" 2>/dev/null; then
+      say "note: $GRUB_CFG reads Boot Loader Spec entries (blscfg); if they lack the arguments, use halo-doctor fix --stack grubby"
+    else
+      echo "halo-doctor fix: ${GRUB_GEN[*]} ran, but the kernel entries in $GRUB_CFG still lack the arguments; another file in /etc/default/grub.d may set GRUB_CMDLINE_LINUX_DEFAULT after ours" >&2
+      exit 1
+    fi
+  fi
+fi
 
 # ---------------------------------------------------------------------------
 # Step 3: rebuild the initramfs
 # Rules: ttm-limit-low, ttm-wrong-module
-# The initramfs carries its own copy of /etc/modprobe.d; it is rebuilt only when the
-# modprobe.d file changed in this run.
+# The initramfs carries its own copy of /etc/modprobe.d; it is rebuilt when an image is
+# older than the modprobe.d files it must carry.
 say '== step 3: rebuild the initramfs'
-if [ "${MODPROBE_WROTE:-0}" -gt 0 ]; then
-  run update-initramfs -u -k all
-  CHANGED=1
+INITRAMFS_TOOL='update-initramfs'
+INITRAMFS_CARRY=( '/etc/modprobe.d/halo-doctor-ttm.conf' )
+# The initramfs (set before: INITRAMFS_TOOL, INITRAMFS_CARRY: the modprobe.d files it must carry;
+# empty: every /etc/modprobe.d/*.conf). TTM and amdgpu load from the initramfs, which holds its
+# own copy of /etc/modprobe.d (initramfs-tools hook "modprobe.d"; dracut's kernel-modules module;
+# mkinitcpio's modconf hook), so an image older than a file it must carry still boots with the
+# old options. Images: /boot/initrd.img-VERSION (initramfs-tools, Debian's dracut),
+# /boot/initramfs-VERSION.img (dracut on Fedora/RHEL), /boot/initrd-VERSION (dracut on openSUSE),
+# /boot/initramfs-*.img (mkinitcpio).
+if [ "${#INITRAMFS_CARRY[@]}" -eq 0 ]; then
+  for f in "${ROOT}"/etc/modprobe.d/*.conf; do
+    [ -f "$f" ] && INITRAMFS_CARRY+=("${f#"$ROOT"}")
+  done
+fi
+if [ "$INITRAMFS_TOOL" = rpm-ostree ]; then
+  # rpm-ostree initramfs-etc copies tracked /etc files into the initramfs of the next deployment
+  # (rpm-ostree-initramfs-etc(1)); without arguments it lists the tracked files.
+  TRACKED=$(query rpm-ostree initramfs-etc 2>/dev/null || true)
+  OPS=()
+  for f in "${INITRAMFS_CARRY[@]}"; do
+    grep -qF -- "$f" <<<"$TRACKED" || OPS+=("--track=$f")
+  done
+  if [ "${#OPS[@]}" -gt 0 ]; then
+    tool rpm-ostree initramfs-etc "${OPS[@]}"
+    CHANGED=1
+  else
+    say "the initramfs already tracks: ${INITRAMFS_CARRY[*]}"
+  fi
 else
-  say "modprobe.d unchanged: the initramfs is not rebuilt"
+  STALE=()
+  IMAGES=0
+  for img in "${ROOT}"/boot/initrd.img-* "${ROOT}"/boot/initramfs-*.img "${ROOT}"/boot/initrd-*; do
+    [ -f "$img" ] || continue
+    IMAGES=$((IMAGES + 1))
+    for f in "${INITRAMFS_CARRY[@]}"; do
+      if [ -e "${ROOT}$f" ] && [ "${ROOT}$f" -nt "$img" ]; then
+        STALE+=("${img#"$ROOT"}")
+        break
+      fi
+    done
+  done
+  if [ "$IMAGES" -eq 0 ]; then
+    # Without an image the modules load from the root file system, which reads /etc/modprobe.d
+    # itself; an initramfs kept elsewhere (an ESP) is the boot tool's business.
+    say "note: no initramfs image in /boot; if this system boots one from elsewhere, rebuild it with $INITRAMFS_TOOL"
+  elif [ "${#STALE[@]}" -eq 0 ]; then
+    say "every initramfs image is newer than ${INITRAMFS_CARRY[*]:-/etc/modprobe.d}"
+  else
+    say "older than the modprobe.d files: ${STALE[*]}"
+    case $INITRAMFS_TOOL in
+      update-initramfs) INITRAMFS_CMD=(update-initramfs -u -k all) ;;
+      mkinitcpio) INITRAMFS_CMD=(mkinitcpio -P) ;;
+      *) INITRAMFS_CMD=(dracut --regenerate-all --force) ;;
+    esac
+    if ! have "${INITRAMFS_CMD[0]}"; then
+      echo "halo-doctor fix: ${INITRAMFS_CMD[0]} is not installed; rebuild the initramfs with your distribution's tool" >&2
+      exit 1
+    fi
+    tool "${INITRAMFS_CMD[@]}"
+    UNDO+=("$(printf '%q ' "${INITRAMFS_CMD[@]}")")
+    CHANGED=1
+  fi
 fi
 
 # ---------------------------------------------------------------------------
@@ -168,9 +397,14 @@ fi
 say 'needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later'
 say 'needs a person [gfx1151-kernel-min]: reboot into it'
 say 'needs a person [ttm-wrong-module]: remove the settings on the unused module: amdttm.pages_limit (kernel command line), amdttm.page_pool_size (kernel command line)'
+# The end of every fix script: what happened, how to undo it, what is left.
 if [ "$DRY_RUN" -eq 1 ]; then
   say "dry run: nothing was changed ($FILES_CHANGED file(s) would change)"
 elif [ "$CHANGED" -eq 0 ]; then
   say "nothing to change: this machine is already configured as above"
+fi
+if [ "${#UNDO[@]}" -gt 0 ] && [ "$DRY_RUN" -eq 0 ]; then
+  say "to undo this run, as root and in this order:"
+  for u in "${UNDO[@]}"; do say "  $u"; done
 fi
 say "next: reboot, then run: halo-doctor check"

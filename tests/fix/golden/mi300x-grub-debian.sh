@@ -5,17 +5,25 @@
 #   evidence: --stack grub-debian
 #
 # Usage: sudo bash THIS-SCRIPT [--dry-run]
-#   --dry-run  print every command and file it would write, change nothing (no root needed)
-# Running it twice is safe: the second run changes nothing. Files are backed up to
-# FILE.halo-doctor.bak before their first edit. Afterwards: reboot, then halo-doctor check.
-# HALO_FIX_ROOT=DIR puts every path this script reads or writes, in files and in command
-# arguments, under DIR (default: the live system); HALO_FIX_ALLOW_NON_ROOT=1 (test-only)
-# lets it run without root when HALO_FIX_ROOT is set.
+#   --dry-run  print every command and every file change (as a diff), change nothing (no root
+#              needed)
+# Each step checks the state it needs (the generated boot configuration, the loader entries,
+# the initramfs), so running it again after a failed tool finishes the job, and a run on a
+# configured machine changes nothing. Files are backed up to FILE.halo-doctor.bak before
+# their first edit; the end of a run prints the commands that undo it. Afterwards: reboot,
+# then halo-doctor check.
+# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are edited
+# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the running host.
 #
 # Rules covered: instinct-numa-balancing, instinct-iommu-pt
+
+# The part every generated fix script starts with (after its header): options, the root, and the
+# helpers the steps use. Each step checks the state it needs on the system being fixed, never what
+# this run did, so a run after a failed tool call finishes the job and a second run is a no-op.
 set -euo pipefail
 
 ROOT=${HALO_FIX_ROOT:-}
+ROOT=${ROOT%/}
 DRY_RUN=0
 for arg in "$@"; do
   case $arg in
@@ -41,6 +49,7 @@ fi
 CHANGED=0
 WROTE=0
 FILES_CHANGED=0
+UNDO=()
 
 say() { printf '%s\n' "$*"; }
 
@@ -52,13 +61,53 @@ run() {
   if [ "$DRY_RUN" -eq 0 ]; then "$@"; fi
 }
 
-# backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept).
+# have TOOL: TOOL is installed on the system being fixed (under HALO_FIX_ROOT when it is set).
+have() {
+  local d
+  for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+    [ -x "${ROOT}$d/$1" ] && [ ! -d "${ROOT}$d/$1" ] && return 0
+  done
+  return 1
+}
+
+# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed. With
+# HALO_FIX_ROOT it runs inside that root through chroot(8), so it acts on the root and never on
+# the running host; paths in ARGS are paths on the fixed system, not prefixed with the root.
+tool() {
+  if [ -n "$ROOT" ]; then run chroot "$ROOT" "$@"; else run "$@"; fi
+}
+
+# query TOOL ARGS...: like tool, for a tool call that only reads state, so --dry-run runs it too.
+query() {
+  if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi
+}
+
+# live TOOL ARGS...: a change to the running kernel or a running daemon (sysctl -p, udevadm).
+# With HALO_FIX_ROOT the root is not the running system: the setting applies when it boots.
+# A failure is a note, not the end of the script (udevd is absent in containers and chroots).
+live() {
+  if [ -n "$ROOT" ]; then
+    say "not applied to the running system (HALO_FIX_ROOT is set): $*"
+    return 0
+  fi
+  if ! run "$@"; then say "note: '$*' failed; the setting applies at the next boot"; fi
+}
+
+# backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept)
+# and records how to undo the edit.
 backup() {
-  if [ -e "$1" ] && [ ! -e "$1.halo-doctor.bak" ]; then run cp -p -- "$1" "$1.halo-doctor.bak"; fi
+  if [ -e "$1" ] && [ ! -e "$1.halo-doctor.bak" ]; then
+    run cp -p -- "$1" "$1.halo-doctor.bak"
+    UNDO+=("mv -f -- $(printf '%q' "$1.halo-doctor.bak") $(printf '%q' "$1")")
+  elif [ ! -e "$1" ]; then
+    UNDO+=("rm -f -- $(printf '%q' "$1")")
+  fi
 }
 
 # put_file FILE CONTENT: makes FILE hold CONTENT and a final newline. Leaves it alone when it
-# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file.
+# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file, and
+# prints the change as a diff.
+# shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
   WROTE=0
@@ -66,12 +115,20 @@ put_file() {
     say "unchanged: $file"
     return 0
   fi
+  if [ -e "$file" ] && [ ! -f "$file" ]; then
+    echo "halo-doctor fix: $file exists and is not a regular file; not touched" >&2
+    exit 1
+  fi
   WROTE=1
   CHANGED=1
-  FILES_CHANGED=$((FILES_CHANGED + WROTE))
+  FILES_CHANGED=$((FILES_CHANGED + 1))
+  if [ -f "$file" ]; then
+    diff -u --label "$file" --label "$file (new)" -- "$file" - <<<"$content" || true
+  else
+    diff -u --label /dev/null --label "$file (new)" /dev/null - <<<"$content" || true
+  fi
   if [ "$DRY_RUN" -eq 1 ]; then
-    say "would write $file:"
-    printf '%s\n' "$content" | sed 's/^/    /'
+    say "would write $file"
     return 0
   fi
   mkdir -p -- "$(dirname -- "$file")"
@@ -91,6 +148,7 @@ has_token() {
 }
 
 # tokens_of LINE KEY: prints the arguments in LINE named KEY (KEY or KEY=VALUE), one a line.
+# read -a splits without pathname expansion, so an argument such as foo=* stays as it is.
 tokens_of() {
   local -a words
   local w
@@ -100,20 +158,69 @@ tokens_of() {
   done
 }
 
+# args_hold LINE: LINE carries every KARGS_SET argument with exactly the wanted value (once) and
+# no argument named in KARGS_REMOVE.
+args_hold() {
+  local kv
+  for kv in "${KARGS_SET[@]}"; do
+    [ "$(tokens_of "$1" "${kv%%=*}")" = "$kv" ] || return 1
+  done
+  for kv in "${KARGS_REMOVE[@]}"; do
+    [ -z "$(tokens_of "$1" "$kv")" ] || return 1
+  done
+  return 0
+}
+
+# edit_args LINE: prints LINE with the KARGS_SET keys replaced in place (the first occurrence
+# keeps its position, later ones are dropped), new ones appended, KARGS_REMOVE keys dropped, and
+# every other argument left in its order.
+edit_args() {
+  local -a words out
+  local w kv key done_keys=" " drop
+  read -r -a words <<<"$1"
+  out=()
+  for w in "${words[@]}"; do
+    drop=0
+    for key in "${KARGS_REMOVE[@]}"; do
+      case $w in "$key" | "$key"=*) drop=1 ;; esac
+    done
+    for kv in "${KARGS_SET[@]}"; do
+      key=${kv%%=*}
+      case $w in
+        "$key" | "$key"=*)
+          drop=1
+          case $done_keys in *" $key "*) ;; *)
+            out+=("$kv")
+            done_keys="$done_keys$key "
+            ;;
+          esac
+          ;;
+      esac
+    done
+    [ "$drop" -eq 1 ] || out+=("$w")
+  done
+  for kv in "${KARGS_SET[@]}"; do
+    case $done_keys in *" ${kv%%=*} "*) ;; *) out+=("$kv") ;; esac
+  done
+  printf '%s' "${out[*]}"
+}
+
+KARGS_SET=( 'iommu=pt' )
+KARGS_REMOVE=( )
+
 # ---------------------------------------------------------------------------
 # Step 1: kernel command line
 # Rules: instinct-iommu-pt
 # Set: iommu=pt
-# Through grub-debian; arguments not named here are left as they are.
+# Through grub-debian; arguments not named here are left as they are, in their order.
 say '== step 1: kernel command line'
-# Debian's grub-mkconfig sources /etc/default/grub.d/*.cfg after /etc/default/grub, so the
-# drop-in below filters the old values out and appends the new ones; later drop-ins win.
-GRUB_DROPIN="${ROOT}/etc/default/grub.d/90-halo-doctor.cfg"
+GRUB_FLAVOUR='debian'
 GRUB_BLOCK=$(
   cat <<'HALO_EOF'
 # BEGIN halo-doctor (written by halo-doctor fix; rules: instinct-iommu-pt)
 # Drops iommu from the command line and appends the values below.
 halo_filter() {
+  set -f
   halo_out=
   for halo_a in $1; do
     case $halo_a in
@@ -131,24 +238,114 @@ unset halo_out halo_a halo_d
 # END halo-doctor
 HALO_EOF
 )
-put_file "$GRUB_DROPIN" "$GRUB_BLOCK"
-if [ "$WROTE" -eq 1 ]; then run update-grub; fi
+# GRUB (set before: GRUB_FLAVOUR=debian|plain, GRUB_BLOCK, KARGS_SET, KARGS_REMOVE).
+# debian: Debian's and Ubuntu's grub-mkconfig source /etc/default/grub.d/*.cfg after
+#   /etc/default/grub (a Debian patch; upstream GRUB 2.06 reads /etc/default/grub only), so a
+#   drop-in filters the old values out and appends the new ones; update-grub regenerates.
+# plain: Arch, openSUSE and other upstream GRUBs: the same block between markers at the end of
+#   /etc/default/grub (a later run replaces it); grub-mkconfig or grub2-mkconfig regenerates.
+# Which generator and output file this system has is decided by what is installed: update-grub
+# (/boot/grub/grub.cfg), grub2-mkconfig (openSUSE, Fedora: /boot/grub2/grub.cfg) or
+# grub-mkconfig (/boot/grub/grub.cfg) (grub-mkconfig(8), GRUB 2.06).
+if have update-grub && [ "$GRUB_FLAVOUR" = debian ]; then
+  GRUB_CFG=/boot/grub/grub.cfg
+  GRUB_GEN=(update-grub)
+elif have grub2-mkconfig; then
+  GRUB_CFG=/boot/grub2/grub.cfg
+  GRUB_GEN=(grub2-mkconfig -o "$GRUB_CFG")
+elif have grub-mkconfig; then
+  GRUB_CFG=/boot/grub/grub.cfg
+  [ -d "${ROOT}/boot/grub" ] || [ ! -d "${ROOT}/boot/grub2" ] || GRUB_CFG=/boot/grub2/grub.cfg
+  GRUB_GEN=(grub-mkconfig -o "$GRUB_CFG")
+else
+  echo "halo-doctor fix: no GRUB configuration generator (update-grub, grub-mkconfig, grub2-mkconfig) is installed; is this machine booted by GRUB? (see halo-doctor fix --stack)" >&2
+  exit 1
+fi
+
+if [ "$GRUB_FLAVOUR" = debian ]; then
+  GRUB_FILE="${ROOT}/etc/default/grub.d/90-halo-doctor.cfg"
+  GRUB_NEW=$GRUB_BLOCK
+else
+  GRUB_FILE="${ROOT}/etc/default/grub"
+  if [ ! -f "$GRUB_FILE" ]; then
+    echo "halo-doctor fix: $GRUB_FILE does not exist; is this machine booted by GRUB? (see --stack)" >&2
+    exit 1
+  fi
+  GRUB_NEW="$(sed '/^# BEGIN halo-doctor/,/^# END halo-doctor/d' "$GRUB_FILE")
+$GRUB_BLOCK"
+fi
+put_file "$GRUB_FILE" "$GRUB_NEW"
+
+# grub_cfg_holds: every kernel entry (linux/linuxefi/linux16 line) of the generated configuration
+# carries the wanted arguments and none of the removed ones. GRUB's 10_linux writes
+# GRUB_CMDLINE_LINUX and GRUB_CMDLINE_LINUX_DEFAULT into each entry, so this is the state the
+# next boot uses; /etc/default/grub alone is not.
+grub_cfg_holds() {
+  local cfg="${ROOT}$GRUB_CFG" line n=0
+  [ -f "$cfg" ] || return 1
+  while IFS= read -r line; do
+    n=$((n + 1))
+    args_hold "$line" || return 1
+  done < <(grep -E '^[[:space:]]*linux(efi|16)?[[:space:]]' "$cfg" || true)
+  [ "$n" -gt 0 ]
+}
+
+if grub_cfg_holds; then
+  say "every kernel entry in $GRUB_CFG already has the arguments"
+else
+  tool "${GRUB_GEN[@]}"
+  CHANGED=1
+  UNDO+=("$(printf '%q ' "${GRUB_GEN[@]}")")
+  if [ "$DRY_RUN" -eq 0 ]; then
+    if grub_cfg_holds; then
+      say "checked: every kernel entry in $GRUB_CFG has the arguments"
+    elif grep -q blscfg "${ROOT}$GRUB_CFG" 2>/dev/null; then
+      say "note: $GRUB_CFG reads Boot Loader Spec entries (blscfg); if they lack the arguments, use halo-doctor fix --stack grubby"
+    else
+      echo "halo-doctor fix: ${GRUB_GEN[*]} ran, but the kernel entries in $GRUB_CFG still lack the arguments; another file in /etc/default/grub.d may set GRUB_CMDLINE_LINUX_DEFAULT after ours" >&2
+      exit 1
+    fi
+  fi
+fi
 
 # ---------------------------------------------------------------------------
 # Step 2: sysctl
 # Rules: instinct-numa-balancing
 # A drop-in in /etc/sysctl.d keeps the setting across reboots; it is loaded now too.
 say '== step 2: sysctl'
-SYSCTL_FILE="${ROOT}/etc/sysctl.d/90-halo-doctor.conf"
-put_file "$SYSCTL_FILE" '# Written by halo-doctor fix (rules: instinct-numa-balancing).
+SYSCTL_CONTENT='# Written by halo-doctor fix (rules: instinct-numa-balancing).
 kernel.numa_balancing = 0'
-if [ "$WROTE" -eq 1 ]; then run sysctl -p "$SYSCTL_FILE"; fi
+SYSCTL_KEYS=( 'kernel.numa_balancing' )
+SYSCTL_VALUES=( '0' )
+# sysctl (set before: SYSCTL_CONTENT, SYSCTL_KEYS, SYSCTL_VALUES). A drop-in in /etc/sysctl.d keeps
+# the setting across reboots (sysctl.d(5)); the running kernel gets it with sysctl -p when its
+# value differs (read from /proc/sys, where a key's dots are slashes).
+SYSCTL_FILE="${ROOT}/etc/sysctl.d/90-halo-doctor.conf"
+put_file "$SYSCTL_FILE" "$SYSCTL_CONTENT"
+SYSCTL_LIVE_OK=1
+for i in "${!SYSCTL_KEYS[@]}"; do
+  cur=$(cat "${ROOT}/proc/sys/${SYSCTL_KEYS[$i]//.//}" 2>/dev/null || true)
+  [ "$cur" = "${SYSCTL_VALUES[$i]}" ] || SYSCTL_LIVE_OK=0
+done
+if [ -n "$ROOT" ]; then
+  say "not applied to the running system (HALO_FIX_ROOT is set): sysctl -p /etc/sysctl.d/90-halo-doctor.conf"
+elif [ "$SYSCTL_LIVE_OK" -eq 0 ]; then
+  live sysctl -p /etc/sysctl.d/90-halo-doctor.conf
+  CHANGED=1
+else
+  say "the running kernel already has these values"
+fi
 
 # ---------------------------------------------------------------------------
 # Done: what is left to do.
+# The end of every fix script: what happened, how to undo it, what is left.
 if [ "$DRY_RUN" -eq 1 ]; then
   say "dry run: nothing was changed ($FILES_CHANGED file(s) would change)"
 elif [ "$CHANGED" -eq 0 ]; then
   say "nothing to change: this machine is already configured as above"
+fi
+if [ "${#UNDO[@]}" -gt 0 ] && [ "$DRY_RUN" -eq 0 ]; then
+  say "to undo this run, as root and in this order:"
+  for u in "${UNDO[@]}"; do say "  $u"; done
 fi
 say "next: reboot, then run: halo-doctor check"
