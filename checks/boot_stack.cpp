@@ -40,6 +40,57 @@ std::string find_tool(const Root& root, const std::string& name) {
   return {};
 }
 
+/// Kernel-argument prefixes of the modules `fix` sets or removes (amdgpu, the three TTM module
+/// names, the IOMMU switches): a quoted Nix string starting with one of them is a definition in
+/// boot.kernelParams that the NixOS snippet's values must replace.
+const char* const kNixParamPrefixes[] = {"\"ttm.",    "\"amdttm.",    "\"amd_ttm.", "\"amd-ttm.",
+                                         "\"amdgpu.", "\"amd_iommu=", "\"iommu="};
+
+/// Lines of the NixOS configuration (/etc/nixos/*.nix and one directory level below, at most 256
+/// files of at most 1 MiB each) that hold such a string, as "PATH:LINE: TEXT".
+std::vector<std::string> nixos_param_lines(const Root& root) {
+  constexpr std::size_t kMaxFiles = 256;
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
+  std::vector<std::string> files;
+  auto add_dir = [&](const std::string& dir, int depth, auto& self) -> void {
+    auto names = root.list(dir);
+    if (!names) return;
+    for (const auto& n : *names) {
+      if (files.size() >= kMaxFiles || n.empty() || n[0] == '.') continue;
+      const std::string path = dir + "/" + n;
+      if (n.size() > 4 && n.substr(n.size() - 4) == ".nix")
+        files.push_back(path);
+      else if (depth > 0 && root.is_dir(path))
+        self(path, depth - 1, self);
+    }
+  };
+  add_dir("/etc/nixos", 1, add_dir);
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    const ReadResult r = root.read(f, kMaxBytes);
+    if (!r.ok()) {
+      out.push_back(fmt::format("{}: not searched ({})", f, r.reason));
+      continue;
+    }
+    std::size_t line_no = 0;
+    std::size_t start = 0;
+    while (start <= r.text.size()) {
+      std::size_t end = r.text.find('\n', start);
+      if (end == std::string::npos) end = r.text.size();
+      const std::string_view line(r.text.data() + start, end - start);
+      ++line_no;
+      for (const char* p : kNixParamPrefixes)
+        if (line.find(p) != std::string_view::npos) {
+          out.push_back(fmt::format("{}:{}: {}", f, line_no, line));
+          break;
+        }
+      if (end == r.text.size()) break;
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
 bool contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -124,6 +175,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         entries.push_back(std::string(d) + "/" + n);
   }
   facts.put_ok("boot.loader_entries", entries, "/boot/loader/entries, /efi/loader/entries");
+  facts.put_ok("boot.nixos_kernel_param_lines", nixos_param_lines(root), "/etc/nixos/**/*.nix");
   if (!entries.empty())
     evidence.push_back(fmt::format("{} loader entries ({})", entries.size(), entries.front()));
 
@@ -202,10 +254,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_boot_stack_probe() {
-  std::vector<std::string> reads = {
-      "/etc/os-release",      "/run/ostree-booted",  "/etc/default/grub",
-      "/etc/default/grub.d",  "/etc/kernel/cmdline", "/etc/kernelstub/configuration",
-      "/boot/loader/entries", "/efi/loader/entries", "/boot/efi/loader/entries"};
+  std::vector<std::string> reads = {"/etc/os-release",          "/run/ostree-booted",
+                                    "/etc/default/grub",        "/etc/default/grub.d",
+                                    "/etc/kernel/cmdline",      "/etc/kernelstub/configuration",
+                                    "/boot/loader/entries",     "/efi/loader/entries",
+                                    "/boot/efi/loader/entries", "/etc/nixos"};
   for (const char* d : kBinDirs)
     for (const char* t : kTools)
       reads.push_back(std::string(d) + "/" + t);
@@ -214,7 +267,8 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
       std::vector<std::string>{"boot.stack", "boot.evidence", "boot.tools", "boot.initramfs_tool",
                                "boot.ostree_booted", "boot.kernelstub_config",
                                "boot.grub_default_exists", "boot.grub_bls", "boot.grub_d_files",
-                               "boot.kernel_cmdline_file", "boot.loader_entries"},
+                               "boot.kernel_cmdline_file", "boot.loader_entries",
+                               "boot.nixos_kernel_param_lines"},
       std::move(reads), collect);
 }
 

@@ -10,6 +10,8 @@ packages=(
   python3 python3-jsonschema shellcheck hyperfine prometheus libxml2-utils dpkg-dev util-linux
   # tests/cli/slurm.sh (a real single-node Slurm) and the RPM built by CPack in tests/cli/install.sh
   slurm-wlm munge rpm
+  # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check
+  mmdebstrap nix-bin
 )
 missing=()
 for p in "${packages[@]}"; do

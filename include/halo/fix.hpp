@@ -94,6 +94,9 @@ struct ScriptOptions {
   std::string tool_version;   ///< halo-doctor version, for the header
   std::vector<std::string> evidence;     ///< how the stack was chosen, for the header
   std::vector<std::string> grub_d_files; ///< existing drop-ins (later ones are warned about)
+  /// NixOS: configuration lines that define module kernel arguments, "PATH:LINE: TEXT" (fact
+  /// boot.nixos_kernel_param_lines); the snippet names those its values replace.
+  std::vector<std::string> nixos_param_lines;
 };
 
 /// The file the GRUB drop-in (grub-debian) is written to, under /etc/default/grub.d.
@@ -103,8 +106,9 @@ inline constexpr std::string_view kGrubDropIn = "90-halo-doctor.cfg";
 /// step, refuses non-root, `--dry-run`, idempotent, backs files up, paths under ${HALO_FIX_ROOT}.
 std::string render_script(const Plan& plan, const ScriptOptions& opt);
 
-/// Renders the plan as a NixOS configuration snippet (boot.kernelParams, boot.extraModprobeConfig,
-/// users.users.NAME.extraGroups, services.udev.extraRules, boot.kernel.sysctl).
+/// Renders the plan as a NixOS configuration snippet (boot.kernelParams with lib.mkAfter,
+/// boot.extraModprobeConfig, users.users.NAME.extraGroups, services.udev.extraRules,
+/// boot.kernel.sysctl), naming the configuration lines whose arguments it replaces.
 std::string render_nix(const Plan& plan, const ScriptOptions& opt);
 
 /// Quotes a string for POSIX sh with single quotes ('a'\''b').

@@ -102,6 +102,8 @@ int run(const FixOptions& o) {
 
   fix::ScriptOptions so;
   so.stack = stack;
+  so.nixos_param_lines = facts.get<std::vector<std::string>>("boot.nixos_kernel_param_lines")
+                             .value_or(std::vector<std::string>{});
   so.initramfs_tool = facts.get<std::string>("boot.initramfs_tool").value_or("");
   so.user = choose_user(o, facts);
   so.os = facts.get<std::string>("os.pretty_name").value_or("");

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace halo::fix {
 namespace {
@@ -69,8 +71,30 @@ std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
   for (const auto& m : plan.manual)
     s << "# Needs a person [" << m.rule << "]: " << m.text << "\n";
   s << "{ config, lib, pkgs, ... }:\n{\n";
+  // NixOS merges every module's boot.kernelParams into one list; a module cannot take a value
+  // out of another's definition. lib.mkAfter puts these values after the others, and for a
+  // parameter given twice the kernel (and kmod, for a loadable module) applies the last one
+  // (reference/parsing-facts.md), so they win; the lines that define the old values are named so
+  // that the person deletes them and the kernel gets one value.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : plan.kargs_set)
+    keys.push_back(k);
+  keys.insert(keys.end(), plan.kargs_remove.begin(), plan.kargs_remove.end());
+  std::vector<std::string> replaced;
+  for (const auto& line : opt.nixos_param_lines)
+    for (const auto& k : keys)
+      if (line.find("\"" + k + "=") != std::string::npos ||
+          line.find("\"" + k + "\"") != std::string::npos) {
+        replaced.push_back(line);
+        break;
+      }
+  if (!replaced.empty()) {
+    s << "  # Delete these definitions from your configuration (this snippet replaces them):\n";
+    for (const auto& l : replaced)
+      s << "  #   " << l << "\n";
+  }
   if (!plan.kargs_set.empty()) {
-    s << "  # " << rules(plan, "kernel_args") << "\n  boot.kernelParams = [";
+    s << "  # " << rules(plan, "kernel_args") << "\n  boot.kernelParams = lib.mkAfter [";
     for (const auto& [k, v] : plan.kargs_set)
       s << " " << nix_string(k + "=" + v);
     s << " ];\n";

@@ -62,16 +62,19 @@ std::vector<std::string> filtered_keys(const Plan& plan) {
 
 /// The POSIX sh block GRUB's scripts source (/etc/default/grub.d/*.cfg on Debian, the end of
 /// /etc/default/grub elsewhere): drops the named arguments from both command-line variables and
-/// appends the new ones, leaving every other argument alone.
+/// appends the new ones to GRUB_CMDLINE_LINUX, leaving every other argument alone. GRUB's 10_linux
+/// puts GRUB_CMDLINE_LINUX into every entry, recovery mode included, and GRUB_CMDLINE_LINUX_DEFAULT
+/// only into the default ones (GRUB manual, "Simple configuration"); a memory limit belongs in all.
 std::string grub_block(const Plan& plan) {
   std::ostringstream b;
   b << "# BEGIN halo-doctor (written by halo-doctor fix; rules: " << rules_of(plan, "kernel_args")
     << ")\n";
   b << "# Drops " << join(filtered_keys(plan), ", ")
-    << " from the command line and appends the values below.\n";
+    << " from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).\n";
   // halo_filter runs only inside $(...), a subshell, so its `set -f` (no pathname expansion of
   // an argument such as foo=*) does not leak into grub-mkconfig's shell.
-  b << "halo_filter() {\n  set -f\n  halo_out=\n  for halo_a in $1; do\n    case $halo_a in\n      ";
+  b << "halo_filter() {\n  set -f\n  halo_out=\n  for halo_a in $1; do\n    case $halo_a in\n     "
+       " ";
   std::vector<std::string> pats;
   for (const auto& k : filtered_keys(plan)) {
     pats.push_back(k);
@@ -80,13 +83,13 @@ std::string grub_block(const Plan& plan) {
   b << join(pats, " | ") << ") ;;\n";
   b << "      *) halo_out=\"$halo_out $halo_a\" ;;\n    esac\n  done\n";
   b << "  printf '%s' \"${halo_out# }\"\n}\n";
-  b << "GRUB_CMDLINE_LINUX=\"$(halo_filter \"${GRUB_CMDLINE_LINUX:-}\")\"\n";
-  b << "halo_d=\"$(halo_filter \"${GRUB_CMDLINE_LINUX_DEFAULT:-}\")\"\n";
+  b << "GRUB_CMDLINE_LINUX_DEFAULT=\"$(halo_filter \"${GRUB_CMDLINE_LINUX_DEFAULT:-}\")\"\n";
+  b << "halo_d=\"$(halo_filter \"${GRUB_CMDLINE_LINUX:-}\")\"\n";
   const std::string add = join(set_tokens(plan), " ");
   if (add.empty())
-    b << "GRUB_CMDLINE_LINUX_DEFAULT=\"$halo_d\"\n";
+    b << "GRUB_CMDLINE_LINUX=\"$halo_d\"\n";
   else
-    b << "GRUB_CMDLINE_LINUX_DEFAULT=\"${halo_d:+$halo_d }" << add << "\"\n";
+    b << "GRUB_CMDLINE_LINUX=\"${halo_d:+$halo_d }" << add << "\"\n";
   b << "unset -f halo_filter\nunset halo_out halo_a halo_d\n# END halo-doctor";
   return b.str();
 }
@@ -239,7 +242,8 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
   }
   s << "\n" << templ("prelude.sh");
   // The wanted command line, read by args_hold/edit_args in every stack's step.
-  s << "\n" << array_var("KARGS_SET", set_tokens(plan)) << array_var("KARGS_REMOVE", plan.kargs_remove);
+  s << "\n"
+    << array_var("KARGS_SET", set_tokens(plan)) << array_var("KARGS_REMOVE", plan.kargs_remove);
 
   if (!plan.modprobe.empty()) {
     std::vector<std::string> why = {

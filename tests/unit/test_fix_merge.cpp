@@ -97,7 +97,7 @@ TEST_CASE("fix --ttm-limit: GiB x 262144 pages, bounded by MemTotal - 2 GiB as c
   for (const auto& [k, v] : p.modprobe[0].options)
     CHECK(v == "31457280");
   CHECK_THROWS_AS(apply_ttm_limit(p, 124, mem, "ttm"), InputError); // leaves 1.07 GiB
-  CHECK_NOTHROW(apply_ttm_limit(p, 123, mem, "ttm"));                 // leaves 2.07 GiB
+  CHECK_NOTHROW(apply_ttm_limit(p, 123, mem, "ttm"));               // leaves 2.07 GiB
   CHECK_THROWS_AS(apply_ttm_limit(p, 0, mem, "ttm"), InputError);
 
   Plan empty;

@@ -234,7 +234,7 @@ GRUB_FLAVOUR='plain'
 GRUB_BLOCK=$(
   cat <<'HALO_EOF'
 # BEGIN halo-doctor (written by halo-doctor fix; rules: ttm-limit-low)
-# Drops ttm.page_pool_size, ttm.pages_limit from the command line and appends the values below.
+# Drops ttm.page_pool_size, ttm.pages_limit from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).
 halo_filter() {
   set -f
   halo_out=
@@ -246,9 +246,9 @@ halo_filter() {
   done
   printf '%s' "${halo_out# }"
 }
-GRUB_CMDLINE_LINUX="$(halo_filter "${GRUB_CMDLINE_LINUX:-}")"
-halo_d="$(halo_filter "${GRUB_CMDLINE_LINUX_DEFAULT:-}")"
-GRUB_CMDLINE_LINUX_DEFAULT="${halo_d:+$halo_d }ttm.page_pool_size=31719424 ttm.pages_limit=31719424"
+GRUB_CMDLINE_LINUX_DEFAULT="$(halo_filter "${GRUB_CMDLINE_LINUX_DEFAULT:-}")"
+halo_d="$(halo_filter "${GRUB_CMDLINE_LINUX:-}")"
+GRUB_CMDLINE_LINUX="${halo_d:+$halo_d }ttm.page_pool_size=31719424 ttm.pages_limit=31719424"
 unset -f halo_filter
 unset halo_out halo_a halo_d
 # END halo-doctor

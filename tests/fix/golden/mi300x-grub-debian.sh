@@ -218,7 +218,7 @@ GRUB_FLAVOUR='debian'
 GRUB_BLOCK=$(
   cat <<'HALO_EOF'
 # BEGIN halo-doctor (written by halo-doctor fix; rules: instinct-iommu-pt)
-# Drops iommu from the command line and appends the values below.
+# Drops iommu from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).
 halo_filter() {
   set -f
   halo_out=
@@ -230,9 +230,9 @@ halo_filter() {
   done
   printf '%s' "${halo_out# }"
 }
-GRUB_CMDLINE_LINUX="$(halo_filter "${GRUB_CMDLINE_LINUX:-}")"
-halo_d="$(halo_filter "${GRUB_CMDLINE_LINUX_DEFAULT:-}")"
-GRUB_CMDLINE_LINUX_DEFAULT="${halo_d:+$halo_d }iommu=pt"
+GRUB_CMDLINE_LINUX_DEFAULT="$(halo_filter "${GRUB_CMDLINE_LINUX_DEFAULT:-}")"
+halo_d="$(halo_filter "${GRUB_CMDLINE_LINUX:-}")"
+GRUB_CMDLINE_LINUX="${halo_d:+$halo_d }iommu=pt"
 unset -f halo_filter
 unset halo_out halo_a halo_d
 # END halo-doctor

@@ -4,13 +4,18 @@
 # /etc/nixos/configuration.nix (or a module it imports), then run
 #   sudo nixos-rebuild boot && sudo reboot
 # (nixos-rebuild rebuilds the initrd with the modprobe options), then: halo-doctor check
-# Rules covered: ttm-limit-low
+# Rules covered: ttm-limit-low, amdgpu-gttsize-deprecated
 # Needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
 # Needs a person [gfx1151-kernel-min]: reboot into it
+# Needs a person [amdgpu-gttsize-deprecated]: delete gttsize= from 'options amdgpu' lines in /etc/modprobe.d if present, then rebuild the initramfs
 { config, lib, pkgs, ... }:
 {
-  # ttm-limit-low
-  boot.kernelParams = [ "ttm.page_pool_size=31719424" "ttm.pages_limit=31719424" ];
+  # Delete these definitions from your configuration (this snippet replaces them):
+  #   /etc/nixos/strix-halo.nix:5:     "ttm.pages_limit=16393924" # half of RAM, the default
+  #   /etc/nixos/strix-halo.nix:6:     "amdgpu.gttsize=122880"
+  # ttm-limit-low, amdgpu-gttsize-deprecated
+  boot.kernelParams = lib.mkAfter [ "ttm.page_pool_size=31719424" "ttm.pages_limit=31719424" ];
+  # Remove from boot.kernelParams wherever your configuration sets them: amdgpu.gttsize
   # ttm-limit-low (pages are 4 KiB: GiB x 262144)
   boot.extraModprobeConfig = ''
     options ttm page_pool_size=31719424 pages_limit=31719424
