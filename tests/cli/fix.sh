@@ -106,8 +106,8 @@ if command -v nix-instantiate >/dev/null; then
 else
   echo "note: nix-instantiate is not installed (apt-get install nix-bin): the NixOS snippet was not evaluated"
 fi
-if ! grep -qF '#   /etc/nixos/strix-halo.nix:5:     "ttm.pages_limit=16393924"' "$work/nixos.nix" ||
-  ! grep -qF '#   /etc/nixos/strix-halo.nix:6:     "amdgpu.gttsize=122880"' "$work/nixos.nix" ||
+if ! grep -qF '#   /etc/nixos/amd-gpu.nix:5:     "ttm.pages_limit=16393924"' "$work/nixos.nix" ||
+  ! grep -qF '#   /etc/nixos/amd-gpu.nix:6:     "amdgpu.gttsize=122880"' "$work/nixos.nix" ||
   grep -qF 'amd_iommu=off' "$work/nixos.nix"; then
   bad "nixos: the snippet does not name exactly the configuration lines it replaces"
 fi

@@ -109,7 +109,7 @@ TEST_CASE("fix --ttm-limit: GiB x 262144 pages, bounded by MemTotal - 2 GiB as c
   CHECK_THROWS_AS(apply_ttm_limit(unknown, 96, mem, ""), InputError);
 }
 
-TEST_CASE("fix render: each stack uses its own tool, never a raw edit of the entries", "[fix]") {
+TEST_CASE("fix render: each stack uses its own tool, run through tool/query", "[fix]") {
   Plan p = merge_fixes(
       {failing("ttm-limit-low", ttm_fix(31719424)),
        failing("cmdline-unknown-param", {{"kernel_args", {{"remove", {"amdgpu.gtt_size"}}}}})});
@@ -121,19 +121,29 @@ TEST_CASE("fix render: each stack uses its own tool, never a raw edit of the ent
   const std::string grubby = render(Stack::grubby);
   CHECK(grubby.rfind("#!/usr/bin/env bash\n", 0) == 0);
   CHECK(grubby.find("set -euo pipefail") != std::string::npos);
-  CHECK(grubby.find("run grubby --update-kernel=ALL --args=\"$kv\"") != std::string::npos);
-  CHECK(grubby.find("'amdgpu.gtt_size'") != std::string::npos);
-  CHECK(grubby.find("run dracut --regenerate-all --force") != std::string::npos);
-  CHECK(render(Stack::grub_debian).find("run update-grub") != std::string::npos);
-  CHECK(render(Stack::grub_debian).find("run update-initramfs -u -k all") != std::string::npos);
-  CHECK(render(Stack::grub_arch).find("run grub-mkconfig -o") != std::string::npos);
-  CHECK(render(Stack::grub_arch).find("run mkinitcpio -P") != std::string::npos);
-  CHECK(render(Stack::rpm_ostree).find("rpm-ostree initramfs-etc --track=") != std::string::npos);
-  CHECK(render(Stack::kernelstub).find("run kernelstub -a") != std::string::npos);
-  CHECK(render(Stack::systemd_boot).find("run kernel-install add") != std::string::npos);
+  CHECK(grubby.find("tool grubby --update-kernel=ALL --args=\"$kv\"") != std::string::npos);
+  CHECK(grubby.find("KARGS_REMOVE=( 'amdgpu.gtt_size' )") != std::string::npos);
+  CHECK(grubby.find("INITRAMFS_TOOL='dracut'") != std::string::npos);
+  CHECK(grubby.find("tool \"${INITRAMFS_CMD[@]}\"") != std::string::npos);
+  CHECK(render(Stack::grub_debian).find("GRUB_FLAVOUR='debian'") != std::string::npos);
+  CHECK(render(Stack::grub_debian).find("INITRAMFS_TOOL='update-initramfs'") != std::string::npos);
+  CHECK(render(Stack::grub_arch).find("GRUB_FLAVOUR='plain'") != std::string::npos);
+  CHECK(render(Stack::grub_arch).find("INITRAMFS_TOOL='mkinitcpio'") != std::string::npos);
+  CHECK(render(Stack::rpm_ostree).find("tool rpm-ostree initramfs-etc \"${OPS[@]}\"") !=
+        std::string::npos);
+  CHECK(render(Stack::kernelstub).find("tool kernelstub -o \"$NEW\"") != std::string::npos);
+  // systemd-boot edits the entries and /etc/kernel/cmdline; no tool owns the entries.
+  const std::string sdb = render(Stack::systemd_boot);
+  CHECK(sdb.find("loader/entries/*.conf") != std::string::npos);
+  CHECK(sdb.find("put_file \"$CMDLINE_FILE\"") != std::string::npos);
+  // Every stack's script refers only to tools through tool/query, never a bare call on the host.
+  for (Stack st : {Stack::grubby, Stack::grub_debian, Stack::grub_arch, Stack::rpm_ostree,
+                   Stack::kernelstub, Stack::systemd_boot})
+    CHECK(render(st).find("\n  run update-grub") == std::string::npos);
   o.stack = Stack::nixos;
   const std::string nix = render_nix(p, o);
-  CHECK(nix.find("boot.kernelParams = [ \"ttm.page_pool_size=31719424\"") != std::string::npos);
+  CHECK(nix.find("boot.kernelParams = lib.mkAfter [ \"ttm.page_pool_size=31719424\"") !=
+        std::string::npos);
   CHECK(nix.find("options ttm page_pool_size=31719424 pages_limit=31719424") != std::string::npos);
 }
 
