@@ -11,8 +11,8 @@
 { config, lib, pkgs, ... }:
 {
   # Delete these definitions from your configuration (this snippet replaces them):
-  #   /etc/nixos/strix-halo.nix:5:     "ttm.pages_limit=16393924" # half of RAM, the default
-  #   /etc/nixos/strix-halo.nix:6:     "amdgpu.gttsize=122880"
+  #   /etc/nixos/amd-gpu.nix:5:     "ttm.pages_limit=16393924" # half of RAM, the default
+  #   /etc/nixos/amd-gpu.nix:6:     "amdgpu.gttsize=122880"
   # ttm-limit-low, amdgpu-gttsize-deprecated
   boot.kernelParams = lib.mkAfter [ "ttm.page_pool_size=31719424" "ttm.pages_limit=31719424" ];
   # Remove from boot.kernelParams wherever your configuration sets them: amdgpu.gttsize
