@@ -3,6 +3,7 @@
 // and whether each is an APU; which TTM limit is configured for the module amdgpu really uses;
 // the recommended limit for --reserve; amdgpu.gttsize; suspicious kernel arguments.
 // It runs last, and again on facts replayed with --facts (so --reserve still applies).
+#include "cmdline.hpp"
 #include "gfx.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <map>
 
 namespace halo::probes {
 namespace {
@@ -92,6 +95,107 @@ void derive_gpus(FactSet& facts) {
   facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
 }
 
+/// One parameter as a loadable module receives it when it loads.
+struct ModuleOption {
+  std::optional<std::string> value; ///< std::nullopt: given without '=' (a flag)
+  std::string source;
+};
+
+/// The options a loadable module receives: modprobe.d's options lines (files are parsed before
+/// the command line, kmod_config_new), then those kmod takes from /proc/cmdline, joined with ' '
+/// (kmod_module_get_options) and split by the kernel's next_arg() when the module loads
+/// (parse_args in kernel/params.c): the last value of a parameter wins, names compare with '-'
+/// equal to '_' (parameq), and a bare `--` ends the list.
+std::map<std::string, ModuleOption> module_options(const FactSet& facts, const std::string& m) {
+  std::string joined;
+  std::vector<std::pair<std::size_t, std::string>> starts;
+  auto add = [&](const std::string& key) {
+    const Fact* f = facts.find(key);
+    auto texts = facts.get<std::vector<std::string>>(key);
+    if (f == nullptr || !texts) return;
+    for (const auto& t : *texts) {
+      if (!joined.empty()) joined += ' ';
+      starts.emplace_back(joined.size(), f->source);
+      joined += t;
+    }
+  };
+  add("modprobe.options_text." + m);
+  add("kernel.cmdline.module_options." + m);
+  std::map<std::string, ModuleOption> out;
+  for (const KernelArg& a : split_kernel_args(joined, true)) {
+    std::string src;
+    for (const auto& [off, where] : starts)
+      if (off <= a.offset) src = where;
+    // modprobe.d facts name the line; point to it rather than the module's first line.
+    if (const Fact* line = facts.find("modprobe.options." + m + "." + a.name);
+        line != nullptr && src.find("/proc/cmdline") == std::string::npos)
+      src = line->source;
+    out[a.name] = ModuleOption{a.value, src};
+  }
+  return out;
+}
+
+/// The integer parameters the doctor judges, with the kernel's conversion for their type
+/// (module_param type ulong: kstrtoul; int: kstrtoint). Sources: drivers/gpu/drm/ttm/ttm_device.c
+/// and ttm_pool.c (pages_limit, page_pool_size: ulong), amdgpu_drv.c (gttsize, modeset: int).
+struct IntParam {
+  const char* module;
+  const char* param;
+  bool is_unsigned;
+};
+constexpr std::array<IntParam, 8> kIntParams = {{{"ttm", "pages_limit", true},
+                                                 {"ttm", "page_pool_size", true},
+                                                 {"amdttm", "pages_limit", true},
+                                                 {"amdttm", "page_pool_size", true},
+                                                 {"amd_ttm", "pages_limit", true},
+                                                 {"amd_ttm", "page_pool_size", true},
+                                                 {"amdgpu", "gttsize", false},
+                                                 {"amdgpu", "modeset", false}}};
+
+/// The value as the kernel converts it; std::nullopt when the kernel rejects it.
+std::optional<std::int64_t> kernel_int(const IntParam& p, const std::optional<std::string>& v) {
+  if (!v) return std::nullopt; // "`' invalid for parameter": an integer needs a value
+  if (p.is_unsigned) {
+    auto u = kstrtoull(*v);
+    if (!u) return std::nullopt;
+    // Valid for the kernel up to 2^64-1; held here saturated at 2^63-1.
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    return static_cast<std::int64_t>(std::min(*u, kMax));
+  }
+  auto i = kstrtoint(*v);
+  if (!i) return std::nullopt;
+  return *i;
+}
+
+const IntParam* int_param(const std::string& m, const std::string& p) {
+  for (const auto& ip : kIntParams)
+    if (m == ip.module && p == ip.param) return &ip;
+  return nullptr;
+}
+
+/// Values the kernel will reject when the module loads. For a loadable module the load fails
+/// (load_module returns -EINVAL: "ttm: `abc' invalid for parameter `pages_limit'"), and
+/// amdgpu, which needs ttm, fails with it.
+void derive_invalid_options(FactSet& facts) {
+  std::vector<std::string> invalid;
+  std::vector<std::string> modules;
+  for (const char* m : {"ttm", "amdttm", "amd_ttm", "amdgpu"}) {
+    for (const auto& [name, opt] : module_options(facts, m)) {
+      const IntParam* ip = int_param(m, name);
+      if (ip == nullptr || kernel_int(*ip, opt.value)) continue;
+      invalid.push_back(fmt::format("{}.{}{} ({}): not a valid {} for the kernel ({})", m, name,
+                                    opt.value ? "=" + *opt.value : std::string(" without a value"),
+                                    opt.source, ip->is_unsigned ? "unsigned integer" : "integer",
+                                    ip->is_unsigned ? "kstrtoul" : "kstrtoint"));
+      if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.emplace_back(m);
+    }
+  }
+  facts.put_ok("modparam.invalid", invalid,
+               "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
+  facts.put_ok("modparam.invalid_modules", modules,
+               "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
+}
+
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
@@ -103,26 +207,59 @@ void derive_driver(FactSet& facts) {
   facts.put_ok("amdgpu.live", live, "derived: /sys/module/amdgpu/initstate, DRM driver links");
 
   std::vector<std::string> blocked;
-  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr)
+  // amdgpu_init() (amdgpu_drv.c): `nomodeset` stops amdgpu only while amdgpu.modeset is the
+  // default -1 (drm_firmware_drivers_only()); amdgpu.modeset=0 stops it on any command line;
+  // nomodeset amdgpu.modeset=1 loads it. modeset reaches amdgpu from modprobe.d or the command
+  // line.
+  const auto amdgpu_opts = module_options(facts, "amdgpu");
+  std::optional<std::int64_t> modeset = -1;
+  std::string modeset_src;
+  if (auto it = amdgpu_opts.find("modeset"); it != amdgpu_opts.end()) {
+    modeset = kernel_int(kIntParams[7], it->second.value);
+    modeset_src = it->second.source;
+  }
+  if (modeset == std::int64_t{0})
+    blocked.push_back(fmt::format("amdgpu.modeset=0 ({})", modeset_src));
+  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr && modeset == std::int64_t{-1})
     blocked.emplace_back("nomodeset (kernel command line)");
-  if (facts.get<std::string>("kernel.cmdline.param.amdgpu.modeset") == std::string("0"))
-    blocked.emplace_back("amdgpu.modeset=0 (kernel command line)");
-  for (const char* p : {"modprobe.blacklist", "module_blacklist"}) {
-    auto v = facts.get<std::string>(std::string("kernel.cmdline.param.") + p);
-    if (v && (v->find("amdgpu") != std::string::npos))
-      blocked.push_back(fmt::format("{}={} (kernel command line)", p, *v));
+  // modprobe.blacklist= (kmod, every occurrence, comma-separated whole names) and the kernel's
+  // own module_blacklist= (kernel/module/main.c: one string parameter, comma-separated, the last
+  // occurrence wins).
+  const auto mp_bl = facts.get<std::vector<std::string>>("kernel.cmdline.modprobe_blacklist")
+                         .value_or(std::vector<std::string>{});
+  if (std::find(mp_bl.begin(), mp_bl.end(), "amdgpu") != mp_bl.end())
+    blocked.emplace_back("modprobe.blacklist=...amdgpu... (kernel command line)");
+  if (auto v = facts.get<std::string>("kernel.cmdline.param.module_blacklist")) {
+    std::string_view list = *v;
+    while (true) {
+      const auto comma = list.find(',');
+      if (list.substr(0, comma) == "amdgpu") {
+        blocked.push_back(fmt::format("module_blacklist={} (kernel command line)", *v));
+        break;
+      }
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
   }
   if (facts.find("modprobe.blacklist_source.amdgpu") != nullptr)
     blocked.push_back("blacklist amdgpu (" +
                       *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
   if (facts.find("modprobe.blocked_source.amdgpu") != nullptr)
-    blocked.push_back("install amdgpu /bin/false (" +
+    blocked.push_back("install amdgpu " +
+                      facts.get<std::string>("modprobe.install.amdgpu").value_or("") + " (" +
                       *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
+  for (const char* m : {"ttm", "amdttm", "amd_ttm", "amdgpu"}) {
+    const auto inv = facts.get<std::vector<std::string>>("modparam.invalid_modules")
+                         .value_or(std::vector<std::string>{});
+    if (std::find(inv.begin(), inv.end(), m) != inv.end())
+      blocked.push_back(fmt::format("an invalid {} option makes the module fail to load", m));
+  }
   facts.put_ok("amdgpu.blocked_by", blocked, "derived: /proc/cmdline, modprobe.d");
 }
 
-/// The value of a TTM parameter as configured for module `m`: kernel command line first (it is
-/// applied after modprobe.d options, so it wins), then modprobe.d.
+/// The value of a TTM parameter as configured for module `m`: kernel command line first (kmod
+/// appends it after modprobe.d's options, so it wins), then modprobe.d. A value the kernel
+/// rejects is `invalid` (see modparam.invalid), not a number.
 struct Configured {
   std::optional<std::int64_t> cmdline;
   std::optional<std::int64_t> modprobe;
@@ -132,14 +269,18 @@ struct Configured {
 
 Configured configured(const FactSet& facts, const std::string& m, const std::string& p) {
   Configured c;
-  const std::string ck = "kernel.cmdline.param." + m + "." + p;
-  const std::string mk = "modprobe.options." + m + "." + p;
-  if (auto v = facts.get<std::string>(ck)) {
-    c.cmdline = parse_int(*v);
-    c.cmdline_src = facts.find(ck)->source;
+  const IntParam* ip = int_param(m, p);
+  // The command line alone, as kmod reads it (it includes options after `--`).
+  FactSet cmd_only;
+  if (const Fact* f = facts.find("kernel.cmdline.module_options." + m)) cmd_only.put(*f);
+  const auto from_cmd = module_options(cmd_only, m);
+  if (auto it = from_cmd.find(p); it != from_cmd.end()) {
+    c.cmdline = ip != nullptr ? kernel_int(*ip, it->second.value) : std::nullopt;
+    c.cmdline_src = it->second.source;
   }
+  const std::string mk = "modprobe.options." + m + "." + p;
   if (auto v = facts.get<std::string>(mk)) {
-    c.modprobe = parse_int(*v);
+    c.modprobe = ip != nullptr ? kernel_int(*ip, std::optional<std::string>(*v)) : std::nullopt;
     c.modprobe_src = facts.find(mk)->source;
   }
   return c;
@@ -183,17 +324,28 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     auto put = [&](const std::string& key, std::optional<std::int64_t> v, const std::string& src) {
       if (v) {
         facts.put_ok(key + "_pages", *v, src);
-        facts.put_ok(key + "_bytes", *v * units::kTtmPageBytes, src);
+        // Saturate: the kernel accepts any unsigned long, far beyond RAM (see
+        // ttm-limit-overcommit).
+        constexpr std::int64_t kMaxPages =
+            std::numeric_limits<std::int64_t>::max() / units::kTtmPageBytes;
+        facts.put_ok(key + "_bytes",
+                     *v > kMaxPages ? std::numeric_limits<std::int64_t>::max()
+                                    : *v * units::kTtmPageBytes,
+                     src);
+      } else if (!src.empty()) {
+        for (const char* u : {"_pages", "_bytes"})
+          facts.put_status(key + u, Status::error, src,
+                           "set to a value the kernel rejects: the module fails to load (see "
+                           "modparam.invalid)");
       } else {
-        facts.put_status(key + "_pages", Status::missing, src.empty() ? kDerived : src,
-                         "not configured");
-        facts.put_status(key + "_bytes", Status::missing, src.empty() ? kDerived : src,
-                         "not configured");
+        facts.put_status(key + "_pages", Status::missing, kDerived, "not configured");
+        facts.put_status(key + "_bytes", Status::missing, kDerived, "not configured");
       }
     };
     put(cmd_key, c.cmdline, c.cmdline_src);
     put(mp_key, c.modprobe, c.modprobe_src);
-    put(base, c.cmdline ? c.cmdline : c.modprobe, c.cmdline ? c.cmdline_src : c.modprobe_src);
+    const bool cmd_given = !c.cmdline_src.empty();
+    put(base, cmd_given ? c.cmdline : c.modprobe, cmd_given ? c.cmdline_src : c.modprobe_src);
     on_used = on_used || c.cmdline || c.modprobe;
   }
   if (used)
@@ -231,13 +383,13 @@ void derive_gttsize(FactSet& facts) {
   // the active one what the module took (0600: root only).
   std::optional<std::int64_t> v;
   std::string src;
-  for (const char* k : {"kernel.cmdline.param.amdgpu.gttsize", "modprobe.options.amdgpu.gttsize",
-                        "amdgpu.param.gttsize"}) {
-    if (auto s = facts.get<std::string>(k)) {
-      v = parse_int(*s);
-      src = facts.find(k)->source;
-      if (v) break;
-    }
+  const auto opts = module_options(facts, "amdgpu");
+  if (auto it = opts.find("gttsize"); it != opts.end()) {
+    v = kernel_int(kIntParams[6], it->second.value);
+    src = it->second.source;
+  } else if (auto s = facts.get<std::string>("amdgpu.param.gttsize")) {
+    v = kstrtoint(*s);
+    src = facts.find("amdgpu.param.gttsize")->source;
   }
   const bool set = v && *v != -1;
   facts.put_ok("amdgpu.gttsize_set", set, src.empty() ? "derived: not configured" : src);
@@ -338,6 +490,7 @@ void derive_suspects(FactSet& facts) {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
+  derive_invalid_options(facts);
   derive_driver(facts);
   derive_ttm(facts, ctx.options);
   derive_gttsize(facts);
@@ -362,6 +515,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.kfd_node",
                                                                "amdgpu.live",
                                                                "amdgpu.blocked_by",
+                                                               "modparam.invalid",
+                                                               "modparam.invalid_modules",
                                                                "ttm.configured_elsewhere",
                                                                "ttm.configured_on_used",
                                                                "ttm.configured.*",

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace halo::probes {
 namespace {
@@ -35,7 +36,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
   ReadResult cmd = ctx.root.read_trimmed("/proc/cmdline");
   if (!cmd.ok()) {
-    for (const char* k : {"kernel.cmdline", "kernel.cmdline.names", "kernel.cmdline.duplicates"})
+    for (const char* k : {"kernel.cmdline", "kernel.cmdline.names", "kernel.cmdline.duplicates",
+                          "kernel.cmdline.init_args", "kernel.cmdline.modprobe_blacklist",
+                          "kernel.cmdline.kmod_truncated"})
       facts.put_status(k, cmd.status, cmd.path, cmd.reason);
     return;
   }
@@ -54,6 +57,19 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   facts.put_ok("kernel.cmdline.names", names, cmd.path);
   facts.put_ok("kernel.cmdline.duplicates", duplicates, cmd.path);
+  facts.put_ok("kernel.cmdline.init_args", cmdline_init_args(cmd.text), cmd.path);
+
+  // What kmod takes from the same line for loadable modules (it reads past `--`).
+  const KmodCmdline kmod = parse_kmod_cmdline(cmd.text);
+  std::map<std::string, std::vector<std::string>> per_module;
+  for (const auto& o : kmod.options)
+    per_module[o.module].push_back(o.option);
+  for (const auto& [m, opts] : per_module)
+    facts.put_ok("kernel.cmdline.module_options." + m, opts, cmd.path);
+  facts.put_ok("kernel.cmdline.modprobe_blacklist", kmod.blacklist,
+               cmd.path + " (modprobe.blacklist=, every occurrence)");
+  facts.put_ok("kernel.cmdline.kmod_truncated", kmod.truncated,
+               cmd.path + " (kmod reads 4095 bytes: KCMD_LINE_SIZE)");
 }
 
 } // namespace
@@ -61,9 +77,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_kernel_probe() {
   return std::make_unique<BasicProbe>(
       "kernel",
-      std::vector<std::string>{"kernel.release", "kernel.version", "kernel.ubuntu_abi",
-                               "kernel.ubuntu_flavor", "kernel.cmdline", "kernel.cmdline.names",
-                               "kernel.cmdline.duplicates", "kernel.cmdline.param.**"},
+      std::vector<std::string>{
+          "kernel.release", "kernel.version", "kernel.ubuntu_abi", "kernel.ubuntu_flavor",
+          "kernel.cmdline", "kernel.cmdline.names", "kernel.cmdline.duplicates",
+          "kernel.cmdline.param.**", "kernel.cmdline.init_args", "kernel.cmdline.module_options.*",
+          "kernel.cmdline.modprobe_blacklist", "kernel.cmdline.kmod_truncated"},
       std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/cmdline"}, collect);
 }
 

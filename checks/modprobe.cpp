@@ -1,8 +1,18 @@
-// Probe: modprobe configuration, modprobe.d(5). Files named *.conf in /etc/modprobe.d,
-// /run/modprobe.d, /usr/local/lib/modprobe.d, /usr/lib/modprobe.d and /lib/modprobe.d; a file
-// in an earlier directory hides one of the same name in a later one; the survivors are read in
-// file-name order. Module and parameter names are compared with '-' equal to '_', as kmod and
-// the kernel do. Only options for the modules the doctor judges are recorded.
+// Probe: modprobe configuration, read as kmod reads it (libkmod/libkmod-config.c:
+// conf_files_list, conf_files_filter_out, kmod_config_parse; shared/util.c: freadline_wrapped,
+// underscores). See ../shared/reference/parsing-facts.md.
+//
+// Files: names ending in ".conf" (and ".alias", which kmod up to v32 also reads: Debian 12 has
+// kmod 30, Ubuntu 24.04 kmod 31) in /etc/modprobe.d, /run/modprobe.d,
+// /usr/local/lib/modprobe.d, /usr/lib/modprobe.d and /lib/modprobe.d; names starting with '.'
+// and directories are skipped; a name in an earlier directory hides the same name in a later
+// one; the survivors are read in one list sorted by file name.
+// Lines: a backslash joins the next line (and drops itself before any other byte); a line is a
+// comment only when its first byte is '#'; words are split on space and tab only, so a CRLF
+// file keeps '\r' in the last word (`blacklist amdgpu\r` names no module); an `options` line
+// hands the rest of the line, tabs turned to spaces, to the kernel, which splits it with
+// next_arg() (kernel/params.c) when the module loads.
+#include "cmdline.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -11,7 +21,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace halo::probes {
 namespace {
@@ -20,84 +29,205 @@ const char* const kDirs[] = {"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/l
                              "/usr/lib/modprobe.d", "/lib/modprobe.d"};
 const std::set<std::string, std::less<>> kModules = {"amdgpu",  "ttm",    "amdttm",
                                                      "amd_ttm", "amdkfd", "drm"};
+/// kmod has no size limit; this bound is reported, never silently applied.
+constexpr std::size_t kMaxConfBytes = 16U * 1024U * 1024U;
 
-std::string norm(std::string s) {
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+
+/// freadline_wrapped(): logical lines with the number of their first physical line.
+std::vector<std::pair<std::size_t, std::string>> logical_lines(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::string>> out;
+  std::string cur;
+  std::size_t line = 1;
+  std::size_t start = 1;
+  bool any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      out.emplace_back(start, std::move(cur));
+      cur.clear();
+      ++line;
+      start = line;
+      any = false;
+      continue;
+    }
+    any = true;
+    if (c == '\\') {
+      if (i + 1 >= text.size()) break; // a backslash before EOF is dropped
+      const char n = text[++i];
+      if (n == '\n') {
+        ++line;
+        continue;
+      }
+      cur.push_back(n);
+      continue;
+    }
+    cur.push_back(c);
+  }
+  if (any || !cur.empty()) out.emplace_back(start, std::move(cur));
+  // The line is a C string to kmod: a NUL byte ends it.
+  for (auto& [n, l] : out)
+    if (auto z = l.find('\0'); z != std::string::npos) l.resize(z);
+  return out;
+}
+
+/// strtok_r(…, "\t ") over a line: the next word, and the position just past its delimiter.
+std::optional<std::string_view> next_word(std::string_view line, std::size_t& pos) {
+  while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
+    ++pos;
+  if (pos >= line.size()) return std::nullopt;
+  const std::size_t start = pos;
+  while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t')
+    ++pos;
+  const std::string_view w = line.substr(start, pos - start);
+  if (pos < line.size()) ++pos; // strtok_r writes NUL over the delimiter and resumes after it
+  return w;
+}
+
+/// strtok_r(NULL, "\0"): the rest of the line, or nothing when it is empty.
+std::optional<std::string> rest_of(std::string_view line, std::size_t pos) {
+  if (pos >= line.size()) return std::nullopt;
+  return std::string(line.substr(pos));
+}
+
+/// Whether an `install MODULE CMD` line still loads MODULE: CMD must run modprobe (normally
+/// with --ignore-install) or insmod on it. `install amdgpu /bin/false`, `false`, `/bin/true`,
+/// `:` or `exit` block it; anything else is a custom command whose effect is not known.
+enum class InstallEffect { loads, blocks, custom };
+InstallEffect install_effect(std::string_view cmd, std::string_view module) {
+  std::vector<std::string> words;
+  std::size_t pos = 0;
+  while (auto w = next_word(cmd, pos)) {
+    std::string word(*w);
+    if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') &&
+        word.back() == word.front())
+      word = word.substr(1, word.size() - 2);
+    words.push_back(word);
+  }
+  auto base = [](const std::string& w) {
+    const auto slash = w.rfind('/');
+    return slash == std::string::npos ? w : w.substr(slash + 1);
+  };
+  bool runs_loader = false;
+  bool names_module = false;
+  for (const auto& w : words) {
+    const std::string b = base(w);
+    if (b == "modprobe" || b == "insmod") runs_loader = true;
+    auto n = kmod_underscores(w);
+    if (n && *n == module) names_module = true;
+    if (ends_with(w, std::string(module) + ".ko") || ends_with(w, std::string(module) + ".ko.xz") ||
+        ends_with(w, std::string(module) + ".ko.zst"))
+      names_module = true;
+  }
+  if (runs_loader && names_module) return InstallEffect::loads;
+  if (!words.empty()) {
+    const std::string b = base(words.front());
+    if (b == "false" || b == "true" || b == ":" || b == "exit" || b == "echo") {
+      return InstallEffect::blocks;
+    }
+  }
+  return InstallEffect::custom;
+}
+
+struct OptionsLine {
+  std::string text;
+  std::string where;
+};
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   std::map<std::string, std::string> files; // name -> absolute path of the winning file
+  std::vector<std::string> unreadable;
   for (const char* d : kDirs) {
     auto names = ctx.root.list(d);
     if (!names) continue;
     for (const auto& n : *names) {
-      if (n.size() > 5 && n.substr(n.size() - 5) == ".conf")
-        files.emplace(n, std::string(d) + "/" + n);
+      if (n.empty() || n[0] == '.') continue;
+      if (n.size() < 6 || !(ends_with(n, ".conf") || ends_with(n, ".alias"))) continue;
+      if (files.count(n) != 0U) continue;
+      const std::string path = std::string(d) + "/" + n;
+      if (ctx.root.is_dir(path)) {
+        unreadable.push_back(fmt::format("{} (a directory; kmod skips it)", path));
+        continue;
+      }
+      files.emplace(n, path);
     }
   }
   std::vector<std::string> used_files;
   std::vector<std::string> blacklist;
   std::vector<std::string> blocked;
-  std::vector<std::string> unreadable;
+  std::vector<std::string> custom;
+  std::map<std::string, std::vector<OptionsLine>> options; // module -> lines in kmod's order
   for (const auto& [name, path] : files) {
-    ReadResult r = ctx.root.read(path, 256 * 1024);
+    ReadResult r = ctx.root.read(path, kMaxConfBytes);
     if (!r.ok()) {
       unreadable.push_back(fmt::format("{} ({})", path, r.reason));
       continue;
     }
-    used_files.push_back(path);
-    // Join continuation lines first, remembering where each logical line started.
-    std::vector<std::pair<std::size_t, std::string>> lines;
-    std::size_t lineno = 0;
-    std::string pending;
-    std::size_t start_line = 0;
-    for (const auto& raw : split_lines(r.text)) {
-      ++lineno;
-      if (pending.empty()) start_line = lineno;
-      if (!raw.empty() && raw.back() == '\\') {
-        pending += raw.substr(0, raw.size() - 1) + " ";
-        continue;
-      }
-      lines.emplace_back(start_line, pending + raw);
-      pending.clear();
-    }
-    for (const auto& [ln, text] : lines) {
-      std::istringstream in(text);
-      std::string cmd;
-      std::string module;
-      in >> cmd >> module;
-      if (cmd.empty() || cmd[0] == '#') continue;
-      module = norm(module);
+    used_files.push_back(ends_with(name, ".alias") ? path + " (read by kmod up to v32)" : path);
+    for (const auto& [ln, line] : logical_lines(r.text)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::size_t pos = 0;
+      auto cmd = next_word(line, pos);
+      if (!cmd) continue;
+      auto mod_word = next_word(line, pos);
+      if (!mod_word) continue; // kmod: syntax error, line ignored
+      auto module = kmod_underscores(*mod_word);
+      if (!module || kModules.count(*module) == 0U) continue;
       const std::string where = fmt::format("{}:{}", path, ln);
-      if (cmd == "blacklist" && kModules.count(module) != 0U) {
-        blacklist.push_back(module);
-        facts.put_ok("modprobe.blacklist_source." + module, where, where);
-      } else if (cmd == "install" && kModules.count(module) != 0U) {
-        std::string rest;
-        std::getline(in, rest);
-        if (rest.find("/bin/false") != std::string::npos ||
-            rest.find("/bin/true") != std::string::npos) {
-          blocked.push_back(module);
-          facts.put_ok("modprobe.blocked_source." + module, where, where);
+      if (*cmd == "blacklist") {
+        if (std::find(blacklist.begin(), blacklist.end(), *module) == blacklist.end())
+          blacklist.push_back(*module);
+        facts.put_ok("modprobe.blacklist_source." + *module, where, where);
+      } else if (*cmd == "install") {
+        auto install = rest_of(line, pos);
+        if (!install) continue;
+        facts.put_ok("modprobe.install." + *module, *install, where);
+        switch (install_effect(*install, *module)) {
+        case InstallEffect::blocks:
+          blocked.push_back(*module);
+          facts.put_ok("modprobe.blocked_source." + *module, where, where);
+          break;
+        case InstallEffect::custom:
+          custom.push_back(fmt::format("install {} {} ({})", *module, *install, where));
+          break;
+        case InstallEffect::loads:
+          break;
         }
-      } else if (cmd == "options" && kModules.count(module) != 0U) {
-        std::string opt;
-        while (in >> opt) {
-          if (opt[0] == '#') break;
-          auto eq = opt.find('=');
-          std::string param = norm(opt.substr(0, eq));
-          std::string value = eq == std::string::npos ? "" : opt.substr(eq + 1);
-          if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-            value = value.substr(1, value.size() - 2);
-          facts.put_ok("modprobe.options." + module + "." + param, value, where);
-        }
+      } else if (*cmd == "options") {
+        auto text = rest_of(line, pos);
+        if (!text) continue;
+        std::replace(text->begin(), text->end(), '\t', ' '); // kmod_config_add_options()
+        options[*module].push_back({*text, where});
       }
+    }
+  }
+  // What the module receives from modprobe.d: the options lines joined with ' '
+  // (kmod_module_get_options), split by the kernel's next_arg(); the last value of a parameter
+  // wins, a bare `--` ends the list (parse_args; load_module warns "after `--' ignored").
+  for (const auto& [module, lines] : options) {
+    std::string joined;
+    std::vector<std::pair<std::size_t, const OptionsLine*>> starts;
+    std::vector<std::string> texts;
+    for (const auto& l : lines) {
+      if (!joined.empty()) joined += ' ';
+      starts.emplace_back(joined.size(), &l);
+      joined += l.text;
+      texts.push_back(l.text);
+    }
+    facts.put_ok("modprobe.options_text." + module, texts, lines.front().where);
+    for (const KernelArg& a : split_kernel_args(joined, true)) {
+      const OptionsLine* from = starts.front().second;
+      for (const auto& [off, l] : starts)
+        if (off <= a.offset) from = l;
+      facts.put_ok("modprobe.options." + module + "." + a.name, a.value.value_or(""), from->where);
     }
   }
   facts.put_ok("modprobe.files", used_files, "modprobe.d");
   facts.put_ok("modprobe.blacklist", blacklist, "modprobe.d");
   facts.put_ok("modprobe.install_blocked", blocked, "modprobe.d");
+  facts.put_ok("modprobe.install_custom", custom, "modprobe.d");
   facts.put_ok("modprobe.unreadable", unreadable, "modprobe.d");
 }
 
@@ -107,11 +237,14 @@ std::unique_ptr<Probe> make_modprobe_probe() {
   return std::make_unique<BasicProbe>(
       "modprobe",
       std::vector<std::string>{"modprobe.files", "modprobe.blacklist", "modprobe.install_blocked",
-                               "modprobe.unreadable", "modprobe.options.*.*",
-                               "modprobe.blacklist_source.*", "modprobe.blocked_source.*"},
-      std::vector<std::string>{"/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf",
-                               "/usr/local/lib/modprobe.d/*.conf", "/usr/lib/modprobe.d/*.conf",
-                               "/lib/modprobe.d/*.conf"},
+                               "modprobe.install_custom", "modprobe.unreadable",
+                               "modprobe.options.*.*", "modprobe.options_text.*",
+                               "modprobe.install.*", "modprobe.blacklist_source.*",
+                               "modprobe.blocked_source.*"},
+      std::vector<std::string>{
+          "/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf", "/usr/local/lib/modprobe.d/*.conf",
+          "/usr/lib/modprobe.d/*.conf", "/lib/modprobe.d/*.conf", "/etc/modprobe.d/*.alias",
+          "/run/modprobe.d/*.alias", "/usr/lib/modprobe.d/*.alias", "/lib/modprobe.d/*.alias"},
       collect);
 }
 

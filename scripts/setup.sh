@@ -12,6 +12,8 @@ packages=(
   slurm-wlm munge rpm
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check
   mmdebstrap nix-bin
+  # tests/cli/kmod_diff.py: the parsers against real kmod (modprobe -c)
+  kmod
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -29,3 +29,35 @@ TEST_CASE("modprobe probe: options, continuation lines, names with dashes, prece
   REQUIRE(files);
   CHECK(files->size() == 3);
 }
+
+// ../shared/reference/parsing-facts.md, checked against real kmod by cli.kmod_diff.
+TEST_CASE("modprobe probe: '#' is a comment only at the start of a line", "[probe][modprobe]") {
+  FixtureTree t;
+  t.file("/etc/modprobe.d/ttm.conf",
+         "options ttm pages_limit=4096 # was 31457280\n  # options ttm page_pool_size=1\n");
+  FactSet f = probe_one(t.path(), "modprobe");
+  CHECK(f.get<std::string>("modprobe.options.ttm.pages_limit") == std::string("4096"));
+  CHECK(f.find("modprobe.options.ttm.page_pool_size") == nullptr);
+  CHECK(f.get<std::vector<std::string>>("modprobe.options_text.ttm") ==
+        std::vector<std::string>{"pages_limit=4096 # was 31457280"});
+}
+
+TEST_CASE("modprobe probe: CRLF, dot files, directories, .alias, install commands",
+          "[probe][modprobe]") {
+  FixtureTree t;
+  t.file("/etc/modprobe.d/crlf.conf", "blacklist amdgpu\r\noptions ttm pages_limit=9\r\n");
+  t.file("/etc/modprobe.d/.hidden.conf", "blacklist ttm\n");
+  t.dir("/etc/modprobe.d/d.conf");
+  t.file("/lib/modprobe.d/d.conf", "options amdgpu gttsize=5\n");
+  t.file("/lib/modprobe.d/x.alias", "options amdgpu modeset=1\n");
+  t.file("/lib/modprobe.d/i.conf", "install amdgpu /sbin/modprobe --ignore-install amdgpu "
+                                   "$CMDLINE_OPTS && echo\ninstall ttm false\n");
+  FactSet f = probe_one(t.path(), "modprobe");
+  // `amdgpu\r` names no module; the kernel's parser takes '\r' as a space in an options line.
+  CHECK(f.get<std::vector<std::string>>("modprobe.blacklist") == std::vector<std::string>{});
+  CHECK(f.get<std::string>("modprobe.options.ttm.pages_limit") == std::string("9"));
+  CHECK(f.get<std::string>("modprobe.options.amdgpu.gttsize") == std::string("5"));
+  CHECK(f.get<std::string>("modprobe.options.amdgpu.modeset") == std::string("1"));
+  CHECK(f.get<std::vector<std::string>>("modprobe.install_blocked") ==
+        std::vector<std::string>{"ttm"});
+}

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using namespace halo::probes;
 
 TEST_CASE("the command line splits like the kernel's next_arg", "[cmdline]") {
@@ -59,4 +61,71 @@ TEST_CASE("kernel releases parse into version, Ubuntu ABI and flavour", "[cmdlin
   CHECK(parse_kernel_release("6.18")->version == "6.18");
   CHECK_FALSE(parse_kernel_release("garbage"));
   CHECK_FALSE(parse_kernel_release(""));
+}
+
+// kernel/params.c next_arg(): the cases the kernel treats in its own way.
+TEST_CASE("next_arg: quotes, '=' at the start, no-break space, NUL", "[cmdline]") {
+  auto a = split_kernel_args("\"a=b c\" x=\"y z\" =abc =a=b p=\" q\"=r");
+  REQUIRE(a.size() == 5);
+  CHECK(a[0].name == "a");
+  CHECK(a[0].value == std::string("b c"));
+  CHECK(a[1].value == std::string("y z"));
+  CHECK(a[2].name == "=abc"); // '=' at offset 0 is not recorded as the separator
+  CHECK_FALSE(a[2].value);
+  CHECK(a[3].name == "=a");
+  CHECK(a[3].value == std::string("b"));
+  CHECK(a[4].name == "p");
+  CHECK(a[4].value == std::string(" q\"=r")); // only a quote that ends the argument is removed
+  // An unbalanced quote runs to the end; a lone quote as the value leaves it empty.
+  auto e = split_kernel_args("x=\" y=");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].value == std::string(" y="));
+  REQUIRE(split_kernel_args("x=\"").size() == 1);
+  CHECK(split_kernel_args("x=\"")[0].value == std::string(""));
+  // lib/ctype.c counts 0xA0 as a space: a pasted UTF-8 no-break space leaves 0xC2 in the value.
+  auto nb = split_kernel_args("ttm.pages_limit=123\xC2\xA0"
+                              "456");
+  REQUIRE(nb.size() == 2);
+  CHECK(nb[0].value == std::string("123\xC2"));
+  CHECK(split_kernel_args(std::string_view("a=1\0b=2", 7)).size() == 1);
+  std::string rest;
+  auto m = split_kernel_args("pages_limit=1 -- page_pool_size=2", true, &rest);
+  REQUIRE(m.size() == 1);
+  CHECK(rest == "page_pool_size=2");
+  CHECK(cmdline_init_args("ro -- single x=1") == std::vector<std::string>{"single", "x=1"});
+}
+
+// libkmod-config.c kmod_config_parse_kcmdline(): checked against real kmod in cli.kmod_diff.
+TEST_CASE("kmod reads module options from the whole command line", "[cmdline]") {
+  auto k = parse_kmod_cmdline("ro amd-ttm.pages_limit=1 -- amdgpu.gttsize=7 \"ttm.x=a b\" "
+                              "amdgpu.a.b=1 amdgpu.c=\"d e\" nomodeset amdgpu.flag "
+                              "modprobe.blacklist=amdgpu_top,amdgpu modprobe.blacklist=ttm");
+  REQUIRE(k.options.size() == 5);
+  CHECK(k.options[0].module == "amd_ttm");
+  CHECK(k.options[0].option == "pages_limit=1");
+  CHECK(k.options[1].module == "amdgpu");
+  CHECK(k.options[1].option == "gttsize=7"); // after `--`: kmod has no such rule
+  CHECK(k.options[2].option == "x=\"a b\""); // re-quoted
+  CHECK(k.options[3].option == "c=\"d e\"");
+  CHECK(k.options[4].option == "flag");
+  CHECK(k.blacklist == std::vector<std::string>{"amdgpu_top", "amdgpu", "ttm"});
+  CHECK_FALSE(k.truncated);
+  CHECK(parse_kmod_cmdline(std::string(5000, 'x')).truncated);
+}
+
+TEST_CASE("kstrtoul/kstrtoint: base 0, one newline, nothing else", "[cmdline]") {
+  CHECK(kstrtoull("0x1E00000") == 0x1E00000U);
+  CHECK(kstrtoull("010") == 8U);
+  CHECK(kstrtoull("00") == 0U);
+  CHECK(kstrtoull("+5") == 5U);
+  CHECK(kstrtoull("7\n") == 7U);
+  CHECK(kstrtoull("18446744073709551615") == 18446744073709551615ULL);
+  CHECK_FALSE(kstrtoull("18446744073709551616"));
+  for (const char* bad : {"", "09", "0x", "120G", "abc", "-1", "1 ", "7\n\n", " 1"})
+    CHECK_FALSE(kstrtoull(bad));
+  CHECK(kstrtoint("-1") == -1);
+  CHECK(kstrtoint("0x7fffffff") == 2147483647);
+  CHECK_FALSE(kstrtoint("0x80000000"));
+  CHECK(kstrtoll("-9223372036854775808") == std::numeric_limits<std::int64_t>::min());
+  CHECK_FALSE(kstrtoll("9223372036854775808"));
 }
