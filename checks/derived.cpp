@@ -49,13 +49,20 @@ void derive_gpus(FactSet& facts) {
   };
   auto put_gpu = [&](std::int64_t i, const std::optional<std::string>& gfx,
                      std::optional<std::int64_t> device_id, const std::string& card,
-                     const std::string& basis) {
+                     const std::string& basis, bool bound, const std::string& bound_src) {
     const std::string pre = fmt::format("gpu.{}", i);
+    facts.put_ok(pre + ".amdgpu_bound", bound, bound_src);
+    const auto from_pci = device_id ? gfx_from_pci_id(*device_id) : std::nullopt;
     if (gfx)
       facts.put_ok(pre + ".gfx_target", *gfx, basis);
+    else if (from_pci)
+      // A GPU that never reached KFD (too-old kernel, amdgpu not bound) still has its PCI id.
+      facts.put_ok(pre + ".gfx_target", from_pci->gfx,
+                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gfx.cpp)", *device_id,
+                               from_pci->name));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, basis,
-                       "no KFD topology node for this GPU");
+                       "no KFD topology node for this GPU and its PCI id is not in the table");
     if (device_id)
       facts.put_ok(pre + ".device_id", *device_id, basis);
     else
@@ -79,18 +86,24 @@ void derive_gpus(FactSet& facts) {
       auto dev = facts.get_int(kpre + ".device_id");
       auto minor = facts.get_int(kpre + ".drm_render_minor");
       put_gpu(n, gfx, dev, minor ? card_for_minor(*minor) : std::string(),
-              "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties");
+              "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties", true,
+              "KFD lists it: amdgpu drives it");
       facts.put_ok(fmt::format("gpu.{}.kfd_node", n), node, kDerived);
       ++n;
     }
   } else if (!cards.empty()) {
     for (const auto& c : cards)
-      put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c,
-              "/sys/class/drm/" + c);
+      put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c, "/sys/class/drm/" + c,
+              facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu"),
+              "/sys/class/drm/" + c + "/device/driver");
   } else {
     for (std::int64_t i = 0; i < pci_count; ++i)
       put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "",
-              "/sys/bus/pci/devices");
+              "/sys/bus/pci/devices",
+              facts.get<std::string>(fmt::format("pci.gpu.{}.driver", i)) == std::string("amdgpu"),
+              "/sys/bus/pci/devices/" +
+                  facts.get<std::string>(fmt::format("pci.gpu.{}.slot", i)).value_or("?") +
+                  "/driver");
   }
   facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
 }
@@ -196,6 +209,46 @@ void derive_invalid_options(FactSet& facts) {
                "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
 }
 
+/// GPUs on the PCI bus that amdgpu is not driving: the driver link of each
+/// (/sys/bus/pci/devices/BDF/driver). "Loaded" is not "bound": amdgpu can be loaded while its
+/// probe of this GPU failed (dmesg "amdgpu BDF: probe ... failed with error -22": usually a
+/// kernel too old for the GPU's IP versions), or the GPU is held by vfio-pci for a VM.
+/// amd.gpus_unbound: no driver, or a driver other than amdgpu/vfio-pci/pci-stub;
+/// amd.gpus_passthrough: reserved for a virtual machine (vfio-pci, pci-stub).
+void derive_binding(FactSet& facts) {
+  const auto n = facts.get_int("pci.amd_gpu_count");
+  if (!n) {
+    for (const char* k : {"amd.gpus_unbound", "amd.gpus_passthrough"})
+      facts.put_status(k, Status::missing, kDerived, "the PCI bus could not be listed");
+    return;
+  }
+  std::vector<std::string> unbound;
+  std::vector<std::string> passthrough;
+  for (std::int64_t i = 0; i < *n; ++i) {
+    const std::string pre = fmt::format("pci.gpu.{}", i);
+    const auto driver = facts.get<std::string>(pre + ".driver");
+    if (!driver || *driver == "amdgpu") continue;
+    const auto slot = facts.get<std::string>(pre + ".slot").value_or("?");
+    const auto id = facts.get_int(pre + ".device_id");
+    std::string what = id ? fmt::format("device 0x{:04x}", *id) : std::string("unknown device");
+    if (auto g = id ? gfx_from_pci_id(*id) : std::nullopt)
+      what = fmt::format("{}, {}", g->name, g->gfx);
+    if (driver->empty())
+      unbound.push_back(fmt::format(
+          "{} ({}): no driver is bound (amdgpu is not loaded, is blocked, or its probe of this GPU "
+          "failed: look for \"amdgpu {}: probe ... failed with error\" in the kernel log; -22 "
+          "usually means the kernel is too old for this GPU)",
+          slot, what, slot));
+    else if (*driver == "vfio-pci" || *driver == "pci-stub")
+      passthrough.push_back(
+          fmt::format("{} ({}): bound to {}, reserved for a virtual machine", slot, what, *driver));
+    else
+      unbound.push_back(fmt::format("{} ({}): bound to {}, not amdgpu", slot, what, *driver));
+  }
+  facts.put_ok("amd.gpus_unbound", unbound, "derived: /sys/bus/pci/devices/*/driver");
+  facts.put_ok("amd.gpus_passthrough", passthrough, "derived: /sys/bus/pci/devices/*/driver");
+}
+
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
@@ -220,7 +273,10 @@ void derive_driver(FactSet& facts) {
   }
   if (modeset == std::int64_t{0})
     blocked.push_back(fmt::format("amdgpu.modeset=0 ({})", modeset_src));
-  if (facts.find("kernel.cmdline.param.nomodeset") != nullptr && modeset == std::int64_t{-1})
+  // With amdgpu live, nomodeset did not stop it on this kernel (amdgpu.modeset=1, or a kernel that
+  // applies nomodeset to display-class devices only): it is not a blocker then.
+  if (!live && facts.find("kernel.cmdline.param.nomodeset") != nullptr &&
+      modeset == std::int64_t{-1})
     blocked.emplace_back("nomodeset (kernel command line)");
   // modprobe.blacklist= (kmod, every occurrence, comma-separated whole names) and the kernel's
   // own module_blacklist= (kernel/module/main.c: one string parameter, comma-separated, the last
@@ -462,9 +518,39 @@ void derive_suspects(FactSet& facts) {
                     p, m));
     }
   }
-  if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu"); v == std::string("pt"))
-    flag("amd_iommu", "amd_iommu=pt is not a valid value (the kernel logs \"AMD-Vi: Unknown option "
-                      "- 'pt'\"); use iommu=pt (kyuz0/amd-strix-halo-toolboxes#66)");
+  // parse_amd_iommu_options() (drivers/iommu/amd/init.c): comma-separated words, each matched by
+  // prefix (strncmp) against this list; anything else is logged as "AMD-Vi: Unknown option - 'x'"
+  // and ignored, so `amd_iommu=pt` and `amd_iommu=on` do nothing
+  // (kyuz0/amd-strix-halo-toolboxes#66).
+  if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu")) {
+    static constexpr std::array<std::string_view, 9> kAmdIommuWords = {
+        "fullflush", "force_enable", "off",         "force_isolation", "pgtbl_v1",
+        "pgtbl_v2",  "irtcachedis",  "nohugepages", "v2_pgsizes_only"};
+    std::string_view rest = *v;
+    std::vector<std::string> unknown_words;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view word = rest.substr(0, comma);
+      const bool known =
+          std::any_of(kAmdIommuWords.begin(), kAmdIommuWords.end(),
+                      [&](std::string_view k) { return word.substr(0, k.size()) == k; });
+      if (!known) unknown_words.emplace_back(word);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+      while (!rest.empty() && rest.front() == ',')
+        rest.remove_prefix(1);
+    }
+    if (v->empty()) unknown_words.emplace_back("");
+    if (!unknown_words.empty())
+      flag("amd_iommu",
+           fmt::format("amd_iommu={} has no effect: the kernel knows only fullflush, force_enable, "
+                       "off, force_isolation, pgtbl_v1/v2, irtcachedis, nohugepages and "
+                       "v2_pgsizes_only, and logs \"AMD-Vi: Unknown option - '{}'\" for the rest "
+                       "(drivers/iommu/amd/init.c). For passthrough write iommu=pt; to disable the "
+                       "IOMMU, amd_iommu=off (faster memory on Strix Halo, but no NPU and no VFIO; "
+                       "kyuz0/amd-strix-halo-toolboxes#66)",
+                       *v, unknown_words.front()));
+  }
   for (const auto& n : *cmd_names) {
     if (n == "Modprobe.blacklist" || n == "Module_blacklist")
       flag(n, "kernel parameter names are case-sensitive: write modprobe.blacklist");
@@ -481,7 +567,17 @@ void derive_suspects(FactSet& facts) {
     const auto dot = rest.find('.');
     const std::string m = rest.substr(0, dot);
     const std::string p = rest.substr(dot + 1);
-    if (lacks_param(facts, m, p))
+    const auto notes = facts.get<std::vector<std::string>>("modprobe.note_words." + m)
+                           .value_or(std::vector<std::string>{});
+    const bool after_hash = std::find(notes.begin(), notes.end(), p) != notes.end();
+    if (after_hash && !lacks_param(facts, m, p) &&
+        facts.get<std::vector<std::string>>(m == "amdgpu" ? "amdgpu.param_names"
+                                                          : "ttm.module." + m + ".param_names"))
+      mp_hints.push_back(fmt::format(
+          "options {} ... {}={} ({}): this follows a '#' but is applied: kmod starts a comment "
+          "only at the beginning of a line (libkmod-config.c)",
+          m, p, *facts.get<std::string>(key), f.source));
+    else if (!after_hash && lacks_param(facts, m, p))
       mp_hints.push_back(
           fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
   }
@@ -491,6 +587,7 @@ void derive_suspects(FactSet& facts) {
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
   derive_invalid_options(facts);
+  derive_binding(facts);
   derive_driver(facts);
   derive_ttm(facts, ctx.options);
   derive_gttsize(facts);
@@ -513,8 +610,11 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.instinct",
                                                                "gpu.*.mi300_series",
                                                                "gpu.*.kfd_node",
+                                                               "gpu.*.amdgpu_bound",
                                                                "amdgpu.live",
                                                                "amdgpu.blocked_by",
+                                                               "amd.gpus_unbound",
+                                                               "amd.gpus_passthrough",
                                                                "modparam.invalid",
                                                                "modparam.invalid_modules",
                                                                "ttm.configured_elsewhere",

@@ -53,7 +53,40 @@ constexpr std::array<Known, 17> kApus = {{
     {"gfx909", 0x15d8, "Picasso"},
     {"gfx942", 0x74a0, "Instinct MI300A"},
 }};
+// Discrete GPUs (pci.ids names; LLVM AMDGPUUsage targets).
+constexpr std::array<Known, 22> kDiscrete = {{
+    {"gfx942", 0x74a1, "Instinct MI300X"},
+    {"gfx942", 0x74a2, "Instinct MI308X"},
+    {"gfx942", 0x74a5, "Instinct MI325X"},
+    {"gfx942", 0x74b5, "Instinct MI300X VF"},
+    {"gfx950", 0x75a0, "Instinct MI350X"},
+    {"gfx950", 0x75a3, "Instinct MI355X"},
+    {"gfx90a", 0x740c, "Instinct MI250X/MI250"},
+    {"gfx90a", 0x740f, "Instinct MI210"},
+    {"gfx908", 0x738c, "Instinct MI100"},
+    {"gfx906", 0x66a1, "Instinct MI50/MI60"},
+    {"gfx906", 0x66af, "Radeon VII"},
+    {"gfx1201", 0x7551, "Radeon AI PRO R9700"},
+    {"gfx1201", 0x7550, "Radeon RX 9070/9070 XT"},
+    {"gfx1200", 0x7590, "Radeon RX 9060 XT"},
+    {"gfx1100", 0x744c, "Radeon RX 7900 XT/XTX/GRE"},
+    {"gfx1100", 0x7448, "Radeon PRO W7900"},
+    {"gfx1101", 0x747e, "Radeon RX 7700 XT/7800 XT"},
+    {"gfx1102", 0x7480, "Radeon RX 7600"},
+    {"gfx1030", 0x73bf, "Radeon RX 6800/6900 XT"},
+    {"gfx1030", 0x73a3, "Radeon PRO W6800"},
+    {"gfx1031", 0x73df, "Radeon RX 6700 XT"},
+    {"gfx1032", 0x73ff, "Radeon RX 6600 XT"},
+}};
 } // namespace
+
+std::optional<PciGfx> gfx_from_pci_id(std::int64_t device_id) {
+  for (const auto& k : kApus)
+    if (k.id == device_id) return PciGfx{k.gfx, k.name};
+  for (const auto& k : kDiscrete)
+    if (k.id == device_id) return PciGfx{k.gfx, k.name};
+  return std::nullopt;
+}
 
 std::optional<std::string> apu_basis(const std::optional<std::string>& gfx,
                                      std::optional<std::int64_t> device_id) {

@@ -23,6 +23,17 @@ std::optional<std::string> gfx_from_override(const std::string& value);
 std::optional<std::string> apu_basis(const std::optional<std::string>& gfx,
                                      std::optional<std::int64_t> device_id);
 
+/// The gfx target of an AMD GPU from its PCI device id (/sys/bus/pci/devices/BDF/device), for
+/// GPUs that never reach KFD (a kernel too old for the GPU, amdgpu not bound). Table: device
+/// names from pci.ids (vendor 1002), targets from LLVM AMDGPUUsage's processor table; the
+/// Strix Halo and MI300 ids are confirmed by KFD captures in reference/amd-gpu-facts.md.
+/// Returns the target and the product name, or std::nullopt for an id not in the table.
+struct PciGfx {
+  std::string gfx;
+  std::string name;
+};
+std::optional<PciGfx> gfx_from_pci_id(std::int64_t device_id);
+
 /// True for Instinct accelerators (gfx908, gfx90a, gfx94x, gfx950, or their PCI ids).
 bool is_instinct(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id);
 

@@ -217,12 +217,20 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       texts.push_back(l.text);
     }
     facts.put_ok("modprobe.options_text." + module, texts, lines.front().where);
+    // Words after a '#' on the same line look like a note to the reader, but the kernel receives
+    // them: unknown names are ignored ("unknown parameter '#' ignored"), known ones are applied.
+    // They are listed so the derive stage can tell a note from a setting that still applies.
+    std::vector<std::string> note_words;
+    const OptionsLine* hash_line = nullptr;
     for (const KernelArg& a : split_kernel_args(joined, true)) {
       const OptionsLine* from = starts.front().second;
       for (const auto& [off, l] : starts)
         if (off <= a.offset) from = l;
+      if (!a.raw_name.empty() && a.raw_name.front() == '#') hash_line = from;
+      if (hash_line == from) note_words.push_back(a.name);
       facts.put_ok("modprobe.options." + module + "." + a.name, a.value.value_or(""), from->where);
     }
+    facts.put_ok("modprobe.note_words." + module, note_words, lines.front().where);
   }
   facts.put_ok("modprobe.files", used_files, "modprobe.d");
   facts.put_ok("modprobe.blacklist", blacklist, "modprobe.d");

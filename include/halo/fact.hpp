@@ -40,7 +40,14 @@ struct Fact {
   std::string reason;
 
   bool ok() const { return status == Status::ok; }
+  /// True for a fact whose probe was deliberately not run (`--no-runtime`, or a runtime probe
+  /// under `--root`): status missing with a reason that starts with kNotProbedPrefix. Rules
+  /// that need it are skipped with that reason, not reported as "could not be checked".
+  bool not_probed() const;
 };
+
+/// Reason prefix of a fact whose probe was not run on request ("skipped: --no-runtime").
+inline constexpr std::string_view kNotProbedPrefix = "skipped: ";
 
 /// Renders a value for people: integers in decimal, doubles with up to 6 significant digits,
 /// lists joined by ", ", none as "-".

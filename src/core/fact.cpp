@@ -211,4 +211,9 @@ std::size_t line_of_offset(std::string_view text, std::size_t offset) {
   return line;
 }
 
+bool Fact::not_probed() const {
+  return status == Status::missing &&
+         std::string_view(reason).substr(0, kNotProbedPrefix.size()) == kNotProbedPrefix;
+}
+
 } // namespace halo

@@ -362,6 +362,19 @@ std::string describe_unknown(const std::vector<std::string>& keys, const FactSet
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+/// The reason to skip when every unknown fact belongs to a probe that was not run on request
+/// (--no-runtime, a runtime probe under --root); empty otherwise.
+std::string not_probed_reason(const std::vector<std::string>& keys, const FactSet& facts) {
+  if (keys.empty()) return {};
+  std::string reason;
+  for (const auto& k : keys) {
+    const Fact* f = facts.find(k);
+    if (f == nullptr || !f->not_probed()) return {};
+    if (reason.empty()) reason = f->reason.substr(kNotProbedPrefix.size());
+  }
+  return "not checked: the probe was not run (" + reason + ")";
+}
+
 } // namespace
 
 std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
@@ -384,6 +397,10 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
         res.status = Outcome::skip;
         res.message = expand_template(pre.skip_reason, facts, params);
         res.evidence = collect_evidence(r, facts, {});
+      } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
+        res.status = Outcome::skip;
+        res.message = why;
+        res.evidence = collect_evidence(r, facts, unknown);
       } else {
         res.status = Outcome::error;
         res.message =
@@ -414,6 +431,10 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
       if (r.pending_when)
         res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
       res.evidence = collect_evidence(r, facts, {});
+    } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
+      res.status = Outcome::skip;
+      res.message = why;
+      res.evidence = collect_evidence(r, facts, unknown);
     } else if (!unknown.empty()) {
       res.status = Outcome::error;
       res.message = "could not be checked: " + describe_unknown(unknown, facts);

@@ -40,6 +40,16 @@ TEST_CASE("modprobe probe: '#' is a comment only at the start of a line", "[prob
   CHECK(f.find("modprobe.options.ttm.page_pool_size") == nullptr);
   CHECK(f.get<std::vector<std::string>>("modprobe.options_text.ttm") ==
         std::vector<std::string>{"pages_limit=4096 # was 31457280"});
+  CHECK(f.get<std::vector<std::string>>("modprobe.note_words.ttm") ==
+        std::vector<std::string>{"#", "was", "31457280"});
+}
+
+TEST_CASE("modprobe probe: a setting after '#' on the same line is still applied",
+          "[probe][modprobe]") {
+  FixtureTree t;
+  t.file("/etc/modprobe.d/ttm.conf", "options ttm pages_limit=1 # pages_limit=2\n");
+  FactSet f = probe_one(t.path(), "modprobe");
+  CHECK(f.get<std::string>("modprobe.options.ttm.pages_limit") == std::string("2"));
 }
 
 TEST_CASE("modprobe probe: CRLF, dot files, directories, .alias, install commands",

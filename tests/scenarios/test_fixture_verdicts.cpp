@@ -185,3 +185,55 @@ TEST_CASE("facts saved as JSON and replayed give the same verdicts", "[scenario]
     }
   }
 }
+
+// Issue 11: classes of wrong verdicts, on roots rebuilt from public reports.
+TEST_CASE("a '#' note after modprobe.d options: applied, no pending reboot, no misspelling",
+          "[scenario][issue11]") {
+  auto rs = run(fixture("strix-halo-modprobe-comment"));
+  for (const char* id :
+       {"ttm-limit-low", "ttm-pending-reboot", "cmdline-unknown-param", "module-option-invalid"}) {
+    INFO(id);
+    CHECK(get(rs, id).status == Outcome::pass);
+  }
+  CHECK_FALSE(get(rs, "ttm-limit-low").pending_reboot);
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::ok);
+}
+
+TEST_CASE("a unit suffix in modprobe.d is an invalid option that stops ttm and amdgpu",
+          "[scenario][issue11]") {
+  auto rs = run(fixture("strix-halo-invalid-option"));
+  const Result& r = get(rs, "module-option-invalid");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message, Catch::Contains("ttm.pages_limit=120G (/etc/modprobe.d/ttm.conf:1)"));
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
+}
+
+TEST_CASE("a GPU that never reached KFD: gfx target from the PCI id, unbound GPU named",
+          "[scenario][issue11]") {
+  auto rs = run(fixture("strix-halo-kernel-too-old"));
+  const Result& k = get(rs, "gfx1151-kernel-min");
+  CHECK(k.status == Outcome::fail);
+  CHECK(k.severity == Severity::error);
+  const Result& d = get(rs, "amdgpu-driver-loaded");
+  CHECK(d.status == Outcome::fail);
+  CHECK_THAT(d.message, Catch::Contains("0000:c5:00.0 (Strix Halo"));
+  CHECK_THAT(d.message, Catch::Contains("no driver is bound"));
+  // Rules about the GPU's memory skip instead of "could not be checked".
+  for (const char* id : {"ttm-limit-low", "apu-carveout-large"}) {
+    INFO(id);
+    CHECK(get(rs, id).status == Outcome::skip);
+  }
+}
+
+TEST_CASE("a dGPU held by vfio-pci is named; amd_iommu=on is reported as ignored",
+          "[scenario][issue11]") {
+  auto rs = run(fixture("strix-halo-r9700-vfio"));
+  const Result& d = get(rs, "amdgpu-driver-loaded");
+  CHECK(d.status == Outcome::fail);
+  CHECK(d.severity == Severity::warning);
+  CHECK_THAT(d.message, Catch::Contains("Radeon AI PRO R9700, gfx1201): bound to vfio-pci"));
+  CHECK_THAT(get(rs, "cmdline-unknown-param").message,
+             Catch::Contains("amd_iommu=on has no effect"));
+  CHECK(get(rs, "ttm-limit-low").status == Outcome::pass);
+}

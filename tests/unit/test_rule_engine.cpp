@@ -154,6 +154,23 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   CHECK(res[0].status == Outcome::error);
   CHECK_THAT(res[0].message,
              Catch::Contains("ttm.configured.pages_limit_bytes (missing: not configured)"));
+
+  // A probe that was not run on request (--no-runtime) makes its rules skip, with the reason;
+  // a fact missing for any other reason still makes the rule an error, in applies and in fail.
+  f.put_status("hsa.gpu_count", Status::missing, "hsa probe", "skipped: --no-runtime");
+  rs.rules[0].fail[0].when = leaf("hsa.gpu_count", Op::lt, 1);
+  res = evaluate(rs, f, {});
+  CHECK(res[0].status == Outcome::skip);
+  CHECK(res[0].message == "not checked: the probe was not run (--no-runtime)");
+  rs.rules[0].fail[0].when = group(Condition::Kind::all, {leaf("hsa.gpu_count", Op::lt, 1),
+                                                          leaf("kernel.release", Op::eq, "x")});
+  res = evaluate(rs, f, {});
+  CHECK(res[0].status == Outcome::error);
+  rs.rules[0].fail[0].when = leaf("mem.total_bytes", Op::lt, 1);
+  rs.rules[0].applies.push_back(Precondition{leaf("hsa.gpu_count", Op::ge, 1), "no GPU"});
+  res = evaluate(rs, f, {});
+  CHECK(res[0].status == Outcome::skip);
+  CHECK(res[0].message == "not checked: the probe was not run (--no-runtime)");
 }
 
 TEST_CASE("the gate exit code follows --fail-on and pending reboots", "[engine]") {
