@@ -11,9 +11,11 @@
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <limits>
 #include <map>
 
@@ -247,6 +249,131 @@ void derive_binding(FactSet& facts) {
   }
   facts.put_ok("amd.gpus_unbound", unbound, "derived: /sys/bus/pci/devices/*/driver");
   facts.put_ok("amd.gpus_passthrough", passthrough, "derived: /sys/bus/pci/devices/*/driver");
+}
+
+/// A device list as ROCr (ROCR_VISIBLE_DEVICES) and HIP (HIP_VISIBLE_DEVICES, else
+/// CUDA_VISIBLE_DEVICES) read it: comma-separated indices into the devices the layer below
+/// left; the list stops at the first entry that is not a valid, unused index (HIP's
+/// env_variables reference: "HIP_VISIBLE_DEVICES=0,1,-1,2" exposes devices 0 and 1); an empty
+/// value or -1 hides every device. UUID entries (GPU-...) are not resolved here: `uuid` is set.
+std::vector<std::int64_t> visible_list(std::string_view value, std::int64_t count, bool& uuid) {
+  std::vector<std::int64_t> out;
+  while (true) {
+    const auto comma = value.find(',');
+    std::string token(value.substr(0, comma));
+    while (!token.empty() && token.front() == ' ')
+      token.erase(token.begin());
+    while (!token.empty() && token.back() == ' ')
+      token.pop_back();
+    if (token.rfind("GPU-", 0) == 0) {
+      uuid = true;
+      break;
+    }
+    std::int64_t v = -1;
+    const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+    if (ec != std::errc() || ptr != token.data() + token.size() || v < 0 || v >= count ||
+        std::find(out.begin(), out.end(), v) != out.end())
+      break;
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+/// Which GPUs training sees, in HIP's order (device 0 first), and the APU wherever it is.
+/// GPUs are numbered in KFD node order (numerically), which is ROCr's enumeration order.
+/// ROCR_VISIBLE_DEVICES filters and reorders first; HIP_VISIBLE_DEVICES (or
+/// CUDA_VISIBLE_DEVICES) then indexes into what ROCr left (ROCm/pytorch#1895; HIP
+/// env_variables reference). GPU_DEVICE_ORDINAL is not modelled.
+void derive_visibility(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  std::vector<std::int64_t> rocr(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    rocr[static_cast<std::size_t>(i)] = i;
+  std::vector<std::string> basis;
+  bool uuid = false;
+  if (auto v = facts.get<std::string>("env.rocr_visible_devices")) {
+    std::vector<std::int64_t> picked;
+    for (auto k : visible_list(*v, n, uuid))
+      picked.push_back(rocr[static_cast<std::size_t>(k)]);
+    rocr = picked;
+    basis.push_back("ROCR_VISIBLE_DEVICES=" + *v);
+  }
+  std::vector<std::int64_t> hip = rocr;
+  for (const auto& [var, key] : {std::pair{"HIP_VISIBLE_DEVICES", "env.hip_visible_devices"},
+                                 std::pair{"CUDA_VISIBLE_DEVICES", "env.cuda_visible_devices"}}) {
+    if (auto v = facts.get<std::string>(key)) {
+      std::vector<std::int64_t> picked;
+      for (auto k : visible_list(*v, static_cast<std::int64_t>(rocr.size()), uuid))
+        picked.push_back(rocr[static_cast<std::size_t>(k)]);
+      hip = picked;
+      basis.push_back(fmt::format("{}={}", var, *v));
+      break; // HIP reads CUDA_VISIBLE_DEVICES only when HIP_VISIBLE_DEVICES is unset
+    }
+  }
+  const std::string src = basis.empty()
+                              ? std::string("derived: every GPU (no *_VISIBLE_DEVICES set)")
+                              : fmt::format("derived: {}", fmt::join(basis, ", "));
+  if (uuid) {
+    for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target"})
+      facts.put_status(k, Status::missing, src,
+                       "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
+  } else {
+    std::vector<std::string> names;
+    for (auto i : hip)
+      names.push_back(fmt::format(
+          "gpu.{} ({})", i,
+          facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i)).value_or("unknown target")));
+    facts.put_ok("gpu.visible", names, src);
+    if (hip.empty()) {
+      facts.put_status("gpu.device0", Status::missing, src, "no GPU is visible to HIP");
+      facts.put_status("gpu.device0_gfx_target", Status::missing, src, "no GPU is visible to HIP");
+    } else {
+      facts.put_ok("gpu.device0", hip.front(), src);
+      alias(facts, "gpu.device0_gfx_target", fmt::format("gpu.{}.gfx_target", hip.front()),
+            "the device 0 GPU has no known target");
+    }
+  }
+  // HSA_OVERRIDE_GFX_VERSION applies to every GPU agent ROCr exposes.
+  std::vector<std::string> mismatch;
+  if (auto target = facts.get<std::string>("env.hsa_override_gfx_target")) {
+    for (auto i : rocr) {
+      auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+      if (g && *g != *target) mismatch.push_back(fmt::format("gpu.{} ({})", i, *g));
+    }
+    facts.put_ok("env.hsa_override_mismatch", mismatch, src);
+  } else {
+    facts.put_status("env.hsa_override_mismatch", Status::missing, kDerived,
+                     "HSA_OVERRIDE_GFX_VERSION is not set or not a version");
+  }
+
+  // The APU, wherever KFD lists it (a Strix Halo with a discrete GPU that enumerates first).
+  std::optional<std::int64_t> apu;
+  for (std::int64_t i = 0; i < n && !apu; ++i)
+    if (facts.get<bool>(fmt::format("gpu.{}.apu", i)) == true) apu = i;
+  facts.put_ok("apu.present", apu.has_value(), "derived: gpu.*.apu");
+  const std::string why = "no APU among the AMD GPUs";
+  if (apu)
+    facts.put_ok("apu.index", *apu, "derived: gpu.*.apu");
+  else
+    facts.put_status("apu.index", Status::missing, kDerived, why);
+  for (const char* m : {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound"})
+    alias(facts, std::string("apu.") + m,
+          apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string("-"), why);
+  // ROCr's GPU agents are the ROCR-visible GPUs in order: the APU's agent is its position there.
+  const auto pos = apu ? std::find(rocr.begin(), rocr.end(), *apu) : rocr.end();
+  const Fact* hsa_status = facts.find("hsa.status");
+  if (pos != rocr.end() && hsa_status != nullptr && hsa_status->not_probed())
+    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, hsa_status->source,
+                     hsa_status->reason);
+  else if (pos != rocr.end())
+    alias(facts, "apu.hsa_coarse_pool_bytes",
+          fmt::format("hsa.gpu.{}.coarse_pool_bytes", pos - rocr.begin()),
+          "the runtime probe did not report this GPU agent");
+  else
+    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, kDerived,
+                     apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
 }
 
 void derive_driver(FactSet& facts) {
@@ -586,6 +713,7 @@ void derive_suspects(FactSet& facts) {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
+  derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
   derive_driver(facts);
@@ -611,6 +739,17 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.mi300_series",
                                                                "gpu.*.kfd_node",
                                                                "gpu.*.amdgpu_bound",
+                                                               "gpu.visible",
+                                                               "gpu.device0",
+                                                               "gpu.device0_gfx_target",
+                                                               "env.hsa_override_mismatch",
+                                                               "apu.present",
+                                                               "apu.index",
+                                                               "apu.gfx_target",
+                                                               "apu.vram_total_bytes",
+                                                               "apu.gtt_total_bytes",
+                                                               "apu.amdgpu_bound",
+                                                               "apu.hsa_coarse_pool_bytes",
                                                                "amdgpu.live",
                                                                "amdgpu.blocked_by",
                                                                "amd.gpus_unbound",

@@ -8,6 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
 namespace halo::probes {
 namespace {
 
@@ -22,8 +26,24 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                            : "cannot list");
     return;
   }
+  // Node ids are numbers: ROCr (hsaKmtAcquireSystemProperties) enumerates nodes 0..N-1 in
+  // numeric order, so node 10 comes after node 2. Names that are not numbers go last.
+  std::vector<std::string> ordered = *nodes;
+  auto num = [](const std::string& s) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return (ec == std::errc() && p == s.data() + s.size()) ? std::optional<std::uint64_t>(v)
+                                                           : std::nullopt;
+  };
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const std::string& a, const std::string& b) {
+    const auto na = num(a);
+    const auto nb = num(b);
+    if (na && nb) return *na < *nb;
+    if (na != nb) return na.has_value();
+    return a < b;
+  });
   std::vector<std::string> gpus;
-  for (const auto& n : *nodes) {
+  for (const auto& n : ordered) {
     const std::string dir = base + "/" + n;
     const std::string pre = "kfd.node." + n;
     ReadResult r = ctx.root.read(dir + "/properties");
