@@ -376,6 +376,44 @@ void derive_visibility(FactSet& facts) {
                      apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
 }
 
+/// Where the doctor runs (checks/runenv.cpp lists the markers and their sources). A container
+/// also shows when PCI lists no AMD GPU while /dev/kfd exists (the device was passed in).
+void derive_runenv(FactSet& facts) {
+  std::string kind;
+  std::vector<std::string> evidence;
+  auto yes = [&](const char* k) { return facts.get<bool>(k) == true; };
+  if (yes("runenv.toolboxenv")) {
+    kind = "toolbox";
+    evidence.emplace_back("/run/.toolboxenv");
+  } else if (facts.get<std::string>("env.container_id")) {
+    kind = "distrobox";
+    evidence.emplace_back("CONTAINER_ID in the environment");
+  } else if (yes("runenv.kubernetes")) {
+    kind = "kubernetes";
+    evidence.emplace_back("/var/run/secrets/kubernetes.io/serviceaccount");
+  } else if (yes("runenv.containerenv")) {
+    kind = "podman";
+    evidence.emplace_back("/run/.containerenv");
+  } else if (yes("runenv.dockerenv")) {
+    kind = "docker";
+    evidence.emplace_back("/.dockerenv");
+  } else if (auto c = facts.get<std::string>("runenv.systemd_container")) {
+    kind = *c;
+    evidence.push_back("/run/systemd/container: " + *c);
+  } else if (auto e = facts.get<std::string>("runenv.cgroup_engine"); e && !e->empty()) {
+    kind = *e == "kubepods" ? "kubernetes" : *e == "libpod" ? "podman" : *e;
+    evidence.push_back("/proc/1/cgroup names " + *e);
+  } else if (facts.get_int("pci.amd_gpu_count") == std::int64_t{0} &&
+             facts.get<bool>("access.kfd.exists") == true) {
+    kind = "container";
+    evidence.emplace_back("/dev/kfd exists but /sys/bus/pci lists no AMD GPU");
+  }
+  facts.put_ok("host.container", !kind.empty(), "derived: container markers");
+  facts.put_ok("host.runs_in", kind.empty() ? std::string("host") : kind,
+               evidence.empty() ? std::string("derived: no container marker")
+                                : fmt::format("derived: {}", fmt::join(evidence, ", ")));
+}
+
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
@@ -713,6 +751,7 @@ void derive_suspects(FactSet& facts) {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
+  derive_runenv(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -739,6 +778,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.mi300_series",
                                                                "gpu.*.kfd_node",
                                                                "gpu.*.amdgpu_bound",
+                                                               "host.container",
+                                                               "host.runs_in",
                                                                "gpu.visible",
                                                                "gpu.device0",
                                                                "gpu.device0_gfx_target",

@@ -18,6 +18,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_environment_probe()); // before device_access, which reads env.sudo_uid
   r.add(probes::make_device_access_probe());
   r.add(probes::make_numa_probe());
+  r.add(probes::make_runenv_probe());
   r.add(probes::make_hsa_probe());
   r.add(probes::make_libdrm_probe());
   r.add(probes::make_boot_stack_probe());

@@ -23,6 +23,9 @@ struct ReportContext {
   std::string ruleset_version;
   std::string ruleset_digest;
   std::string root; ///< "/" or the --root / --facts origin
+  /// Where the doctor ran: "host" (bare metal or a VM) or the container kind ("docker",
+  /// "podman", "toolbox", "distrobox", "kubernetes", "lxc", ...): fact host.runs_in.
+  std::string runs_in;
   int exit_code = 0;
   /// Wall-clock seconds the run took from start to results (steady clock, `check`); reported
   /// by the junit (`time`) and prometheus (`halo_doctor_run_duration_seconds`) formats.

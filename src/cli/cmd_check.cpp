@@ -106,6 +106,7 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   ctx.hostname = facts.get<std::string>("host.name").value_or("");
   ctx.kernel = facts.get<std::string>("kernel.release").value_or("");
   ctx.os = facts.get<std::string>("os.pretty_name").value_or("");
+  ctx.runs_in = facts.get<std::string>("host.runs_in").value_or("");
   ctx.ruleset_version = rules.version;
   ctx.ruleset_digest = rules.digest;
   ctx.root = !o.common.bundle.empty()      ? o.common.bundle

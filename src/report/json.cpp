@@ -8,6 +8,7 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
   j["tool"] = {{"name", "halo-doctor"}, {"version", ctx.tool_version}};
   j["host"] = {
       {"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
+  if (!ctx.runs_in.empty()) j["host"]["runs_in"] = ctx.runs_in;
   j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {

@@ -237,3 +237,14 @@ TEST_CASE("a dGPU held by vfio-pci is named; amd_iommu=on is reported as ignored
              Catch::Contains("amd_iommu=on has no effect"));
   CHECK(get(rs, "ttm-limit-low").status == Outcome::pass);
 }
+
+TEST_CASE("a container without /dev/dri gets the container remedy", "[scenario][issue11]") {
+  auto rs = run(fixture("strix-halo-docker-no-dri"));
+  const Result& r = get(rs, "render-node-access");
+  CHECK(r.status == Outcome::fail);
+  CHECK_THAT(r.message, Catch::Contains("not passed into this docker container"));
+  CHECK_THAT(r.message, Catch::Contains("--device=/dev/dri"));
+  // The same missing node on bare metal is not told to pass container flags.
+  auto bare = run(fixture("strix-halo-kernel-too-old"));
+  CHECK_THAT(get(bare, "render-node-access").message, !Catch::Contains("--device"));
+}
