@@ -248,3 +248,14 @@ TEST_CASE("a container without /dev/dri gets the container remedy", "[scenario][
   auto bare = run(fixture("strix-halo-kernel-too-old"));
   CHECK_THAT(get(bare, "render-node-access").message, !Catch::Contains("--device"));
 }
+
+TEST_CASE("the RDNA3.5 kernel minimum applies to Strix Point (gfx1150) too",
+          "[scenario][issue21]") {
+  auto rs = run(fixture("strix-point-6.14-generic"));
+  const Result& r = get(rs, "gfx1151-kernel-min");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message, Catch::Contains("gfx1150"));
+  // A GPU outside the family is not judged by it.
+  CHECK(get(run(fixture("mi300x-numa-4021")), "gfx1151-kernel-min").status == Outcome::skip);
+}
