@@ -96,7 +96,18 @@ bool contains(const std::vector<std::string>& v, std::string_view s) {
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  const Root& root = ctx.root;
+  // The host's boot loader and initramfs: through the host root in a container.
+  const Root* host = ctx.host_config_root();
+  if (host == nullptr) {
+    for (const char* k :
+         {"boot.stack", "boot.evidence", "boot.tools", "boot.initramfs_tool", "boot.ostree_booted",
+          "boot.kernelstub_config", "boot.grub_default_exists", "boot.grub_bls",
+          "boot.grub_d_files", "boot.kernel_cmdline_file", "boot.loader_entries",
+          "boot.nixos_kernel_param_lines"})
+      facts.put_status(k, Status::missing, "host root", ctx.host_basis());
+    return;
+  }
+  const Root& root = *host;
   std::vector<std::string> evidence;
 
   // Tools present.

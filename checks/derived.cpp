@@ -110,6 +110,18 @@ void derive_gpus(FactSet& facts) {
   facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
 }
 
+/// The modprobe.d facts when no host root was reachable (inside a container without the host's
+/// / mounted): facts derived from modprobe.d copy its "not probed" status, so rules that need
+/// the host's configuration are skipped with the reason, never judged as "not configured".
+const Fact* hidden_host_config(const FactSet& facts) {
+  const Fact* f = facts.find("modprobe.files");
+  return f != nullptr && f->not_probed() ? f : nullptr;
+}
+
+void put_hidden(FactSet& facts, const std::string& key, const Fact& why) {
+  facts.put_status(key, Status::missing, why.source, why.reason);
+}
+
 /// One parameter as a loadable module receives it when it loads.
 struct ModuleOption {
   std::optional<std::string> value; ///< std::nullopt: given without '=' (a flag)
@@ -204,6 +216,11 @@ void derive_invalid_options(FactSet& facts) {
                                     ip->is_unsigned ? "kstrtoul" : "kstrtoint"));
       if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.emplace_back(m);
     }
+  }
+  if (const Fact* hidden = hidden_host_config(facts); hidden != nullptr && invalid.empty()) {
+    put_hidden(facts, "modparam.invalid", *hidden);
+    put_hidden(facts, "modparam.invalid_modules", *hidden);
+    return;
   }
   facts.put_ok("modparam.invalid", invalid,
                "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
@@ -523,7 +540,10 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
         elsewhere.push_back(fmt::format("{}.{} ({})", m, p, c.modprobe_src));
     }
   }
-  if (used)
+  const Fact* hidden = hidden_host_config(facts);
+  if (used && hidden != nullptr)
+    put_hidden(facts, "ttm.configured_elsewhere", *hidden);
+  else if (used)
     facts.put_ok("ttm.configured_elsewhere", elsewhere, "derived: /proc/cmdline, modprobe.d");
   else
     facts.put_status("ttm.configured_elsewhere", Status::missing, kDerived,
@@ -564,12 +584,23 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
       }
     };
     put(cmd_key, c.cmdline, c.cmdline_src);
-    put(mp_key, c.modprobe, c.modprobe_src);
     const bool cmd_given = !c.cmdline_src.empty();
+    if (hidden != nullptr) {
+      for (const char* u : {"_pages", "_bytes"}) {
+        put_hidden(facts, mp_key + u, *hidden);
+        if (!cmd_given) put_hidden(facts, base + u, *hidden);
+      }
+      if (cmd_given) put(base, c.cmdline, c.cmdline_src);
+      on_used = on_used || c.cmdline;
+      continue;
+    }
+    put(mp_key, c.modprobe, c.modprobe_src);
     put(base, cmd_given ? c.cmdline : c.modprobe, cmd_given ? c.cmdline_src : c.modprobe_src);
     on_used = on_used || c.cmdline || c.modprobe;
   }
-  if (used)
+  if (used && hidden != nullptr && !on_used)
+    put_hidden(facts, "ttm.configured_on_used", *hidden);
+  else if (used)
     facts.put_ok("ttm.configured_on_used", on_used, "derived: /proc/cmdline, modprobe.d");
   else
     facts.put_status("ttm.configured_on_used", Status::missing, kDerived,
@@ -746,7 +777,11 @@ void derive_suspects(FactSet& facts) {
       mp_hints.push_back(
           fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
   }
-  facts.put_ok("modprobe.suspect_hints", mp_hints, "derived: modprobe.d, /sys/module/*/parameters");
+  if (const Fact* hidden = hidden_host_config(facts))
+    put_hidden(facts, "modprobe.suspect_hints", *hidden);
+  else
+    facts.put_ok("modprobe.suspect_hints", mp_hints,
+                 "derived: modprobe.d, /sys/module/*/parameters");
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

@@ -137,17 +137,27 @@ struct OptionsLine {
 };
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
+  // modprobe.d is the host's configuration (the next boot's initramfs and module loads): in a
+  // container it is read through the host root, never from the image's /etc.
+  const Root* host = ctx.host_config_root();
+  if (host == nullptr) {
+    for (const char* k : {"modprobe.files", "modprobe.blacklist", "modprobe.install_blocked",
+                          "modprobe.install_custom", "modprobe.unreadable"})
+      facts.put_status(k, Status::missing, "host root", ctx.host_basis());
+    return;
+  }
+  const Root& root = *host;
   std::map<std::string, std::string> files; // name -> absolute path of the winning file
   std::vector<std::string> unreadable;
   for (const char* d : kDirs) {
-    auto names = ctx.root.list(d);
+    auto names = root.list(d);
     if (!names) continue;
     for (const auto& n : *names) {
       if (n.empty() || n[0] == '.') continue;
       if (n.size() < 6 || !(ends_with(n, ".conf") || ends_with(n, ".alias"))) continue;
       if (files.count(n) != 0U) continue;
       const std::string path = std::string(d) + "/" + n;
-      if (ctx.root.is_dir(path)) {
+      if (root.is_dir(path)) {
         unreadable.push_back(fmt::format("{} (a directory; kmod skips it)", path));
         continue;
       }
@@ -160,7 +170,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> custom;
   std::map<std::string, std::vector<OptionsLine>> options; // module -> lines in kmod's order
   for (const auto& [name, path] : files) {
-    ReadResult r = ctx.root.read(path, kMaxConfBytes);
+    ReadResult r = root.read(path, kMaxConfBytes);
     if (!r.ok()) {
       unreadable.push_back(fmt::format("{} ({})", path, r.reason));
       continue;

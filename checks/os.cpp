@@ -23,8 +23,12 @@ std::string unquote(std::string_view v) {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   put_text(facts, ctx.root, "host.name", "/proc/sys/kernel/hostname");
-  ReadResult r = ctx.root.read("/etc/os-release");
-  if (r.status == Status::missing) r = ctx.root.read("/usr/lib/os-release");
+  // The host's distribution (its boot tools follow it); the image's only when no host root is
+  // reachable in a container.
+  const Root* host = ctx.host_config_root();
+  const Root& os_root = host != nullptr ? *host : ctx.root;
+  ReadResult r = os_root.read("/etc/os-release");
+  if (r.status == Status::missing) r = os_root.read("/usr/lib/os-release");
   const std::vector<std::pair<std::string, std::string>> wanted = {
       {"ID", "os.id"},
       {"ID_LIKE", "os.id_like"},

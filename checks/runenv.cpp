@@ -18,6 +18,10 @@ namespace {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
+  if (ctx.host_config_root() != nullptr)
+    facts.put_ok("runenv.host_root", ctx.host_basis(), "host root detection");
+  else
+    facts.put_status("runenv.host_root", Status::missing, "host root detection", ctx.host_basis());
   facts.put_ok("runenv.dockerenv", root.exists("/.dockerenv"), "/.dockerenv");
   facts.put_ok("runenv.toolboxenv", root.exists("/run/.toolboxenv"), "/run/.toolboxenv");
   if (ReadResult r = root.read("/run/.containerenv", 64 * 1024); r.ok()) {
@@ -58,9 +62,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_runenv_probe() {
   return std::make_unique<BasicProbe>(
       "runenv",
-      std::vector<std::string>{"runenv.dockerenv", "runenv.toolboxenv", "runenv.containerenv",
-                               "runenv.containerenv.*", "runenv.systemd_container",
-                               "runenv.kubernetes", "runenv.cgroup_engine"},
+      std::vector<std::string>{"runenv.host_root", "runenv.dockerenv", "runenv.toolboxenv",
+                               "runenv.containerenv", "runenv.containerenv.*",
+                               "runenv.systemd_container", "runenv.kubernetes",
+                               "runenv.cgroup_engine"},
       std::vector<std::string>{"/.dockerenv", "/run/.toolboxenv", "/run/.containerenv",
                                "/run/systemd/container",
                                "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup"},

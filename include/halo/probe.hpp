@@ -5,6 +5,7 @@
 #include <halo/root.hpp>
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,12 +23,44 @@ struct ProbeOptions {
   std::string hsa_library;
   /// Time limit for the ROCr child process, seconds (`--runtime-timeout S`).
   double runtime_timeout_s = 10.0;
+  /// The host's root directory as seen from here (`--host-root DIR`); empty: detected
+  /// (detect_host_root).
+  std::string host_root;
 };
 
-/// What a probe gets: the root to read through and the options.
+/// Where the host's boot configuration is read from. Kernel state (/proc, /sys, /dev) is the
+/// running kernel's in any container; /etc, /usr/lib/modprobe.d, /boot and os-release are the
+/// image's unless the host's / is mounted: toolbox and distrobox mount it at /run/host
+/// (containers/toolbox src/cmd/create.go, distrobox-create: `--volume /:/run/host:rslave`).
+struct HostRoot {
+  /// The host's root: the environment root itself outside a container, ROOT/run/host in
+  /// toolbox and distrobox, or `--host-root DIR`; std::nullopt when no host root is reachable.
+  std::optional<Root> root;
+  /// How it was chosen ("the same root", "/run/host (toolbox)", "--host-root /host"), or why
+  /// none is reachable, starting with kNotProbedPrefix so that rules needing it are skipped.
+  std::string basis;
+};
+
+/// Chooses the host root for an environment root: `--host-root` when given; else ROOT/run/host
+/// when a container marker is present and ROOT/run/host/etc exists; else, in a container
+/// (/.dockerenv, /run/.containerenv, /run/.toolboxenv, /run/systemd/container), none; else the
+/// environment root itself.
+HostRoot detect_host_root(const Root& env, const std::string& host_root_flag);
+
+/// What a probe gets: the root to read through and the options. `host` is where the host's boot
+/// configuration lives (modprobe.d, boot loader, os-release); nullptr means "the same as root".
 struct ProbeContext {
   const Root& root;
   const ProbeOptions& options;
+  const HostRoot* host = nullptr;
+
+  /// The root to read the host's configuration through, or nullptr when none is reachable
+  /// (then host_basis() says why).
+  const Root* host_config_root() const {
+    if (host == nullptr) return &root;
+    return host->root ? &*host->root : nullptr;
+  }
+  std::string host_basis() const { return host == nullptr ? "the same root" : host->basis; }
 };
 
 /// One probe module. A probe never throws for environmental conditions: what it cannot read
@@ -62,6 +95,7 @@ public:
   bool provides(std::string_view key) const;
 
   /// Runs every probe in order; a probe that throws is recorded as `probe.<id>.status` error.
+  /// Without ctx.host, the host root is chosen by detect_host_root(ctx.root, host_root option).
   FactSet collect(const ProbeContext& ctx) const;
   /// Re-runs only derivations (the probe with id "derived") on an existing fact set, e.g. one
   /// replayed from `--facts FILE`, so `--reserve` still applies.

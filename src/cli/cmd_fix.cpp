@@ -45,6 +45,12 @@ fix::Stack choose_stack(const FixOptions& o, const FactSet& facts) {
     if (auto s = fix::parse_stack(std::get<std::string>(f->value))) return *s;
   }
   const std::string why = f == nullptr ? std::string("boot stack not probed") : f->reason;
+  // In a container without the host's /: the image's boot loader is not the host's; never
+  // plan one from it (issue 19). --stack would still write a script for a stack named by hand.
+  if (f != nullptr && f->not_probed())
+    throw InputError(fmt::format("{}; or pass --stack {} to name the host's boot stack yourself",
+                                 f->reason.substr(kNotProbedPrefix.size()),
+                                 fmt::join(fix::stack_names(), "|")));
   throw InputError(fmt::format("cannot choose the boot stack: {} (evidence: {}); pass --stack {}",
                                why, evidence_text(facts), fmt::join(fix::stack_names(), "|")));
 }
@@ -131,6 +137,15 @@ int run(const FixOptions& o) {
     std::cerr << fmt::format("halo-doctor fix: needs a person [{}]: {}\n", m.rule, m.text);
   for (const auto& n : plan.notes)
     std::cerr << fmt::format("halo-doctor fix: note: {}\n", n);
+  // The script is for the host. Inside toolbox or distrobox, say how to run it there.
+  if (const auto basis = facts.get<std::string>("runenv.host_root");
+      basis && basis->rfind("/run/host", 0) == 0)
+    std::cerr << fmt::format(
+        "halo-doctor fix: note: this script changes the host, not this container ({}): run it "
+        "on the host, e.g. `flatpak-spawn --host sudo bash SCRIPT` in toolbox or "
+        "`distrobox-host-exec sudo bash SCRIPT` in distrobox (SCRIPT under your home, which both "
+        "share)\n",
+        facts.get<std::string>("host.runs_in").value_or("container"));
   if (plan.covered.empty()) return exit_code::ok;
 
   const std::string text =

@@ -36,6 +36,9 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
   sub->add_option("--hsa-library", o.hsa_library,
                   "ROCr library (libhsa-runtime64.so.1) to load first; with --root DIR, a replay "
                   "library for a fixture (docs/hsa.md)");
+  sub->add_option("--host-root", o.host_root,
+                  "The host's / as mounted in this container (docker -v /:/host:ro: --host-root "
+                  "/host); toolbox and distrobox are found at /run/host without it");
   sub->add_option("--runtime-timeout", o.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung")
       ->check(CLI::Range(0.1, 600.0));
@@ -53,6 +56,7 @@ ProbeOptions probe_options(const CommonOptions& o) {
   po.no_runtime = o.no_runtime;
   po.hsa_library = o.hsa_library;
   po.runtime_timeout_s = o.runtime_timeout_s;
+  po.host_root = o.host_root;
   return po;
 }
 
@@ -80,7 +84,10 @@ FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
   if (o.facts_file.empty() && !std::filesystem::is_directory(o.root, ec))
     throw InputError(fmt::format("{}: --root is not a directory", o.root));
   const Root root(o.facts_file.empty() ? o.root : std::string("/nonexistent-halo-root"));
-  const ProbeContext ctx{root, po};
+  if (!o.host_root.empty() && !std::filesystem::is_directory(o.host_root, ec))
+    throw InputError(fmt::format("{}: --host-root is not a directory", o.host_root));
+  const HostRoot host = detect_host_root(root, o.host_root);
+  const ProbeContext ctx{root, po, &host};
   FactSet facts = o.facts_file.empty()
                       ? reg.collect(ctx)
                       : facts_from_json_text(read_file_or_throw(o.facts_file), o.facts_file);

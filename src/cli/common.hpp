@@ -26,6 +26,7 @@ struct CommonOptions {
   bool no_runtime = false;
   std::string hsa_library;
   double runtime_timeout_s = 10.0;
+  std::string host_root; ///< --host-root DIR: the host's / as mounted in this container
   std::string rules_dir;
   std::vector<std::string> only;
   std::vector<std::string> skip;

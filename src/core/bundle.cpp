@@ -63,14 +63,21 @@ void expand(const Root& root, const std::vector<std::string>& segs, std::size_t 
     if (::fnmatch(seg.c_str(), n.c_str(), 0) == 0) expand(root, segs, i + 1, prefix + "/" + n, out);
 }
 
-/// Declared patterns, comments removed, without /dev.
-std::vector<std::string> patterns(const ProbeRegistry& reg) {
+/// Declared patterns, comments removed, without /dev. Inside toolbox or distrobox the host's
+/// configuration is read through /run/host (detect_host_root): the same files are captured
+/// there too, so a bundle replays with the host's configuration.
+std::vector<std::string> patterns(const ProbeRegistry& reg, const Root& root) {
   std::set<std::string> pats;
+  const bool host_tree = root.is_dir("/run/host/etc");
   for (const auto& p : reg.probes())
     for (auto r : p->reads()) {
       r = r.substr(0, r.find(' '));
       if (r.empty() || r[0] != '/' || r.starts_with("/dev/") || r == "/dev") continue;
       pats.insert(r);
+      const bool kernel_state = r.starts_with("/proc/") || r.starts_with("/sys/");
+      const bool literal = r.find_first_of("*?[") == std::string::npos;
+      if (host_tree && !kernel_state && (!literal || root.exists("/run/host" + r)))
+        pats.insert("/run/host" + r);
     }
   return {pats.begin(), pats.end()};
 }
@@ -307,7 +314,7 @@ std::string utc_now() {
 
 std::vector<std::string> expand_probe_reads(const ProbeRegistry& reg, const Root& root) {
   std::set<std::string> out;
-  for (const auto& pat : patterns(reg)) {
+  for (const auto& pat : patterns(reg, root)) {
     expand(root, split(pat.substr(1), '/'), 0, "", out);
     if (pat.find_first_of("*?[") == std::string::npos && root.is_dir(pat))
       if (auto names = root.list(pat))
@@ -335,7 +342,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       }
     };
     std::set<std::string> matched;
-    for (const auto& pat : patterns(reg)) {
+    for (const auto& pat : patterns(reg, root)) {
       std::set<std::string> hits;
       expand(root, split(pat.substr(1), '/'), 0, "", hits);
       const bool literal = pat.find_first_of("*?[") == std::string::npos;

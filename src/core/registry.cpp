@@ -64,8 +64,12 @@ std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts) {
 
 FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
   FactSet facts;
+  // Every caller gets the same host root: detected here unless the caller chose one.
+  std::optional<HostRoot> detected;
+  if (ctx.host == nullptr) detected = detect_host_root(ctx.root, ctx.options.host_root);
+  const ProbeContext with_host{ctx.root, ctx.options, ctx.host != nullptr ? ctx.host : &*detected};
   for (const auto& p : probes_)
-    run_one(*p, ctx, facts);
+    run_one(*p, with_host, facts);
   return facts;
 }
 

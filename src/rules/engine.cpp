@@ -166,6 +166,15 @@ Tri eval_leaf(const Condition& c, const FactSet& facts, const Params& params,
   if (c.op == Op::exists) {
     bool any_ok =
         std::any_of(matched.begin(), matched.end(), [](const Fact* f) { return f->ok(); });
+    // A fact whose probe was not run (--no-runtime, no host root in a container) may exist on
+    // the machine: whether it exists is unknown, not false.
+    if (!any_ok) {
+      for (const Fact* f : matched) {
+        if (!f->not_probed()) continue;
+        if (unknown != nullptr) unknown->push_back(f->key);
+        return std::nullopt;
+      }
+    }
     return any_ok == c.operand.literal->get<bool>();
   }
   if (c.op == Op::status) {

@@ -259,3 +259,28 @@ TEST_CASE("the RDNA3.5 kernel minimum applies to Strix Point (gfx1150) too",
   // A GPU outside the family is not judged by it.
   CHECK(get(run(fixture("mi300x-numa-4021")), "gfx1151-kernel-min").status == Outcome::skip);
 }
+
+// Issue 19: for every rule, the verdict inside toolbox equals the verdict on the bare-metal host.
+TEST_CASE("inside toolbox every rule gets the bare-metal verdict; docker without the host "
+          "skips host-configuration rules",
+          "[scenario][issue19]") {
+  auto bare = run(fixture("fedora-host-pending-ttm"));
+  auto box = run(fixture("fedora-toolbox-on-pending-ttm"));
+  REQUIRE(bare.size() == box.size());
+  for (std::size_t i = 0; i < bare.size(); ++i) {
+    INFO(bare[i].id);
+    CHECK(bare[i].id == box[i].id);
+    CHECK(bare[i].status == box[i].status);
+    CHECK(bare[i].severity == box[i].severity);
+    CHECK(bare[i].pending_reboot == box[i].pending_reboot);
+  }
+  CHECK(get(box, "ttm-limit-low").pending_reboot);
+  CHECK(gate_exit_code(box, FailOn::error) == exit_code::pending_reboot);
+
+  auto docker = run(fixture("fedora-docker-no-host-root"));
+  for (const char* id : {"ttm-pending-reboot", "ttm-wrong-module", "module-option-invalid"}) {
+    INFO(id);
+    CHECK(get(docker, id).status == Outcome::skip);
+    CHECK_THAT(get(docker, id).message, Catch::Contains("run halo-doctor on the host"));
+  }
+}
