@@ -13,6 +13,8 @@
 #include "child_run.hpp"
 #include "probes.hpp"
 
+#include <halo/sanitize.hpp>
+
 #include <fmt/format.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -153,7 +155,7 @@ template <class F> bool resolve(void* handle, const char* name, F& out, std::str
 }
 
 void emit(int fd, const json& j) {
-  write_all(fd, j.dump() + "\n");
+  write_all(fd, dump_json(j) + "\n");
 }
 
 std::string status_text(const Api& api, hsa_status_t st) {
@@ -435,7 +437,7 @@ void put_field(FactSet& facts, const json& ev, const char* field, const std::str
     if (v)
       facts.put_ok(key, *v, source);
     else
-      facts.put_status(key, Status::error, source, "value out of range: " + ev[field].dump());
+      facts.put_status(key, Status::error, source, "value out of range: " + dump_json(ev[field]));
   } else if (errs.contains(field)) {
     facts.put_status(key, Status::missing, source,
                      "not reported by this ROCr: " + errs[field].get<std::string>());
@@ -541,7 +543,8 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                    vsrc);
     else
       facts.put_status("hsa.runtime_version", Status::missing, vsrc,
-                       "not reported by this ROCr: " + s.value("errors", json::object()).dump());
+                       "not reported by this ROCr: " +
+                           dump_json(s.value("errors", json::object())));
   }
 
   // 3. Agents and pools, as far as the child got.

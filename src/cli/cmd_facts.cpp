@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/version.hpp>
 
 #include <memory>
@@ -26,7 +27,7 @@ Runner add_facts_command(CLI::App& app) {
     const ProbeRegistry reg = builtin_probes();
     const FactSet facts = gather(o->common, reg);
     write_output(o->output, o->format == "json"
-                                ? facts_to_json(facts, "halo-doctor", kVersion).dump(2) + "\n"
+                                ? dump_json(facts_to_json(facts, "halo-doctor", kVersion), 2) + "\n"
                                 : text_facts(facts));
     return 0;
   };

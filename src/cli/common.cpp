@@ -2,6 +2,7 @@
 
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/policy.hpp>
 
 #include <fmt/format.h>
@@ -57,11 +58,7 @@ ProbeOptions probe_options(const CommonOptions& o) {
 }
 
 std::string read_file_or_throw(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot be read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path);
 }
 
 FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
@@ -161,18 +158,11 @@ Params rule_params(const CommonOptions& o) {
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
-    std::cout << text;
     std::cout.flush();
+    write_stdout(text);
     return;
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(fmt::format("{}: cannot be written", path));
-    out << text;
-    if (!out) throw InputError(fmt::format("{}: write failed", path));
-  }
-  std::filesystem::rename(tmp, path);
+  write_output_file(path, text);
 }
 
 bool use_color(const std::string& mode) {

@@ -72,7 +72,8 @@ FailOn parse_fail_on(const std::string& s);
 /// Reads a whole file or throws InputError naming it.
 std::string read_file_or_throw(const std::string& path);
 
-/// Writes `text` to PATH atomically (temp file + rename), or to stdout for "" or "-".
+/// Writes `text` to PATH (halo::write_output_file: regular files atomically, devices and pipes in
+/// place, anything else refused), or to stdout for "" or "-". Throws OutputError when it fails.
 void write_output(const std::string& path, const std::string& text);
 
 /// True if colour should be used on stdout for --color MODE (auto: a TTY, NO_COLOR unset,

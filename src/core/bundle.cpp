@@ -2,6 +2,8 @@
 // again for replay.
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -217,14 +219,15 @@ private:
   std::vector<std::string> notes_;
 };
 
-/// Owns a libarchive writer; every failure becomes an InputError naming the file.
+/// Owns a libarchive writer that builds the archive in memory (the caller writes it with
+/// write_output_file, atomically); every failure becomes an InputError naming the file.
 class TarWriter {
 public:
-  TarWriter(const std::string& path, std::string origin) : origin_(std::move(origin)) {
+  explicit TarWriter(std::string origin) : origin_(std::move(origin)) {
     a_ = archive_write_new();
     if (archive_write_add_filter_gzip(a_) != ARCHIVE_OK ||
         archive_write_set_format_pax_restricted(a_) != ARCHIVE_OK ||
-        archive_write_open_filename(a_, path.c_str()) != ARCHIVE_OK)
+        archive_write_open(a_, &data_, nullptr, &TarWriter::append, nullptr) != ARCHIVE_OK)
       fail();
     mtime_ = std::time(nullptr);
   }
@@ -245,8 +248,14 @@ public:
   void close() {
     if (archive_write_close(a_) != ARCHIVE_OK) fail();
   }
+  /// The compressed archive (complete after close()).
+  const std::string& data() const { return data_; }
 
 private:
+  static la_ssize_t append(archive* /*a*/, void* client, const void* buf, std::size_t n) {
+    static_cast<std::string*>(client)->append(static_cast<const char*>(buf), n);
+    return static_cast<la_ssize_t>(n);
+  }
   void header(const std::string& rel, unsigned type, int perm, std::size_t size,
               const char* target) {
     archive_entry* e = archive_entry_new();
@@ -266,6 +275,7 @@ private:
                                                                      : "unknown error"));
   }
   archive* a_ = nullptr;
+  std::string data_;
   std::string origin_;
   std::time_t mtime_ = 0;
 };
@@ -288,7 +298,7 @@ std::string node_sidecar(const Root& root) {
             {"uid", n.uid},
             {"gid", n.gid}};
   }
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 /// Facts no file holds: those of the runtime probes (ROCr, libdrm).
@@ -322,9 +332,9 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
                                      const std::string& out_path) {
   CaptureManifest m;
   Redactor red(root, opt.redact);
-  const std::string tmp = out_path + ".tmp";
+  std::string archive_bytes;
   {
-    TarWriter tar(tmp, out_path);
+    TarWriter tar(out_path);
     std::set<std::string> dirs;
     auto parents = [&](const std::string& abs) {
       std::string acc;
@@ -398,7 +408,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
     red.apply(rt);
     if (rt.size() > 0)
       tar.file(kBundleRuntimeFacts,
-               facts_to_json(rt, "halo-doctor", opt.tool_version).dump(2) + "\n");
+               dump_json(facts_to_json(rt, "halo-doctor", opt.tool_version), 2) + "\n");
     m.redacted = red.notes();
     nlohmann::json man = {
         {"bundle_version", 1},
@@ -415,12 +425,11 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
         {"skipped", m.skipped},
         {"runtime_facts", rt.size()},
     };
-    tar.file(".halo/manifest.json", man.dump(2) + "\n");
+    tar.file(".halo/manifest.json", dump_json(man, 2) + "\n");
     tar.close();
+    archive_bytes = tar.data();
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out_path, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot be written: {}", out_path, ec.message()));
+  write_output_file(out_path, archive_bytes);
   return m;
 }
 

@@ -1,5 +1,6 @@
 // Evaluating rules against facts: three-valued conditions, templates, results, the gate.
 #include <halo/rules.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -272,7 +273,7 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
       auto it = params.find(key);
       out += it == params.end()
                  ? "?"
-                 : (it->second.is_string() ? it->second.get<std::string>() : it->second.dump());
+                 : (it->second.is_string() ? it->second.get<std::string>() : dump_json(it->second));
     } else if (fn == "gib" || fn == "pages_gib") {
       auto n = facts.get_number(key);
       out += n ? units::gib(static_cast<std::int64_t>(
