@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,7 +29,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <regex>
 
 namespace halo::probes {
 namespace hsa {
@@ -53,10 +53,11 @@ std::vector<std::string> library_candidates(const std::string& requested, const 
 }
 
 std::optional<std::string> version_from_info_text(std::string_view text) {
-  static const std::regex re(R"(^\s*(\d+\.\d+(?:\.\d+)?))");
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(text.begin(), text.end(), m, re)) return std::nullopt;
-  return m[1].str();
+  static const RE2 re(R"(^\s*(\d+\.\d+(?:\.\d+)?))");
+  std::string version;
+  if (!RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &version))
+    return std::nullopt;
+  return version;
 }
 
 std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
@@ -69,15 +70,16 @@ std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
     text.resize(static_cast<std::size_t>(in.gcount()));
     if (auto v = version_from_info_text(text)) return RocmVersion{*v, info.string()};
   }
-  static const std::regex dir_re(R"((?:^|/)rocm[-_]?(\d+\.\d+(?:\.\d+)?)(?:/|$))");
-  std::smatch m;
+  static const RE2 dir_re(R"((?:^|/)rocm[-_]?(\d+\.\d+(?:\.\d+)?)(?:/|$))");
+  std::string version;
   const std::string path = real_library_path.string();
-  if (std::regex_search(path, m, dir_re)) return RocmVersion{m[1].str(), "library path " + path};
+  if (RE2::PartialMatch(path, dir_re, &version))
+    return RocmVersion{version, "library path " + path};
   // ROCm's own builds append the ROCm build number: libhsa-runtime64.so.1.18.70100 = 7.1.0.
-  static const std::regex name_re(R"(\.so\.\d+\.\d+\.(\d{5,6})$)");
+  static const RE2 name_re(R"(\.so\.\d+\.\d+\.(\d{5,6})$)");
   const std::string name = real_library_path.filename().string();
-  if (std::regex_search(name, m, name_re)) {
-    const long n = std::stol(m[1].str());
+  long n = 0;
+  if (RE2::PartialMatch(name, name_re, &n)) {
     return RocmVersion{fmt::format("{}.{}.{}", n / 10000, (n / 100) % 100, n % 100),
                        "library file name " + name};
   }
@@ -583,9 +585,9 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
       facts.put_status(pre + ".wavefront_size", Status::missing,
                        agent_source("HSA_AGENT_INFO_WAVEFRONT_SIZE"), "not a GPU agent");
     }
-    static const std::regex gfx_re("gfx[0-9a-f]+");
+    static const RE2 gfx_re("gfx[0-9a-f]+");
     const std::string name = a.value("name", "");
-    if (is_gpu && std::regex_match(name, gfx_re))
+    if (is_gpu && RE2::FullMatch(name, gfx_re))
       facts.put_ok(pre + ".gfx_target", name, agent_source("HSA_AGENT_INFO_NAME"));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, agent_source("HSA_AGENT_INFO_NAME"),

@@ -4,6 +4,8 @@
 // replace anything else (a device node stays a device node).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -19,6 +21,18 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{16} * 1024 * 1024;
 /// FIFO or /dev/zero never blocks or runs forever. Throws InputError naming `path` (exit 2) when
 /// it is missing, unreadable, not a regular file or too long.
 std::string read_input_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
+
+/// Deepest nesting of arrays and objects accepted in an input JSON document. Real facts, rules
+/// and policy files nest at most 6 levels; the bound keeps recursive walks of the document (and
+/// the policy's line finder) far from the stack limit.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+/// Parses an untrusted JSON document named `origin`: nesting is checked first (a linear scan;
+/// deeper than `max_depth` is an error naming the line), then nlohmann::json parses it (with
+/// comments when `comments`). Every parser failure, a number too large for a double (`1e400`:
+/// out_of_range 406) included, becomes an InputError "ORIGIN:LINE: not valid JSON: ..." (exit 2).
+nlohmann::json parse_json_input(std::string_view text, std::string_view origin,
+                                bool comments = false, std::size_t max_depth = kMaxJsonDepth);
 
 /// Writes `text` to `path`, the way every report, fix script and bundle is written:
 /// - a missing path or a regular file (not a symlink: the last component is never followed) is

@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <iostream>
 #include <memory>
-#include <regex>
 
 namespace halo::cli {
 
@@ -71,7 +72,7 @@ int run(const FixOptions& o) {
         "stack, is unknown; no script written",
         where, f != nullptr && !f->reason.empty() ? f->reason : "missing"));
   }
-  if (!o.user.empty() && !std::regex_match(o.user, std::regex(R"([a-z_][a-z0-9_-]*\$?)")))
+  if (!o.user.empty() && !RE2::FullMatch(o.user, RE2(R"([a-z_][a-z0-9_-]*\$?)")))
     throw InputError(fmt::format("--user {}: not a valid user name", o.user));
   const fix::Stack stack = choose_stack(o, facts);
 

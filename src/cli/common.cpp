@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,19 @@
 #include <sstream>
 
 namespace halo::cli {
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        const char* end = s.data() + s.size();
+        const auto [p, ec] = std::from_chars(s.data(), end, v);
+        if (ec != std::errc() || p != end || !std::isfinite(v))
+          return fmt::format("'{}' is not a finite number", s);
+        return {};
+      },
+      "FINITE");
+}
 
 void add_probe_options(CLI::App* sub, CommonOptions& o) {
   sub->add_option(
@@ -39,6 +54,7 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
                   "library for a fixture (docs/hsa.md)");
   sub->add_option("--runtime-timeout", o.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung")
+      ->check(finite_number())
       ->check(CLI::Range(0.1, 600.0));
 }
 

@@ -31,6 +31,10 @@ struct CommonOptions {
   std::vector<std::string> skip;
 };
 
+/// A CLI11 validator accepting only a finite decimal number: CLI::Range alone lets "nan" through
+/// (every comparison with NaN is false), and "inf" or "1e999" are no durations either.
+CLI::Validator finite_number();
+
 /// Adds --root, --facts, --add-facts, --reserve, --no-runtime, --hsa-library, --runtime-timeout.
 void add_probe_options(CLI::App* sub, CommonOptions& o);
 /// Adds --rules, --only, --skip.

@@ -162,6 +162,38 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes) {
   return out;
 }
 
+nlohmann::json parse_json_input(std::string_view text, std::string_view origin, bool comments,
+                                std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        throw InputError(fmt::format("{}:{}: not valid JSON: nested deeper than {} levels", origin,
+                                     line_of_offset(text, i), max_depth));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  try {
+    return nlohmann::json::parse(text, nullptr, true, comments);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(
+        fmt::format("{}:{}: not valid JSON: {}", origin, line_of_offset(text, e.byte), e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond the range of a double ("1e400").
+    throw InputError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  }
+}
+
 void write_output_file(const std::string& path, std::string_view text) {
   if (path.empty()) throw InputError("an output path is empty");
   // The names of this process's own descriptors (proc(5) /proc/self/fd, /dev/fd, /dev/stdout):

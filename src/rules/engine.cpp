@@ -5,9 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 namespace halo {
 
@@ -133,7 +134,12 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
   }
   case Op::matches:
     if (!lhs.is_string()) return std::nullopt;
-    return std::regex_match(lhs.get<std::string>(), std::regex(rhs.get<std::string>()));
+    {
+      // RE2: linear in the length of the fact (the loader checked the pattern compiles).
+      const RE2 re(rhs.get<std::string>(), RE2::Quiet);
+      if (!re.ok()) return std::nullopt;
+      return RE2::FullMatch(lhs.get<std::string>(), re);
+    }
   case Op::contains:
     if (lhs.is_array()) return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
     if (lhs.is_string())

@@ -124,4 +124,69 @@ if [ "$(wc -l <"$tmp/evil.npd")" = 1 ]; then ok "npd: one line"; else bad "npd: 
 "$bin" check --root "$evil" --no-runtime --color always >"$tmp/evil-color.txt"
 if grep -q $'\033\\[2J\\|\033]0' "$tmp/evil-color.txt"; then bad "escape sequences from facts reach a colour terminal"; else ok "--color always: only the reporter's colours"; fi
 
+
+
+echo "== bounded reads: only regular files of bounded size"
+run 2 "/dev/zero: cannot be read: a character device, not a regular file" -- "$bin" check --facts /dev/zero
+run 2 "/dev/zero: cannot be read" -- "$bin" check --root "$fx" --no-runtime --add-facts /dev/zero
+mkdir "$tmp/rules-fifo"
+printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "eq": "0"}, "message": "m"}]}]}\n' >"$tmp/rules-fifo/a.json"
+mkfifo "$tmp/rules-fifo/zz.json"
+run 2 "zz.json: cannot be read: a FIFO, not a regular file" -- "$bin" check --root "$fx" --no-runtime --rules "$tmp/rules-fifo"
+mkfifo "$tmp/policy-fifo.json"
+run 2 "policy-fifo.json: cannot be read: a FIFO" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/policy-fifo.json"
+head -c 20000000 /dev/zero | tr '\0' ' ' >"$tmp/huge.json"
+run 2 "huge.json: cannot be read: longer than 16777216 bytes" -- "$bin" check --facts "$tmp/huge.json"
+
+echo "== parsers and numbers"
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+deep = 200000
+open(d + "/deep-facts.json", "w").write('{"schema_version":1,"facts":{"a":{"status":"ok","value":' + "[" * deep + "]" * deep + "}}}")
+open(d + "/deep-policy.json", "w").write('{"policy_version":1,"thresholds":' + '{"a":' * deep + "1" + "}" * deep + "}")
+open(d + "/huge-number.json", "w").write('{"schema_version":1,"facts":{"a":{"status":"ok","value":1e400}}}')
+json.dump({"policy_version": 4294967297}, open(d + "/version-overflow.json", "w"))
+waivers = [{"rule": "ttm-limit-low", "reason": "r%d" % i, "owner": "o", "expires": "2099-01-01"} for i in range(16000)]
+json.dump({"policy_version": 1, "waivers": waivers}, open(d + "/waivers-16k.json", "w"), indent=2)
+PY
+run 2 "deep-facts.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --facts "$tmp/deep-facts.json"
+run 2 "deep-policy.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/deep-policy.json"
+run 2 "huge-number.json: not valid JSON: .*number overflow parsing '1e400'" -- "$bin" check --facts "$tmp/huge-number.json"
+run 2 "policy_version: must be 1" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/version-overflow.json"
+run 2 "--runtime-timeout: 'nan' is not a finite number" -- "$bin" check --root "$fx" --runtime-timeout nan
+run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root "$fx" -o "$tmp/x.tar.gz" --runtime-timeout inf
+# 16,000 waivers load in well under a second (main took 14 s: a line lookup per waiver scanned
+# the whole text).
+start=$(date +%s%N)
+run 0 "" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/waivers-16k.json"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ "$ms" -lt 2000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
+# A rule's regular expression cannot backtrack exponentially (RE2): `(a+)+$` against 40 a's and a b.
+long=$tmp/long-release
+cp -r "$fx" "$long"
+printf '%s\n' "$(printf 'a%.0s' $(seq 40))b" >"$long/proc/sys/kernel/osrelease"
+mkdir "$tmp/rules-re"
+printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a+)+$"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
+start=$(date +%s%N)
+run 0 "" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ "$ms" -lt 2000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
+printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a)\\\\1"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
+run 2 "re.json:.*bad regular expression" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
+# Unbounded recursion: a 30,000-digit HSA_OVERRIDE_GFX_VERSION and a 60,000-character kernel
+# release crashed std::regex with SIGSEGV.
+python3 - "$long" <<'PY'
+import sys
+root = sys.argv[1]
+open(root + "/proc/self/environ", "wb").write(b"PATH=/usr/bin\0HSA_OVERRIDE_GFX_VERSION=" + b"1" * 30000 + b".0.0\0")
+open(root + "/proc/sys/kernel/osrelease", "w").write("6.8.0-" + "a" * 60000 + "\n")
+PY
+run 1 "" -- "$bin" check --root "$long" --no-runtime
+"$bin" facts --root "$long" --no-runtime --format json >"$tmp/long.json"
+if python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["facts"]; assert f["kernel.version"]["value"]=="6.8.0", f["kernel.version"]' "$tmp/long.json"; then
+  ok "the long release still gives kernel.version 6.8.0"
+else
+  bad "kernel.version of the long release"
+fi
 exit $fail
