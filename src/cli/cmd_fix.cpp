@@ -114,10 +114,9 @@ int run(const FixOptions& o) {
         facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
   else
     so.evidence = {"--stack " + o.stack};
-  if (o.common.facts_file.empty()) {
-    const Root root(o.common.root);
-    if (auto h = root.read_trimmed("/proc/sys/kernel/hostname"); h.ok()) so.host = h.text;
-  }
+  // The host the facts came from (--root, or the bundle's own host for --bundle), never the
+  // machine running the doctor: host.name is read from the same root as every other fact.
+  if (o.common.facts_file.empty()) so.host = facts.get<std::string>("host.name").value_or("");
 
   std::cerr << fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
                            o.stack == "auto" ? "detected: " + evidence_text(facts) : "--stack");

@@ -11,6 +11,8 @@
 set -u
 bin=$(realpath "$1")
 fixtures=$(realpath "$2")
+replay=$(realpath "$3")   # tests/replay's ROCr (HALO_REPLAY_MODE=hang keeps a child busy)
+captures=$(realpath "$4") # tests/replay/captures
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -189,4 +191,87 @@ if python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["facts"]; assert 
 else
   bad "kernel.version of the long release"
 fi
+echo "== capture bundles are hostile input"
+bundles=$tmp/bundles
+mkdir -p "$bundles/tmp" "$bundles/bin"
+"$bin" capture --root "$fx" --no-runtime --no-redact -o "$bundles/good.tar.gz" >/dev/null || bad "capture exited $?"
+python3 - "$bundles" <<'PY'
+import io, sys, tarfile
+d = sys.argv[1]
+good = tarfile.open(d + "/good.tar.gz")
+members = [(m, good.extractfile(m).read() if m.isfile() else None) for m in good.getmembers()]
+def make(name, extra, drop=(), mode="w:gz"):
+    with tarfile.open(d + "/" + name, mode) as t:
+        for m, data in members + extra:
+            if m.name in drop and (m, data) not in extra:
+                continue
+            t.addfile(m, io.BytesIO(data) if data is not None else None)
+def special(name, typ, target=""):
+    m = tarfile.TarInfo(name)
+    m.type, m.linkname, m.devmajor, m.devminor = typ, target, 1, 5
+    return (m, None)
+make("abs-link.tar.gz", [special("proc/sys/kernel/hostname", tarfile.SYMTYPE, "/etc/hostname")], drop=("proc/sys/kernel/hostname",))
+make("up-link.tar.gz", [special("etc/os-release", tarfile.SYMTYPE, "../../../../../../etc/os-release")], drop=("etc/os-release",))
+make("chardev.tar.gz", [special("proc/cmdline", tarfile.CHRTYPE)], drop=("proc/cmdline",))
+make("fifo.tar.gz", [special("proc/meminfo", tarfile.FIFOTYPE)], drop=("proc/meminfo",))
+big = tarfile.TarInfo("proc/big")
+big.size = 40 * 1024 * 1024
+make("bomb.tar.gz", [(big, b"\0" * big.size)])
+many = []
+for i in range(20001):
+    m = tarfile.TarInfo("many/%d" % i)
+    many.append((m, b""))
+make("many.tar.gz", many)
+make("good.tar.xz", [], mode="w:xz")
+make("good.tar.bz2", [], mode="w:bz2")
+open(d + "/x.lrz", "wb").write(b"LRZI\0\x06" + bytes(range(256)))
+open(d + "/x.lzo", "wb").write(b"\x89LZO\0\r\n\x1a\n" + bytes(range(256)))
+PY
+for b in good.tar.gz good.tar.xz good.tar.bz2; do
+  TMPDIR=$bundles/tmp run 1 "" -- "$bin" check --bundle "$bundles/$b" --no-runtime
+done
+TMPDIR=$bundles/tmp run 2 "hostname' is a symbolic link to '/etc/hostname', outside the bundle" -- "$bin" check --bundle "$bundles/abs-link.tar.gz" --no-runtime
+if grep -qF "$(cat /etc/hostname 2>/dev/null || echo no-host-file)" "$tmp/out"; then bad "the host's /etc/hostname reached the report"; fi
+TMPDIR=$bundles/tmp run 2 "os-release' is a symbolic link to .*outside the bundle" -- "$bin" check --bundle "$bundles/up-link.tar.gz" --no-runtime
+TMPDIR=$bundles/tmp run 2 "'proc/cmdline' is not a regular file, directory or symbolic link" -- "$bin" check --bundle "$bundles/chardev.tar.gz" --no-runtime
+TMPDIR=$bundles/tmp run 2 "'proc/meminfo' is not a regular file, directory or symbolic link" -- "$bin" check --bundle "$bundles/fifo.tar.gz" --no-runtime
+TMPDIR=$bundles/tmp run 2 "'proc/big' is larger than 16777216 bytes" -- "$bin" check --bundle "$bundles/bomb.tar.gz" --no-runtime
+TMPDIR=$bundles/tmp run 2 "more than 20000 members" -- "$bin" check --bundle "$bundles/many.tar.gz" --no-runtime
+run 2 "/dev/zero: cannot be read: not a regular file" -- "$bin" check --bundle /dev/zero --no-runtime
+# Decompressors that are external programs (lrzip, lzop) never run, even when on PATH.
+for prog in lrzip lzop; do
+  printf '#!/bin/sh\ntouch "%s/%s-ran"\ncat >/dev/null\n' "$bundles" "$prog" >"$bundles/bin/$prog"
+  chmod +x "$bundles/bin/$prog"
+done
+PATH="$bundles/bin:$PATH" TMPDIR=$bundles/tmp run 2 "not a readable capture bundle" -- "$bin" check --bundle "$bundles/x.lrz" --no-runtime
+PATH="$bundles/bin:$PATH" TMPDIR=$bundles/tmp run 2 "not a readable capture bundle" -- "$bin" check --bundle "$bundles/x.lzo" --no-runtime
+if [ -e "$bundles/lrzip-ran" ] || [ -e "$bundles/lzop-ran" ]; then bad "an external decompressor ran"; else ok "no external decompressor ran"; fi
+if [ -z "$(ls -A "$bundles/tmp")" ]; then ok "no extraction directory left"; else bad "left in TMPDIR: $(ls "$bundles/tmp")"; fi
+# fix --bundle writes the bundle's host name, not this machine's.
+"$bin" fix --bundle "$bundles/good.tar.gz" --stack grubby >"$tmp/fix.sh" 2>/dev/null
+want_host=$(cat "$fx/proc/sys/kernel/hostname")
+if grep -q "^# halo-doctor fix for $want_host " "$tmp/fix.sh"; then ok "fix --bundle names $want_host"; else bad "fix --bundle: $(grep '^# halo-doctor fix for' "$tmp/fix.sh")"; fi
+# SIGTERM while a bundle is being replayed and the ROCr child hangs: the extraction directory is
+# removed and the child dies with the doctor (PR_SET_PDEATHSIG, process group).
+HALO_REPLAY_MODE=hang HALO_REPLAY_CAPTURE="$captures/carveout-96g.json" TMPDIR=$bundles/tmp \
+  "$bin" check --bundle "$bundles/good.tar.gz" --hsa-library "$replay" --runtime-timeout 60 >/dev/null 2>&1 &
+doctor=$!
+child=
+for _ in $(seq 100); do
+  child=$(pgrep -P "$doctor" | head -n 1)
+  [ -n "$child" ] && [ -n "$(ls -A "$bundles/tmp")" ] && break
+  sleep 0.1
+done
+if [ -n "$child" ]; then ok "the ROCr child $child is running"; else bad "no ROCr child appeared"; fi
+kill -TERM "$doctor"
+wait "$doctor"
+code=$?
+if [ "$code" = 143 ]; then ok "SIGTERM ends the doctor (143)"; else bad "the doctor exited $code after SIGTERM"; fi
+for _ in $(seq 20); do
+  if [ -z "$child" ] || ! kill -0 "$child" 2>/dev/null; then break; fi
+  sleep 0.1
+done
+if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then bad "the ROCr child $child survived its parent"; kill -KILL "$child"; else ok "the ROCr child died with its parent"; fi
+if [ -z "$(ls -A "$bundles/tmp")" ]; then ok "SIGTERM removed the extraction directory"; else bad "left after SIGTERM: $(ls "$bundles/tmp")"; fi
+
 exit $fail
