@@ -45,9 +45,27 @@ std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
+/// True when a symlink stored at `rel` with target `target` stays inside the bundle: relative,
+/// and its `..` never climbs above the bundle's root counting from the link's directory.
+/// (Reads of a replayed bundle are confined by Root as well; this refuses the obvious cases.)
+bool link_stays_inside(const std::string& rel, const std::string& target) {
+  if (target.empty() || target[0] == '/') return false;
+  auto segs = split(rel, '/');
+  segs.pop_back(); // the link's own name
+  long depth = 0;
+  for (const auto& s : segs)
+    if (!s.empty() && s != ".") ++depth;
+  for (const auto& s : split(target, '/')) {
+    if (s.empty() || s == ".") continue;
+    depth += s == ".." ? -1 : 1;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+
 bool is_link(const Root& root, const std::string& abs) {
   std::error_code ec;
-  return std::filesystem::is_symlink(root.resolve(abs), ec);
+  return std::filesystem::is_symlink(root.resolve(abs, /*follow_last=*/false), ec);
 }
 
 /// Paths whose symlink target is the fact (probes call Root::link_name on them).
@@ -368,9 +386,16 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       const std::string rel = abs.substr(1);
       if (read_as_link(abs) && is_link(root, abs)) {
         std::error_code ec;
-        const auto target = std::filesystem::read_symlink(root.resolve(abs), ec);
+        const auto target =
+            std::filesystem::read_symlink(root.resolve(abs, /*follow_last=*/false), ec);
         if (ec) {
           m.skipped.push_back(fmt::format("{}: {}", abs, ec.message()));
+          continue;
+        }
+        // A bundle keeps only links that stay inside it (replay refuses the others).
+        if (!link_stays_inside(rel, target.string())) {
+          m.skipped.push_back(fmt::format("{}: symbolic link to {} leaves the root; not stored",
+                                          abs, target.string()));
           continue;
         }
         parents(abs);
@@ -519,24 +544,6 @@ void install_cleanup_handlers() {
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
-}
-
-/// True when a symlink stored at `rel` with target `target` stays inside the bundle: relative,
-/// and its `..` never climbs above the bundle's root counting from the link's directory.
-/// (Reads of a replayed bundle are confined by Root as well; this refuses the obvious cases.)
-bool link_stays_inside(const std::string& rel, const std::string& target) {
-  if (target.empty() || target[0] == '/') return false;
-  auto segs = split(rel, '/');
-  segs.pop_back(); // the link's own name
-  long depth = 0;
-  for (const auto& s : segs)
-    if (!s.empty() && s != ".") ++depth;
-  for (const auto& s : split(target, '/')) {
-    if (s.empty() || s == ".") continue;
-    depth += s == ".." ? -1 : 1;
-    if (depth < 0) return false;
-  }
-  return true;
 }
 
 /// A reader for gzip/xz/zstd/bzip2-compressed (or plain) tar archives using libarchive's

@@ -274,4 +274,25 @@ done
 if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then bad "the ROCr child $child survived its parent"; kill -KILL "$child"; else ok "the ROCr child died with its parent"; fi
 if [ -z "$(ls -A "$bundles/tmp")" ]; then ok "SIGTERM removed the extraction directory"; else bad "left after SIGTERM: $(ls "$bundles/tmp")"; fi
 
+echo "== roots: every path resolves inside --root"
+host=$tmp/host-secrets
+mkdir -p "$host"
+printf 'PRETTY_NAME="HOST SECRET OS"\nID=hostsecret\n' >"$host/os-release"
+echo host-secret-name >"$host/hostname"
+jail=$tmp/jail
+cp -r "$fx" "$jail"
+rm "$jail/etc/os-release" "$jail/proc/sys/kernel/hostname"
+ln -s "$host/os-release" "$jail/etc/os-release"                             # absolute, to the host
+ln -s "../../../../../../../../../../..$host/hostname" "$jail/proc/sys/kernel/hostname" # climbs out
+"$bin" facts --root "$jail" --no-runtime >"$tmp/jail.txt" 2>&1
+if grep -q "SECRET\|host-secret" "$tmp/jail.txt"; then bad "facts --root read host files through links"; else ok "facts --root: links stay inside the root"; fi
+"$bin" capture --root "$jail" --no-runtime --no-redact -o "$tmp/jail.tar.gz" >/dev/null 2>&1
+if tar -xzOf "$tmp/jail.tar.gz" 2>/dev/null | grep -q "SECRET\|host-secret"; then bad "capture --root copied host files"; else ok "capture --root: no host file in the bundle"; fi
+# An absolute link whose target exists inside the root is read there, as on the target system.
+mkdir -p "$jail/usr/lib"
+printf 'PRETTY_NAME="Inside OS"\nID=inside\n' >"$jail/usr/lib/os-release"
+rm "$jail/etc/os-release"
+ln -s /usr/lib/os-release "$jail/etc/os-release"
+if "$bin" facts --root "$jail" --no-runtime | grep -q '^os.pretty_name = Inside OS'; then ok "an absolute link resolves inside the root"; else bad "the absolute link did not resolve inside the root"; fi
+
 exit $fail
