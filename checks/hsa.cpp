@@ -722,6 +722,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 }
 
 } // namespace
+
+void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>& lines,
+                        FactSet& facts) {
+  ChildRun run;
+  run.started = true;
+  run.exited = true;
+  run.lines = lines;
+  convert(ctx, run, parse_events(run.lines), facts);
+}
+
 } // namespace hsa
 
 std::unique_ptr<Probe> make_hsa_probe() {
