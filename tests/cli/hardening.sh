@@ -295,4 +295,28 @@ rm "$jail/etc/os-release"
 ln -s /usr/lib/os-release "$jail/etc/os-release"
 if "$bin" facts --root "$jail" --no-runtime | grep -q '^os.pretty_name = Inside OS'; then ok "an absolute link resolves inside the root"; else bad "the absolute link did not resolve inside the root"; fi
 
+echo "== nothing written but the named outputs and the private bundle directory (strace)"
+if command -v strace >/dev/null; then
+  calls="open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,rmdir,mkdir,mkdirat"
+  calls+=",mknod,mknodat,chmod,fchmodat,truncate,symlink,symlinkat,link,linkat"
+  trace=(strace -f -qq -y -e "trace=$calls")
+  out=$tmp/traced
+  mkdir -p "$out/tmp"
+  TMPDIR=$out/tmp "${trace[@]}" -o "$tmp/strace1.log" "$bin" check --bundle "$bundles/good.tar.gz" --no-runtime \
+    -o "json:$out/r.json" -o "junit:$out/r.xml" -o "prometheus:$out/r.prom" >/dev/null 2>&1
+  if python3 "$(dirname "$0")/strace_writes.py" "$tmp/strace1.log" "$out/tmp/halo-bundle-" "$out/r." "$out/.r."; then
+    ok "check --bundle: only the reports and the bundle directory written"
+  else
+    bad "check --bundle wrote elsewhere"
+  fi
+  "${trace[@]}" -o "$tmp/strace2.log" "$bin" capture --root "$fx" --no-runtime -o "$out/c.tar.gz" >/dev/null 2>&1
+  if python3 "$(dirname "$0")/strace_writes.py" "$tmp/strace2.log" "$out/c.tar.gz" "$out/.c.tar.gz."; then
+    ok "capture: only the bundle written"
+  else
+    bad "capture wrote elsewhere"
+  fi
+else
+  echo "skip: strace is not installed (scripts/setup.sh installs it)"
+fi
+
 exit $fail

@@ -5,21 +5,21 @@
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace halo;
-  static const std::string file =
-      (std::filesystem::temp_directory_path() / ("halo-fuzz-bundle-" + std::to_string(::getpid())))
-          .string();
-  {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  // The archive lives in memory: a memfd (a regular file) named through /proc/self/fd.
+  static const int fd = ::memfd_create("halo-fuzz-bundle", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, data, size, 0) != static_cast<ssize_t>(size))
+    std::abort();
+  static const std::string file = "/proc/self/fd/" + std::to_string(fd);
   std::filesystem::path dir;
   try {
     const ExtractedBundle b(file);
