@@ -374,7 +374,13 @@ Events parse_events(const std::vector<std::string>& lines) {
   Events ev;
   for (const auto& line : lines) {
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("event")) {
+    // Every number of the protocol is an integer (child_body writes uint16/32/64 and bools): a
+    // floating-point one would reach get<unsigned>() and overflow the conversion (undefined
+    // behaviour, found by tests/fuzz/fuzz_hsa_child.cpp), so such a line is malformed.
+    const auto has_float = [](const json& o) {
+      return std::any_of(o.begin(), o.end(), [](const json& v) { return v.is_number_float(); });
+    };
+    if (j.is_discarded() || !j.is_object() || !j.contains("event") || has_float(j)) {
       ++ev.malformed;
       continue;
     }
@@ -700,6 +706,23 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   facts.put_status("hsa.error", Status::missing, "hsa probe", "no error");
 }
 
+/// parse_events() and convert() on untrusted lines: a report without the protocol's shape (a
+/// field of the wrong type throws nlohmann::json's type_error) is a failure fact, never an
+/// exception that would end the run (found by tests/fuzz/fuzz_hsa_child.cpp).
+void decode(const ProbeContext& ctx, const ChildRun& run, FactSet& facts) {
+  FactSet out;
+  try {
+    convert(ctx, run, parse_events(run.lines), out);
+  } catch (const nlohmann::json::exception& e) {
+    out = FactSet{};
+    const std::string reason =
+        fmt::format("the ROCr child's report is malformed: {}", terminal_safe(e.what()));
+    put_failure(out, reason);
+    put_summary_status(out, Status::error, "hsa probe", reason);
+  }
+  facts.merge(out);
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   std::string skip;
   if (ctx.options.no_runtime)
@@ -717,8 +740,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       library_candidates(ctx.options.hsa_library, std::getenv("ROCM_PATH"), ctx.root.is_live());
   const ChildRun run =
       run_in_child([&](int fd) { child_body(fd, candidates); }, ctx.options.runtime_timeout_s);
-  const Events ev = parse_events(run.lines);
-  convert(ctx, run, ev, facts);
+  decode(ctx, run, facts);
 }
 
 } // namespace
@@ -729,7 +751,7 @@ void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>&
   run.started = true;
   run.exited = true;
   run.lines = lines;
-  convert(ctx, run, parse_events(run.lines), facts);
+  decode(ctx, run, facts);
 }
 
 } // namespace hsa

@@ -540,7 +540,7 @@ void install_cleanup_handlers() {
     if (old.sa_handler == SIG_IGN) continue; // nohup and friends: leave ignored signals ignored
     struct sigaction sa {};
     sa.sa_handler = bundle_signal_handler;
-    sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    sa.sa_flags = static_cast<int>(SA_ONSTACK | SA_RESETHAND);
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }

@@ -2,6 +2,7 @@
 // numbers are checked, number conversions never overflow.
 #include "fixture_tree.hpp"
 #include "gfx.hpp"
+#include "hsa.hpp"
 #include "probe_util.hpp"
 
 #include <halo/error.hpp>
@@ -82,4 +83,24 @@ TEST_CASE("number conversions are checked", "[probes][security]") {
   CHECK(probes::gfx_from_override(std::string(30000, '1') + ".0.0") == std::nullopt);
   CHECK(probes::gfx_from_override("11.5.1") == "gfx1151");
   CHECK(probes::gfx_from_override("-1.5.1") == std::nullopt);
+}
+
+TEST_CASE("a malformed ROCr child report is a fact, never an exception", "[hsa][security]") {
+  // Inputs found by tests/fuzz/fuzz_hsa_child.cpp: a field of the wrong type (nlohmann::json
+  // type_error ended the run with exit 70) and a floating-point number where the protocol has an
+  // unsigned integer (an out-of-range conversion, undefined behaviour).
+  const Root root("/nonexistent-halo-root");
+  const ProbeOptions opt;
+  const ProbeContext ctx{root, opt};
+  const std::string load = R"({"event":"load","requested":"x","path":"x","errors":[]})";
+  const std::string init = R"({"event":"init","code":0,"string":"HSA_STATUS_SUCCESS"})";
+  for (const std::string agent :
+       {R"({"event":"agent","index":0,"name":7,"device_type":1,"errors":{}})",
+        R"({"event":"agent","index":0,"name":"gfx1151","device_type":2.2e31,"errors":{}})",
+        R"({"event":"agent","index":"zero","name":"gfx1151","device_type":1,"errors":[]})"}) {
+    FactSet facts;
+    REQUIRE_NOTHROW(probes::hsa::decode_child_lines(
+        ctx, {load, init, agent, R"({"event":"agents_done","count":"x"})"}, facts));
+    CHECK(facts.find("hsa.status") != nullptr);
+  }
 }
