@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,7 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
     run.start_error = fmt::format("pipe2: {}", std::strerror(errno));
     return run;
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     run.start_error = fmt::format("fork: {}", std::strerror(errno));
@@ -69,9 +71,18 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
     return run;
   }
   if (pid == 0) {
-    // The parent's crash handlers (a test framework's, a sanitizer's) must not run in the child:
-    // a crash there is to end the child with its signal, which the parent reports.
-    for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS})
+    // Tied to the parent: killed when it dies (prctl(2) PR_SET_PDEATHSIG), and exiting at once
+    // if the parent died before the prctl took effect (then getppid() is no longer the parent).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(70);
+    // Its own process group, so the parent can kill it with everything it started (kill(2) with
+    // a negative pid) and a terminal's Ctrl-C reaches only the doctor, which then kills it.
+    ::setpgid(0, 0);
+    // The parent's handlers (a test framework's, a sanitizer's, the bundle clean-up's) must not
+    // run in the child: a crash there is to end the child with its signal, which the parent
+    // reports, and a termination signal simply ends it.
+    for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGTERM,
+                          SIGINT, SIGHUP, SIGQUIT})
       ::signal(sig, SIG_DFL);
     ::close(fds[0]);
     try {
@@ -82,7 +93,21 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
     ::_exit(0);
   }
   run.started = true;
+  ::setpgid(pid, pid); // also here: whichever of the two runs first makes the group
   ::close(fds[1]);
+  // Killed and reaped on every way out of this function, an exception (bad_alloc) included.
+  struct Reaper {
+    pid_t pid;
+    bool done = false;
+    ~Reaper() {
+      if (done) return;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+    }
+  } reaper{pid};
   const auto limit = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(timeout_s > 0 ? timeout_s : 0.0));
   const Clock::time_point deadline = Clock::now() + limit;
@@ -142,10 +167,12 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
     }
   }
   if (!reaped) {
+    ::kill(-pid, SIGKILL); // the process group: what the child started goes too
     ::kill(pid, SIGKILL);
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  reaper.done = true;
   if (WIFEXITED(status)) {
     run.exited = true;
     run.exit_code = WEXITSTATUS(status);

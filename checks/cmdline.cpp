@@ -1,8 +1,10 @@
 #include "cmdline.hpp"
 
+#include <re2/re2.h>
+
 #include <cctype>
+#include <charconv>
 #include <limits>
-#include <regex>
 
 namespace halo::probes {
 
@@ -300,16 +302,24 @@ std::optional<std::int32_t> kstrtoint(std::string_view s) {
 }
 
 std::optional<KernelRelease> parse_kernel_release(std::string_view release) {
-  static const std::regex version_re(R"(^(\d+\.\d+(?:\.\d+)?).*)");
-  static const std::regex ubuntu_re(R"(^(\d+\.\d+\.\d+)-(\d+)-([a-z][a-z0-9-]*)$)");
-  const std::string s(release);
-  std::smatch m;
-  if (!std::regex_match(s, m, version_re)) return std::nullopt;
+  // RE2 (linear time, no recursion per character): std::regex's `.*` overflowed the stack on a
+  // release string of some ten thousand characters.
+  static const RE2 version_re(R"(^(\d+\.\d+(?:\.\d+)?))");
+  static const RE2 ubuntu_re(R"((\d+\.\d+\.\d+)-(\d+)-([a-z][a-z0-9-]*))");
+  const re2::StringPiece s(release.data(), release.size());
+  std::string version;
+  if (!RE2::PartialMatch(s, version_re, &version)) return std::nullopt;
   KernelRelease r;
-  r.version = m[1].str();
-  if (std::regex_match(s, m, ubuntu_re)) {
-    r.ubuntu_abi = std::stoll(m[2].str());
-    r.ubuntu_flavor = m[3].str();
+  r.version = version;
+  std::string abi;
+  std::string flavor;
+  long long abi_number = 0;
+  if (RE2::FullMatch(s, ubuntu_re, nullptr, &abi, &flavor)) {
+    const auto [p, ec] = std::from_chars(abi.data(), abi.data() + abi.size(), abi_number);
+    if (ec == std::errc() && p == abi.data() + abi.size()) {
+      r.ubuntu_abi = abi_number;
+      r.ubuntu_flavor = flavor;
+    }
   }
   return r;
 }

@@ -6,7 +6,7 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
-#include <regex>
+#include <re2/re2.h>
 
 namespace halo::probes {
 namespace {
@@ -20,9 +20,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("drm.amd_cards", st, base, "cannot list DRM devices");
     return;
   }
-  static const std::regex card_re("card[0-9]+");
+  static const RE2 card_re("card[0-9]+");
   for (const auto& e : *entries) {
-    if (!std::regex_match(e, card_re)) continue;
+    if (!RE2::FullMatch(e, card_re)) continue;
     const std::string dev = base + "/" + e + "/device";
     ReadResult vendor = ctx.root.read_trimmed(dev + "/vendor");
     if (!vendor.ok() || parse_hex(vendor.text) != 0x1002) continue;

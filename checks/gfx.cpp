@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <regex>
+#include <charconv>
 
 namespace halo::probes {
 
@@ -17,12 +17,26 @@ std::optional<std::string> decode_gfx_target_version(std::int64_t v) {
 }
 
 std::optional<std::string> gfx_from_override(const std::string& value) {
-  static const std::regex re(R"((\d+)\.(\d+)\.(\d+))");
-  std::smatch m;
-  if (!std::regex_match(value, m, re)) return std::nullopt;
-  const long long major = std::stoll(m[1]);
-  const long long minor = std::stoll(m[2]);
-  const long long step = std::stoll(m[3]);
+  // "MAJOR.MINOR.STEP", decimal; a hand loop with std::from_chars, so an environment value of any
+  // length costs linear time and constant stack (std::regex recursed per character and a
+  // 30,000-digit value overflowed the stack), and a number beyond long long is no version.
+  std::array<long long, 3> n{};
+  const char* p = value.data();
+  const char* const end = value.data() + value.size();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (i > 0) {
+      if (p == end || *p != '.') return std::nullopt;
+      ++p;
+    }
+    if (p == end || *p < '0' || *p > '9') return std::nullopt; // from_chars would take a '-'
+    const auto [next, ec] = std::from_chars(p, end, n[i]);
+    if (ec != std::errc()) return std::nullopt;
+    p = next;
+  }
+  if (p != end) return std::nullopt;
+  const long long major = n[0];
+  const long long minor = n[1];
+  const long long step = n[2];
   if (minor > 15 || step > 15) return std::nullopt;
   return fmt::format("gfx{}{:x}{:x}", major, minor, step);
 }

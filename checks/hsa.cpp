@@ -13,12 +13,15 @@
 #include "child_run.hpp"
 #include "probes.hpp"
 
+#include <halo/sanitize.hpp>
+
 #include <fmt/format.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,7 +29,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <regex>
 
 namespace halo::probes {
 namespace hsa {
@@ -51,10 +53,11 @@ std::vector<std::string> library_candidates(const std::string& requested, const 
 }
 
 std::optional<std::string> version_from_info_text(std::string_view text) {
-  static const std::regex re(R"(^\s*(\d+\.\d+(?:\.\d+)?))");
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(text.begin(), text.end(), m, re)) return std::nullopt;
-  return m[1].str();
+  static const RE2 re(R"(^\s*(\d+\.\d+(?:\.\d+)?))");
+  std::string version;
+  if (!RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re, &version))
+    return std::nullopt;
+  return version;
 }
 
 std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
@@ -67,15 +70,16 @@ std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
     text.resize(static_cast<std::size_t>(in.gcount()));
     if (auto v = version_from_info_text(text)) return RocmVersion{*v, info.string()};
   }
-  static const std::regex dir_re(R"((?:^|/)rocm[-_]?(\d+\.\d+(?:\.\d+)?)(?:/|$))");
-  std::smatch m;
+  static const RE2 dir_re(R"((?:^|/)rocm[-_]?(\d+\.\d+(?:\.\d+)?)(?:/|$))");
+  std::string version;
   const std::string path = real_library_path.string();
-  if (std::regex_search(path, m, dir_re)) return RocmVersion{m[1].str(), "library path " + path};
+  if (RE2::PartialMatch(path, dir_re, &version))
+    return RocmVersion{version, "library path " + path};
   // ROCm's own builds append the ROCm build number: libhsa-runtime64.so.1.18.70100 = 7.1.0.
-  static const std::regex name_re(R"(\.so\.\d+\.\d+\.(\d{5,6})$)");
+  static const RE2 name_re(R"(\.so\.\d+\.\d+\.(\d{5,6})$)");
   const std::string name = real_library_path.filename().string();
-  if (std::regex_search(name, m, name_re)) {
-    const long n = std::stol(m[1].str());
+  long n = 0;
+  if (RE2::PartialMatch(name, name_re, &n)) {
     return RocmVersion{fmt::format("{}.{}.{}", n / 10000, (n / 100) % 100, n % 100),
                        "library file name " + name};
   }
@@ -153,7 +157,7 @@ template <class F> bool resolve(void* handle, const char* name, F& out, std::str
 }
 
 void emit(int fd, const json& j) {
-  write_all(fd, j.dump() + "\n");
+  write_all(fd, dump_json(j) + "\n");
 }
 
 std::string status_text(const Api& api, hsa_status_t st) {
@@ -370,7 +374,13 @@ Events parse_events(const std::vector<std::string>& lines) {
   Events ev;
   for (const auto& line : lines) {
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("event")) {
+    // Every number of the protocol is an integer (child_body writes uint16/32/64 and bools): a
+    // floating-point one would reach get<unsigned>() and overflow the conversion (undefined
+    // behaviour, found by tests/fuzz/fuzz_hsa_child.cpp), so such a line is malformed.
+    const auto has_float = [](const json& o) {
+      return std::any_of(o.begin(), o.end(), [](const json& v) { return v.is_number_float(); });
+    };
+    if (j.is_discarded() || !j.is_object() || !j.contains("event") || has_float(j)) {
       ++ev.malformed;
       continue;
     }
@@ -435,7 +445,7 @@ void put_field(FactSet& facts, const json& ev, const char* field, const std::str
     if (v)
       facts.put_ok(key, *v, source);
     else
-      facts.put_status(key, Status::error, source, "value out of range: " + ev[field].dump());
+      facts.put_status(key, Status::error, source, "value out of range: " + dump_json(ev[field]));
   } else if (errs.contains(field)) {
     facts.put_status(key, Status::missing, source,
                      "not reported by this ROCr: " + errs[field].get<std::string>());
@@ -541,7 +551,8 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                    vsrc);
     else
       facts.put_status("hsa.runtime_version", Status::missing, vsrc,
-                       "not reported by this ROCr: " + s.value("errors", json::object()).dump());
+                       "not reported by this ROCr: " +
+                           dump_json(s.value("errors", json::object())));
   }
 
   // 3. Agents and pools, as far as the child got.
@@ -580,9 +591,9 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
       facts.put_status(pre + ".wavefront_size", Status::missing,
                        agent_source("HSA_AGENT_INFO_WAVEFRONT_SIZE"), "not a GPU agent");
     }
-    static const std::regex gfx_re("gfx[0-9a-f]+");
+    static const RE2 gfx_re("gfx[0-9a-f]+");
     const std::string name = a.value("name", "");
-    if (is_gpu && std::regex_match(name, gfx_re))
+    if (is_gpu && RE2::FullMatch(name, gfx_re))
       facts.put_ok(pre + ".gfx_target", name, agent_source("HSA_AGENT_INFO_NAME"));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, agent_source("HSA_AGENT_INFO_NAME"),
@@ -695,6 +706,23 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   facts.put_status("hsa.error", Status::missing, "hsa probe", "no error");
 }
 
+/// parse_events() and convert() on untrusted lines: a report without the protocol's shape (a
+/// field of the wrong type throws nlohmann::json's type_error) is a failure fact, never an
+/// exception that would end the run (found by tests/fuzz/fuzz_hsa_child.cpp).
+void decode(const ProbeContext& ctx, const ChildRun& run, FactSet& facts) {
+  FactSet out;
+  try {
+    convert(ctx, run, parse_events(run.lines), out);
+  } catch (const nlohmann::json::exception& e) {
+    out = FactSet{};
+    const std::string reason =
+        fmt::format("the ROCr child's report is malformed: {}", terminal_safe(e.what()));
+    put_failure(out, reason);
+    put_summary_status(out, Status::error, "hsa probe", reason);
+  }
+  facts.merge(out);
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   std::string skip;
   if (ctx.options.no_runtime)
@@ -712,11 +740,20 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       library_candidates(ctx.options.hsa_library, std::getenv("ROCM_PATH"), ctx.root.is_live());
   const ChildRun run =
       run_in_child([&](int fd) { child_body(fd, candidates); }, ctx.options.runtime_timeout_s);
-  const Events ev = parse_events(run.lines);
-  convert(ctx, run, ev, facts);
+  decode(ctx, run, facts);
 }
 
 } // namespace
+
+void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>& lines,
+                        FactSet& facts) {
+  ChildRun run;
+  run.started = true;
+  run.exited = true;
+  run.lines = lines;
+  decode(ctx, run, facts);
+}
+
 } // namespace hsa
 
 std::unique_ptr<Probe> make_hsa_probe() {

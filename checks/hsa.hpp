@@ -2,6 +2,9 @@
 // make_hsa_probe() in checks/probes.hpp; docs/hsa.md maps its facts to rocminfo's output.
 #pragma once
 
+#include <halo/fact.hpp>
+#include <halo/probe.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -36,6 +39,14 @@ std::optional<std::string> version_from_info_text(std::string_view text);
 /// number (`libhsa-runtime64.so.1.18.70100` -> 7.1.0). std::nullopt when none says it (Debian's
 /// `libhsa-runtime64.so.1.5.0`).
 std::optional<RocmVersion> rocm_version_of(const std::filesystem::path& real_library_path);
+
+/// Decodes the ROCr child's protocol (one JSON event object per line: load, init, system, agent,
+/// pool, ... as checks/hsa.cpp's child_body writes them) into hsa.* facts, as the probe does for
+/// a child that ended normally. The lines are untrusted (a replay library or a broken ROCr writes
+/// them): anything malformed becomes a fact with status error, never an exception. Used by the
+/// probe's tests and the fuzz target tests/fuzz/fuzz_hsa_child.cpp.
+void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>& lines,
+                        FactSet& facts);
 
 /// HSA device type name: 0 cpu, 1 gpu, 2 dsp, 3 aie (newer ROCr), else "unknown(N)".
 std::string device_type_name(std::uint32_t type);

@@ -55,8 +55,15 @@ std::optional<std::int64_t> put_int(FactSet& facts, const Root& root, const std:
                      fmt::format("expected an integer, found '{}'", r.text.substr(0, 40)));
     return std::nullopt;
   }
-  facts.put_ok(key, *v * scale, r.path);
-  return *v * scale;
+  std::int64_t scaled = 0;
+  if (__builtin_mul_overflow(*v, scale, &scaled)) { // checked: signed overflow is undefined
+    facts.put_status(key, Status::error, r.path,
+                     fmt::format("'{}' times {} does not fit a signed 64-bit integer",
+                                 r.text.substr(0, 40), scale));
+    return std::nullopt;
+  }
+  facts.put_ok(key, scaled, r.path);
+  return scaled;
 }
 
 std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::string_view text) {

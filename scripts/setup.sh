@@ -5,9 +5,11 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
-  libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev
+  libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev
   catch2
-  python3 python3-jsonschema shellcheck hyperfine prometheus libxml2-utils dpkg-dev util-linux
+  # tests/fuzz: libFuzzer targets (clang; libFuzzer itself is in libclang-rt-14-dev)
+  clang libclang-rt-14-dev
+  python3 python3-jsonschema shellcheck strace hyperfine prometheus libxml2-utils dpkg-dev util-linux
   # tests/cli/slurm.sh (a real single-node Slurm) and the RPM built by CPack in tests/cli/install.sh
   slurm-wlm munge rpm
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check

@@ -8,6 +8,7 @@
 #include <halo/root.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -52,11 +53,24 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
                                      const FactSet& facts, const CaptureOptions& opt,
                                      const std::string& out_path);
 
-/// A bundle extracted to a fresh temporary directory, removed again on destruction.
+/// Limits on a bundle being replayed (a bundle may come from anyone): members, bytes of one
+/// member, bytes in all, and path depth. `capture` writes a few hundred members of at most
+/// CaptureOptions::max_file_bytes (1 MiB) each.
+inline constexpr std::size_t kMaxBundleMembers = 20000;
+inline constexpr std::uint64_t kMaxBundleMemberBytes = std::uint64_t{16} * 1024 * 1024;
+inline constexpr std::uint64_t kMaxBundleBytes = std::uint64_t{256} * 1024 * 1024;
+inline constexpr std::size_t kMaxBundleDepth = 32;
+
+/// A bundle extracted to a fresh private directory (mkdtemp(3), mode 0700), removed again on
+/// destruction and, through a signal handler, on SIGTERM, SIGINT, SIGHUP, SIGQUIT and on the
+/// crash signals (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL). Only SIGKILL can leave it behind.
 class ExtractedBundle {
 public:
-  /// Extracts `archive` (InputError naming it if it is not a readable tar archive or holds
-  /// paths that would leave the directory).
+  /// Extracts `archive`, which must be a regular file holding a tar archive, plain or compressed
+  /// with gzip, xz, zstd or bzip2 (libarchive's built-in decoders; no external program ever
+  /// runs). Throws InputError naming it for anything else, and for a member that is not a
+  /// regular file, directory or symlink staying inside the bundle, that would land outside the
+  /// directory, or that breaks the kMaxBundle* limits.
   explicit ExtractedBundle(const std::string& archive);
   ~ExtractedBundle();
   ExtractedBundle(const ExtractedBundle&) = delete;

@@ -50,11 +50,20 @@ public:
   bool is_live() const { return live_; }
   const std::filesystem::path& base() const { return base_; }
 
-  /// Maps an absolute target path ("/sys/x") to the host path under the root.
-  std::filesystem::path resolve(std::string_view abs) const;
+  /// Maps an absolute target path ("/sys/x") to the host path under the root, with every symlink
+  /// on the way resolved *inside* the root, as the target system would see it (the semantics of
+  /// openat2(2) RESOLVE_IN_ROOT): an absolute link target starts again at the root and `..`
+  /// never climbs above it, so `sys/.../device -> /etc/shadow` in a fixture, bundle or mounted
+  /// host names ROOT/etc/shadow, never the host's. With `follow_last` false, a final symlink is
+  /// left as it is (for link_name()). At most 40 links are followed (path_resolution(7)); a
+  /// longer chain resolves to a path that does not exist. The live root ("/") maps to itself.
+  std::filesystem::path resolve(std::string_view abs, bool follow_last = true) const;
 
   /// Reads at most `max_bytes` of a file. Missing: ENOENT/ENOTDIR/ENODEV/ENXIO; denied:
-  /// EACCES/EPERM; error: anything else, and files longer than `max_bytes`.
+  /// EACCES/EPERM; error: anything else, and files longer than `max_bytes`. Under a root other
+  /// than "/" the file is opened with openat2(2) RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS where
+  /// the kernel has it (Linux 5.6), else through resolve()'s checked component walk; and only
+  /// regular files are read there (a FIFO or device node in a fixture or bundle is an error).
   ReadResult read(std::string_view abs, std::size_t max_bytes = kDefaultMaxBytes) const;
 
   /// Like read(), with surrounding whitespace removed (sysfs values end with "\n").
@@ -76,6 +85,9 @@ public:
   NodeInfo node(std::string_view abs) const;
 
 private:
+  /// Opens `abs` for reading, confined to the root (see read()); -1 with errno on failure.
+  int open_in_root(std::string_view abs) const;
+
   std::filesystem::path base_;
   bool live_;
 };

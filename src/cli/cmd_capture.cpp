@@ -94,6 +94,7 @@ Runner add_capture_command(CLI::App& app) {
                   "ROCr library (libhsa-runtime64.so.1) to load first");
   sub->add_option("--runtime-timeout", o->common.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung")
+      ->check(finite_number())
       ->check(CLI::Range(0.1, 600.0));
   return [sub, o]() { return *sub ? run(*o) : -1; };
 }

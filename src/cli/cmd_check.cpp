@@ -137,7 +137,8 @@ Runner add_check_command(CLI::App& app) {
       "check",
       "Probe this machine, evaluate the rules and report. Exit 0: nothing failed at or above "
       "--fail-on; 1: a failure; 2: usage or input error; 4: only failures pending a reboot; 70: "
-      "internal error. With --format npd (node-problem-detector): 0 OK, 1 problem, 2 unknown");
+      "internal error or a report that could not be written. With --format npd "
+      "(node-problem-detector): 0 OK, 1 problem, 2 unknown");
   add_probe_options(sub, o->common);
   add_rule_options(sub, o->common);
   sub->add_option("--format", o->format, "Report format on stdout")

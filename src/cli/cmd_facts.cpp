@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/version.hpp>
 
 #include <memory>
@@ -25,12 +26,9 @@ Runner add_facts_command(CLI::App& app) {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
     const FactSet facts = gather(o->common, reg);
-    write_output(o->output,
-                 o->format == "json"
-                     ? facts_to_json(facts, "halo-doctor", kVersion)
-                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                           "\n"
-                     : text_facts(facts));
+    write_output(o->output, o->format == "json"
+                                ? dump_json(facts_to_json(facts, "halo-doctor", kVersion), 2) + "\n"
+                                : text_facts(facts));
     return 0;
   };
 }

@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <iostream>
 #include <memory>
-#include <regex>
 
 namespace halo::cli {
 
@@ -77,7 +78,7 @@ int run(const FixOptions& o) {
         "stack, is unknown; no script written",
         where, f != nullptr && !f->reason.empty() ? f->reason : "missing"));
   }
-  if (!o.user.empty() && !std::regex_match(o.user, std::regex(R"([a-z_][a-z0-9_-]*\$?)")))
+  if (!o.user.empty() && !RE2::FullMatch(o.user, RE2(R"([a-z_][a-z0-9_-]*\$?)")))
     throw InputError(fmt::format("--user {}: not a valid user name", o.user));
   const fix::Stack stack = choose_stack(o, facts);
 
@@ -119,10 +120,9 @@ int run(const FixOptions& o) {
         facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
   else
     so.evidence = {"--stack " + o.stack};
-  if (o.common.facts_file.empty()) {
-    const Root root(o.common.root);
-    if (auto h = root.read_trimmed("/proc/sys/kernel/hostname"); h.ok()) so.host = h.text;
-  }
+  // The host the facts came from (--root, or the bundle's own host for --bundle), never the
+  // machine running the doctor: host.name is read from the same root as every other fact.
+  if (o.common.facts_file.empty()) so.host = facts.get<std::string>("host.name").value_or("");
 
   std::cerr << fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
                            o.stack == "auto" ? "detected: " + evidence_text(facts) : "--stack");

@@ -6,6 +6,7 @@
 
 #include <halo/error.hpp>
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/slurm.hpp>
 #include <halo/version.hpp>
 
@@ -120,7 +121,7 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
   } catch (const std::exception& e) {
     out = {{"internal_error", e.what()}};
   }
-  probes::write_all(fd, out.dump() + "\n");
+  probes::write_all(fd, dump_json(out) + "\n");
 }
 
 /// Runs the check in a child process with the time limit `budget`: a probe stuck in the kernel

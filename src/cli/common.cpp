@@ -2,6 +2,7 @@
 
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/policy.hpp>
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,19 @@
 #include <sstream>
 
 namespace halo::cli {
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        const char* end = s.data() + s.size();
+        const auto [p, ec] = std::from_chars(s.data(), end, v);
+        if (ec != std::errc() || p != end || !std::isfinite(v))
+          return fmt::format("'{}' is not a finite number", s);
+        return {};
+      },
+      "FINITE");
+}
 
 void add_probe_options(CLI::App* sub, CommonOptions& o) {
   sub->add_option(
@@ -41,6 +57,7 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
                   "/host); toolbox and distrobox are found at /run/host without it");
   sub->add_option("--runtime-timeout", o.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung")
+      ->check(finite_number())
       ->check(CLI::Range(0.1, 600.0));
 }
 
@@ -61,11 +78,7 @@ ProbeOptions probe_options(const CommonOptions& o) {
 }
 
 std::string read_file_or_throw(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot be read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path);
 }
 
 FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
@@ -168,18 +181,11 @@ Params rule_params(const CommonOptions& o) {
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
-    std::cout << text;
     std::cout.flush();
+    write_stdout(text);
     return;
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(fmt::format("{}: cannot be written", path));
-    out << text;
-    if (!out) throw InputError(fmt::format("{}: write failed", path));
-  }
-  std::filesystem::rename(tmp, path);
+  write_output_file(path, text);
 }
 
 bool use_color(const std::string& mode) {

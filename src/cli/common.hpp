@@ -32,6 +32,10 @@ struct CommonOptions {
   std::vector<std::string> skip;
 };
 
+/// A CLI11 validator accepting only a finite decimal number: CLI::Range alone lets "nan" through
+/// (every comparison with NaN is false), and "inf" or "1e999" are no durations either.
+CLI::Validator finite_number();
+
 /// Adds --root, --facts, --add-facts, --reserve, --no-runtime, --hsa-library, --runtime-timeout.
 void add_probe_options(CLI::App* sub, CommonOptions& o);
 /// Adds --rules, --only, --skip.
@@ -73,7 +77,8 @@ FailOn parse_fail_on(const std::string& s);
 /// Reads a whole file or throws InputError naming it.
 std::string read_file_or_throw(const std::string& path);
 
-/// Writes `text` to PATH atomically (temp file + rename), or to stdout for "" or "-".
+/// Writes `text` to PATH (halo::write_output_file: regular files atomically, devices and pipes in
+/// place, anything else refused), or to stdout for "" or "-". Throws OutputError when it fails.
 void write_output(const std::string& path, const std::string& text);
 
 /// True if colour should be used on stdout for --color MODE (auto: a TTY, NO_COLOR unset,

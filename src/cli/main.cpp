@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   } catch (const halo::InputError& e) {
     spdlog::error("{}", e.what());
     return halo::exit_code::usage;
+  } catch (const halo::OutputError& e) {
+    spdlog::error("{}", e.what());
+    return halo::exit_code::internal;
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());
     return halo::exit_code::internal;

@@ -2,6 +2,8 @@
 // again for replay.
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -9,13 +11,20 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <set>
@@ -36,9 +45,27 @@ std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
+/// True when a symlink stored at `rel` with target `target` stays inside the bundle: relative,
+/// and its `..` never climbs above the bundle's root counting from the link's directory.
+/// (Reads of a replayed bundle are confined by Root as well; this refuses the obvious cases.)
+bool link_stays_inside(const std::string& rel, const std::string& target) {
+  if (target.empty() || target[0] == '/') return false;
+  auto segs = split(rel, '/');
+  segs.pop_back(); // the link's own name
+  long depth = 0;
+  for (const auto& s : segs)
+    if (!s.empty() && s != ".") ++depth;
+  for (const auto& s : split(target, '/')) {
+    if (s.empty() || s == ".") continue;
+    depth += s == ".." ? -1 : 1;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+
 bool is_link(const Root& root, const std::string& abs) {
   std::error_code ec;
-  return std::filesystem::is_symlink(root.resolve(abs), ec);
+  return std::filesystem::is_symlink(root.resolve(abs, /*follow_last=*/false), ec);
 }
 
 /// Paths whose symlink target is the fact (probes call Root::link_name on them).
@@ -224,14 +251,15 @@ private:
   std::vector<std::string> notes_;
 };
 
-/// Owns a libarchive writer; every failure becomes an InputError naming the file.
+/// Owns a libarchive writer that builds the archive in memory (the caller writes it with
+/// write_output_file, atomically); every failure becomes an InputError naming the file.
 class TarWriter {
 public:
-  TarWriter(const std::string& path, std::string origin) : origin_(std::move(origin)) {
+  explicit TarWriter(std::string origin) : origin_(std::move(origin)) {
     a_ = archive_write_new();
     if (archive_write_add_filter_gzip(a_) != ARCHIVE_OK ||
         archive_write_set_format_pax_restricted(a_) != ARCHIVE_OK ||
-        archive_write_open_filename(a_, path.c_str()) != ARCHIVE_OK)
+        archive_write_open(a_, &data_, nullptr, &TarWriter::append, nullptr) != ARCHIVE_OK)
       fail();
     mtime_ = std::time(nullptr);
   }
@@ -252,8 +280,14 @@ public:
   void close() {
     if (archive_write_close(a_) != ARCHIVE_OK) fail();
   }
+  /// The compressed archive (complete after close()).
+  const std::string& data() const { return data_; }
 
 private:
+  static la_ssize_t append(archive* /*a*/, void* client, const void* buf, std::size_t n) {
+    static_cast<std::string*>(client)->append(static_cast<const char*>(buf), n);
+    return static_cast<la_ssize_t>(n);
+  }
   void header(const std::string& rel, unsigned type, int perm, std::size_t size,
               const char* target) {
     archive_entry* e = archive_entry_new();
@@ -273,6 +307,7 @@ private:
                                                                      : "unknown error"));
   }
   archive* a_ = nullptr;
+  std::string data_;
   std::string origin_;
   std::time_t mtime_ = 0;
 };
@@ -295,7 +330,7 @@ std::string node_sidecar(const Root& root) {
             {"uid", n.uid},
             {"gid", n.gid}};
   }
-  return j.dump(2) + "\n";
+  return dump_json(j, 2) + "\n";
 }
 
 /// Facts no file holds: those of the runtime probes (ROCr, libdrm).
@@ -329,9 +364,9 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
                                      const std::string& out_path) {
   CaptureManifest m;
   Redactor red(root, opt.redact);
-  const std::string tmp = out_path + ".tmp";
+  std::string archive_bytes;
   {
-    TarWriter tar(tmp, out_path);
+    TarWriter tar(out_path);
     std::set<std::string> dirs;
     auto parents = [&](const std::string& abs) {
       std::string acc;
@@ -358,9 +393,16 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       const std::string rel = abs.substr(1);
       if (read_as_link(abs) && is_link(root, abs)) {
         std::error_code ec;
-        const auto target = std::filesystem::read_symlink(root.resolve(abs), ec);
+        const auto target =
+            std::filesystem::read_symlink(root.resolve(abs, /*follow_last=*/false), ec);
         if (ec) {
           m.skipped.push_back(fmt::format("{}: {}", abs, ec.message()));
+          continue;
+        }
+        // A bundle keeps only links that stay inside it (replay refuses the others).
+        if (!link_stays_inside(rel, target.string())) {
+          m.skipped.push_back(fmt::format("{}: symbolic link to {} leaves the root; not stored",
+                                          abs, target.string()));
           continue;
         }
         parents(abs);
@@ -405,7 +447,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
     red.apply(rt);
     if (rt.size() > 0)
       tar.file(kBundleRuntimeFacts,
-               facts_to_json(rt, "halo-doctor", opt.tool_version).dump(2) + "\n");
+               dump_json(facts_to_json(rt, "halo-doctor", opt.tool_version), 2) + "\n");
     m.redacted = red.notes();
     nlohmann::json man = {
         {"bundle_version", 1},
@@ -422,50 +464,189 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
         {"skipped", m.skipped},
         {"runtime_facts", rt.size()},
     };
-    tar.file(".halo/manifest.json", man.dump(2) + "\n");
+    tar.file(".halo/manifest.json", dump_json(man, 2) + "\n");
     tar.close();
+    archive_bytes = tar.data();
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out_path, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot be written: {}", out_path, ec.message()));
+  write_output_file(out_path, archive_bytes);
   return m;
 }
 
-ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
-  std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr)
-    throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
-  dir_ = templ;
+namespace {
+
+/// The extraction directory of the live ExtractedBundle, for the signal handler (one at a time).
+char g_bundle_dir[4096] = {};
+volatile sig_atomic_t g_bundle_dir_set = 0;
+
+/// Removes everything under the directory `dfd` refers to, then closes it; only
+/// async-signal-safe calls (signal-safety(7): openat, unlinkat, close; getdents64 is a plain
+/// system call), no allocation. Depth is bounded by kMaxBundleDepth.
+void remove_tree_at(int dfd, int depth) {
+  alignas(8) char buf[4096];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, dfd, buf, sizeof buf);
+    if (n <= 0) break;
+    bool removed_any = false;
+    for (long off = 0; off < n;) {
+      struct Dirent64 {
+        std::uint64_t d_ino;
+        std::int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[1];
+      };
+      const auto* d = reinterpret_cast<const Dirent64*>(buf + off);
+      off += d->d_reclen;
+      const char* name = d->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      if (::unlinkat(dfd, name, 0) == 0) {
+        removed_any = true;
+        continue;
+      }
+      if (depth < 64) {
+        const int sub = ::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) remove_tree_at(sub, depth + 1);
+      }
+      if (::unlinkat(dfd, name, AT_REMOVEDIR) == 0) removed_any = true;
+    }
+    if (removed_any) ::lseek(dfd, 0, SEEK_SET);
+  }
+  ::close(dfd);
+}
+
+/// On a fatal signal: remove the extraction directory, then die of the same signal (SIG_DFL and
+/// re-raise, so the exit status still says which signal it was).
+void bundle_signal_handler(int sig) {
+  if (g_bundle_dir_set != 0) {
+    g_bundle_dir_set = 0;
+    const int dfd = ::open(g_bundle_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) remove_tree_at(dfd, 0);
+    ::rmdir(g_bundle_dir);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+constexpr std::array<int, 9> kCleanupSignals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
+                                                SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+/// Installs bundle_signal_handler for the fatal signals, on an alternate stack so a stack
+/// overflow (SIGSEGV) can still clean up (sigaltstack(2)).
+void install_cleanup_handlers() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  static std::array<char, 64 * 1024> alt_stack{};
+  stack_t ss{};
+  ss.ss_sp = alt_stack.data();
+  ss.ss_size = alt_stack.size();
+  ::sigaltstack(&ss, nullptr);
+  for (int sig : kCleanupSignals) {
+    struct sigaction old {};
+    ::sigaction(sig, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) continue; // nohup and friends: leave ignored signals ignored
+    struct sigaction sa {};
+    sa.sa_handler = bundle_signal_handler;
+    sa.sa_flags = static_cast<int>(SA_ONSTACK | SA_RESETHAND);
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+/// A reader for gzip/xz/zstd/bzip2-compressed (or plain) tar archives using libarchive's
+/// built-in decompressors only: a filter that would run an external program (libarchive
+/// returns ARCHIVE_WARN for those, archive_read_support_filter_* (3)) is not registered, and
+/// lrzip, lzop, grzip, lz4 via program and the like are never offered (no support_filter_all).
+archive* new_bundle_reader() {
+  using Support = int (*)(archive*);
   archive* in = archive_read_new();
-  archive_read_support_filter_all(in);
+  for (Support add :
+       {Support{archive_read_support_filter_gzip}, Support{archive_read_support_filter_xz},
+        Support{archive_read_support_filter_zstd}, Support{archive_read_support_filter_bzip2}}) {
+    archive* probe = archive_read_new();
+    const bool builtin = add(probe) == ARCHIVE_OK;
+    archive_read_free(probe);
+    if (builtin) add(in);
+  }
   archive_read_support_format_tar(in);
   archive_read_support_format_gnutar(in);
+  return in;
+}
+
+} // namespace
+
+ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
+  // The archive itself: a regular file (a FIFO or /dev/zero would block or never end).
+  {
+    struct stat st {};
+    if (::stat(archive_path.c_str(), &st) != 0)
+      throw InputError(fmt::format("{}: cannot be read: {}", archive_path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+      throw InputError(fmt::format("{}: cannot be read: not a regular file", archive_path));
+  }
+  install_cleanup_handlers();
+  std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
+  if (templ.size() >= sizeof g_bundle_dir || ::mkdtemp(templ.data()) == nullptr)
+    throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
+  dir_ = templ;
+  std::memcpy(g_bundle_dir, templ.c_str(), templ.size() + 1);
+  g_bundle_dir_set = 1;
+  archive* in = new_bundle_reader();
   archive* out = archive_write_disk_new();
-  // Entry names are checked below and made absolute under dir_; links are not followed.
+  // Entry names are checked below and made absolute under dir_; no owners, no special modes.
   archive_write_disk_set_options(out,
                                  ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+  auto cleanup = [&] {
+    archive_read_free(in);
+    archive_write_free(out);
+    g_bundle_dir_set = 0;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  };
+  auto refuse = [&](const std::string& what) {
+    cleanup();
+    throw InputError(fmt::format("{}: {}", archive_path, what));
+  };
   auto fail = [&](archive* a) {
     const std::string msg =
         archive_error_string(a) != nullptr ? archive_error_string(a) : "unknown error";
-    archive_read_free(in);
-    archive_write_free(out);
-    std::filesystem::remove_all(dir_);
-    throw InputError(fmt::format("{}: not a readable capture bundle: {}", archive_path, msg));
+    refuse("not a readable capture bundle: " + msg);
   };
   if (archive_read_open_filename(in, archive_path.c_str(), 64 * 1024) != ARCHIVE_OK) fail(in);
   archive_entry* e = nullptr;
   int rc = ARCHIVE_OK;
+  std::size_t members = 0;
+  std::uint64_t total = 0;
   while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
-    const std::string rel = archive_entry_pathname(e);
+    const char* name = archive_entry_pathname(e);
+    const std::string rel = name != nullptr ? name : "";
     const auto segs = split(rel, '/');
     if (rel.empty() || rel[0] == '/' || std::find(segs.begin(), segs.end(), "..") != segs.end() ||
-        archive_entry_hardlink(e) != nullptr) {
-      archive_read_free(in);
-      archive_write_free(out);
-      std::filesystem::remove_all(dir_);
-      throw InputError(
-          fmt::format("{}: entry '{}' would be extracted outside the bundle", archive_path, rel));
+        archive_entry_hardlink(e) != nullptr)
+      refuse(fmt::format("entry '{}' would be extracted outside the bundle", rel));
+    if (++members > kMaxBundleMembers)
+      refuse(fmt::format("more than {} members; not a capture bundle", kMaxBundleMembers));
+    if (segs.size() > kMaxBundleDepth)
+      refuse(fmt::format("entry '{}' is nested deeper than {} levels", rel, kMaxBundleDepth));
+    const auto type = archive_entry_filetype(e);
+    if (type == AE_IFLNK) {
+      const char* t = archive_entry_symlink(e);
+      const std::string target = t != nullptr ? t : "";
+      if (!link_stays_inside(rel, target))
+        refuse(
+            fmt::format("entry '{}' is a symbolic link to '{}', outside the bundle", rel, target));
+    } else if (type != AE_IFREG && type != AE_IFDIR) {
+      refuse(fmt::format("entry '{}' is not a regular file, directory or symbolic link (device "
+                         "nodes, FIFOs and sockets are never extracted)",
+                         rel));
     }
+    // Plain permissions only: no set-user-ID, set-group-ID or sticky bits, always readable and
+    // writable by us so the directory can be removed again.
+    const mode_t perm = archive_entry_perm(e);
+    archive_entry_set_perm(
+        e, static_cast<mode_t>((perm & 0755U) | (type == AE_IFDIR ? 0700U : 0600U)));
+    archive_entry_set_uid(e, ::getuid());
+    archive_entry_set_gid(e, ::getgid());
     const std::string dest = (dir_ / rel).string();
     archive_entry_set_pathname(e, dest.c_str());
     if (archive_write_header(out, e) != ARCHIVE_OK) fail(out);
@@ -473,29 +654,44 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
     std::size_t size = 0;
     la_int64_t offset = 0;
     int r = ARCHIVE_OK;
-    while ((r = archive_read_data_block(in, &buf, &size, &offset)) == ARCHIVE_OK)
+    while ((r = archive_read_data_block(in, &buf, &size, &offset)) == ARCHIVE_OK) {
+      // Offset + size, not size alone: a sparse entry could claim terabytes with a few bytes.
+      const std::uint64_t end_at =
+          static_cast<std::uint64_t>(std::max<la_int64_t>(offset, 0)) + size;
+      if (end_at > kMaxBundleMemberBytes)
+        refuse(fmt::format("entry '{}' is larger than {} bytes", rel, kMaxBundleMemberBytes));
+      total += size;
+      if (total > kMaxBundleBytes)
+        refuse(fmt::format("expands to more than {} bytes; not a capture bundle", kMaxBundleBytes));
       if (archive_write_data_block(out, buf, size, offset) != ARCHIVE_OK) fail(out);
+    }
     if (r != ARCHIVE_EOF) fail(in);
     if (archive_write_finish_entry(out) != ARCHIVE_OK) fail(out);
   }
   if (rc != ARCHIVE_EOF) fail(in);
   archive_read_free(in);
   archive_write_free(out);
-  if (!std::filesystem::exists(dir_ / ".halo/manifest.json")) {
-    std::filesystem::remove_all(dir_);
+  in = nullptr;
+  out = nullptr;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir_ / ".halo/manifest.json", ec)) {
+    g_bundle_dir_set = 0;
+    std::filesystem::remove_all(dir_, ec);
     throw InputError(
         fmt::format("{}: not a halo-doctor capture bundle (no .halo/manifest.json)", archive_path));
   }
 }
 
 ExtractedBundle::~ExtractedBundle() {
+  g_bundle_dir_set = 0;
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }
 
 std::string ExtractedBundle::runtime_facts_file() const {
   const auto p = dir_ / kBundleRuntimeFacts;
-  return std::filesystem::exists(p) ? p.string() : std::string();
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
 }
 
 } // namespace halo

@@ -1,5 +1,6 @@
 #include <halo/error.hpp>
 #include <halo/fact.hpp>
+#include <halo/io.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -170,13 +171,7 @@ nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
 }
 
 FactSet facts_from_json_text(std::string_view text, std::string_view origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(
-        fmt::format("{}:{}: not valid JSON: {}", origin, line_of_offset(text, e.byte), e.what()));
-  }
+  const nlohmann::json j = parse_json_input(text, origin);
   auto fail = [&](const std::string& what) {
     throw InputError(fmt::format("{}: not a halo-doctor facts file: {}", origin, what));
   };

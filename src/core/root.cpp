@@ -4,12 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace halo {
@@ -37,7 +41,43 @@ std::string trim(std::string s) {
   return s;
 }
 
+#ifndef SYS_openat2
+#define SYS_openat2 437 // the same number on every architecture (asm-generic/unistd.h)
+#endif
+
+/// openat2(2) with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS below `dirfd`; -1 with errno ENOSYS
+/// where the kernel (before 5.6) or a seccomp filter does not offer it.
+int openat2_in_root(int dirfd, const std::string& rel, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how));
+}
+
 } // namespace
+
+int Root::open_in_root(std::string_view abs) const {
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  if (live_) return ::open(std::string(abs).c_str(), kFlags);
+  static std::atomic<bool> have_openat2{true};
+  if (have_openat2.load(std::memory_order_relaxed)) {
+    const int dirfd = ::open(base_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) return -1;
+    std::string rel(abs);
+    while (!rel.empty() && rel.front() == '/')
+      rel.erase(0, 1);
+    if (rel.empty()) rel = ".";
+    const int fd = openat2_in_root(dirfd, rel, kFlags);
+    const int err = errno;
+    ::close(dirfd);
+    if (fd >= 0 || (err != ENOSYS && err != EPERM)) {
+      errno = err;
+      return fd;
+    }
+    have_openat2.store(false, std::memory_order_relaxed); // fall back to the component walk
+  }
+  return ::open(resolve(abs).c_str(), kFlags);
+}
 
 Root::Root(std::filesystem::path base) : base_(std::move(base)) {
   std::error_code ec;
@@ -45,21 +85,79 @@ Root::Root(std::filesystem::path base) : base_(std::move(base)) {
   live_ = !ec && canon == std::filesystem::path("/");
 }
 
-std::filesystem::path Root::resolve(std::string_view abs) const {
+std::filesystem::path Root::resolve(std::string_view abs, bool follow_last) const {
   std::filesystem::path p(abs);
-  return live_ ? p : base_ / p.relative_path();
+  if (live_) return p;
+  // A component walk with the semantics of RESOLVE_IN_ROOT: `todo` holds the components still to
+  // visit (front last), `done` the resolved ones below base_, none of them a symlink.
+  std::vector<std::string> todo;
+  auto push_front = [&todo](std::string_view path) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      const std::size_t slash = std::min(path.find('/', start), path.size());
+      if (slash > start) parts.emplace_back(path.substr(start, slash - start));
+      start = slash + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  push_front(abs);
+  std::vector<std::string> done;
+  std::string host = base_.string();
+  auto host_of = [&](const std::vector<std::string>& parts) {
+    std::string out = host;
+    for (const auto& part : parts)
+      out += "/" + part;
+    return out;
+  };
+  int links = 0;
+  while (!todo.empty()) {
+    std::string comp = std::move(todo.back());
+    todo.pop_back();
+    if (comp == ".") continue;
+    if (comp == "..") {
+      if (!done.empty()) done.pop_back(); // never above the root
+      continue;
+    }
+    done.push_back(std::move(comp));
+    if (todo.empty() && !follow_last) break;
+    const std::string candidate = host_of(done);
+    struct stat st {};
+    if (::lstat(candidate.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) continue;
+    std::array<char, 4096> target{};
+    const ssize_t n = ::readlink(candidate.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<std::size_t>(n) >= target.size() || ++links > 40) {
+      // Unreadable link or a loop: a name under the root that does not exist.
+      return base_ / ".halo-unresolvable-link";
+    }
+    done.pop_back();
+    const std::string_view t(target.data(), static_cast<std::size_t>(n));
+    if (t.front() == '/') done.clear(); // an absolute target starts again at the root
+    push_front(t);
+  }
+  return host_of(done);
 }
 
 ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
   ReadResult r;
   r.path = std::string(abs);
-  const std::string host = resolve(abs).string();
-  const int fd = ::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = open_in_root(abs);
   if (fd < 0) {
     const int err = errno;
     r.status = status_of_errno(err);
     r.reason = std::strerror(err);
     return r;
+  }
+  if (!live_) {
+    // Only regular files (and directories, which fail below with EISDIR as before) under a root
+    // that is not the live system: a FIFO or device node there is untrusted input.
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+      ::close(fd);
+      r.status = Status::error;
+      r.reason = "not a regular file; not read";
+      return r;
+    }
   }
   // Read in page-sized chunks: sysfs files are small, and a 64 KiB buffer per read would cost
   // more than the reads themselves.
@@ -124,7 +222,7 @@ bool Root::is_dir(std::string_view abs) const {
 
 std::optional<std::string> Root::link_name(std::string_view abs) const {
   std::error_code ec;
-  auto target = std::filesystem::read_symlink(resolve(abs), ec);
+  auto target = std::filesystem::read_symlink(resolve(abs, /*follow_last=*/false), ec);
   if (ec) return std::nullopt;
   return target.filename().string();
 }

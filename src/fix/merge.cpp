@@ -6,8 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <algorithm>
-#include <regex>
 
 namespace halo::fix {
 namespace {
@@ -20,40 +21,40 @@ bool preferred(std::string_view rule) {
   return rule == "ttm-limit-low" || rule == "ttm-limit-overcommit";
 }
 
-const std::regex& karg_key_re() {
-  static const std::regex re(R"([A-Za-z0-9_][A-Za-z0-9_.-]*)");
+const RE2& karg_key_re() {
+  static const RE2 re(R"([A-Za-z0-9_][A-Za-z0-9_.-]*)");
   return re;
 }
-const std::regex& value_re() {
-  static const std::regex re(R"([A-Za-z0-9_.,:/+@=-]*)");
+const RE2& value_re() {
+  static const RE2 re(R"([A-Za-z0-9_.,:/+@=-]*)");
   return re;
 }
-const std::regex& module_re() {
-  static const std::regex re(R"([a-z0-9_-]+)");
+const RE2& module_re() {
+  static const RE2 re(R"([a-z0-9_-]+)");
   return re;
 }
-const std::regex& conf_file_re() {
-  static const std::regex re(R"([A-Za-z0-9_.-]+\.conf)");
+const RE2& conf_file_re() {
+  static const RE2 re(R"([A-Za-z0-9_.-]+\.conf)");
   return re;
 }
-const std::regex& param_re() {
-  static const std::regex re(R"([a-z0-9_]+)");
+const RE2& param_re() {
+  static const RE2 re(R"([a-z0-9_]+)");
   return re;
 }
-const std::regex& group_re() {
-  static const std::regex re(R"([a-z_][a-z0-9_-]*)");
+const RE2& group_re() {
+  static const RE2 re(R"([a-z_][a-z0-9_-]*)");
   return re;
 }
-const std::regex& env_name_re() {
-  static const std::regex re(R"([A-Za-z_][A-Za-z0-9_]*)");
+const RE2& env_name_re() {
+  static const RE2 re(R"([A-Za-z_][A-Za-z0-9_]*)");
   return re;
 }
-const std::regex& sysctl_key_re() {
-  static const std::regex re(R"([a-z0-9_]+(\.[a-z0-9_-]+)+)");
+const RE2& sysctl_key_re() {
+  static const RE2 re(R"([a-z0-9_]+(\.[a-z0-9_-]+)+)");
   return re;
 }
-const std::regex& sysctl_value_re() {
-  static const std::regex re(R"([A-Za-z0-9_.:-]+( [A-Za-z0-9_.:-]+)*)");
+const RE2& sysctl_value_re() {
+  static const RE2 re(R"([A-Za-z0-9_.:-]+( [A-Za-z0-9_.:-]+)*)");
   return re;
 }
 
@@ -62,8 +63,8 @@ const std::regex& sysctl_value_re() {
 }
 
 std::string check(const std::string& rule, const std::string& what, const std::string& v,
-                  const std::regex& re) {
-  if (!std::regex_match(v, re)) bad(rule, fmt::format("{} '{}' is not valid", what, v));
+                  const RE2& re) {
+  if (!RE2::FullMatch(v, re)) bad(rule, fmt::format("{} '{}' is not valid", what, v));
   return v;
 }
 
@@ -303,7 +304,7 @@ void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> m
         any = true;
       }
   if (!any) {
-    if (ttm_module.empty() || !std::regex_match(ttm_module, module_re()))
+    if (ttm_module.empty() || !RE2::FullMatch(ttm_module, module_re()))
       throw InputError(
           "--ttm-limit: no failing rule proposes a TTM limit and the TTM module amdgpu "
           "uses is not known (fact ttm.module); nothing to set");

@@ -4,6 +4,7 @@
 // with kube-bench's mapping (doctor-conventions.md 1.4, 4.2): fail is <failure>, error is
 // <error> so CI tells "could not check" from "failed", skip is <skipped>.
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 #include <pugixml.hpp>
@@ -27,7 +28,7 @@ std::string diagnosis(const Result& r) {
     for (const auto& e : r.evidence) {
       const std::string val =
           e.status == "ok"
-              ? (e.value.is_string() ? e.value.get<std::string>() : e.value.dump())
+              ? (e.value.is_string() ? e.value.get<std::string>() : dump_json(e.value))
               : fmt::format("<{}{}{}>", e.status, e.reason.empty() ? "" : ": ", e.reason);
       out += fmt::format("  {} = {}{}\n", e.key, val,
                          e.source.empty() ? "" : fmt::format("  ({})", e.source));
@@ -75,6 +76,18 @@ void add_property(pugi::xml_node props, const char* name, const std::string& val
   p.append_attribute("name") = name;
   p.append_attribute("value") = value.c_str();
 }
+
+/// Makes every attribute value and text node valid XML 1.0 (xml_safe): facts may hold control
+/// characters and bytes that are not UTF-8, which pugixml writes as they are.
+struct XmlSanitizer : pugi::xml_tree_walker {
+  bool for_each(pugi::xml_node& node) override {
+    for (auto attr : node.attributes())
+      attr.set_value(xml_safe(attr.value()).c_str());
+    if (node.type() == pugi::node_pcdata || node.type() == pugi::node_cdata)
+      node.set_value(xml_safe(node.value()).c_str());
+    return true;
+  }
+};
 
 } // namespace
 
@@ -146,6 +159,8 @@ std::string junit_report(const std::vector<Result>& results, const ReportContext
     }
   }
 
+  XmlSanitizer sanitizer;
+  doc.traverse(sanitizer);
   std::ostringstream out;
   doc.save(out, "  ", pugi::format_default, pugi::encoding_utf8);
   return out.str();

@@ -2,8 +2,11 @@
 // and the plugin exit-code contract (0 OK, 1 NonOK, 2 Unknown), so a node whose GPU stack is
 // misconfigured gets a node condition (docs/fleet.md, docs/examples/npd-halo-doctor.json).
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace halo {
 namespace {
@@ -33,6 +36,22 @@ std::string id_list(std::string_view prefix, const std::vector<std::string>& ids
   return out.substr(0, kNpdMaxMessage);
 }
 
+/// The message as node-problem-detector shows it: one line of printable UTF-8 (rule ids come
+/// from rules files, which a site may write): control characters as `\xNN`, newlines as spaces,
+/// cut to kNpdMaxMessage bytes without splitting a UTF-8 sequence.
+std::string one_line(const std::string& s) {
+  std::string out = terminal_safe(s);
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  std::replace(out.begin(), out.end(), '\t', ' ');
+  if (out.size() > kNpdMaxMessage) {
+    std::size_t cut = kNpdMaxMessage;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0U) == 0x80U)
+      --cut;
+    out.resize(cut);
+  }
+  return out;
+}
+
 } // namespace
 
 int npd_exit_code(const std::vector<Result>& results, FailOn fail_on) {
@@ -55,9 +74,14 @@ std::string npd_report(const std::vector<Result>& results, const ReportContext& 
     if (r.status == Outcome::fail && !r.waived()) failed.push_back(r.id);
     if (r.status == Outcome::error) unknown.push_back(r.id);
   }
-  if (!failed.empty()) return id_list("halo-doctor failed", failed) + "\n";
-  if (!unknown.empty()) return id_list("halo-doctor could not check", unknown) + "\n";
-  return fmt::format("halo-doctor OK: {} rules passed\n", n_pass);
+  std::string line;
+  if (!failed.empty())
+    line = id_list("halo-doctor failed", failed);
+  else if (!unknown.empty())
+    line = id_list("halo-doctor could not check", unknown);
+  else
+    line = fmt::format("halo-doctor OK: {} rules passed", n_pass);
+  return one_line(line) + "\n";
 }
 
 } // namespace halo

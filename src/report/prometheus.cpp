@@ -3,6 +3,7 @@
 // Every metric is a gauge named halo_doctor_*; facts that are not ok are left out, never
 // exported as 0, so an alert on a missing value is a separate `absent()` rule.
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
@@ -12,8 +13,11 @@
 namespace halo {
 namespace {
 
-/// Escapes a label value: backslash, double quote and newline (exposition format spec).
-std::string escape_label(std::string_view v) {
+/// Escapes a label value: backslash, double quote and newline (exposition format spec), after
+/// control characters and bytes that are not UTF-8 became `\xNN` text (terminal_safe), so
+/// the value stays one valid UTF-8 line.
+std::string escape_label(std::string_view raw) {
+  const std::string v = terminal_safe(raw);
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
@@ -29,8 +33,9 @@ std::string escape_label(std::string_view v) {
   return out;
 }
 
-/// Escapes a HELP text: backslash and newline.
-std::string escape_help(std::string_view v) {
+/// Escapes a HELP text: backslash and newline (control characters as in escape_label).
+std::string escape_help(std::string_view raw) {
+  const std::string v = terminal_safe(raw);
   std::string out;
   for (char c : v) {
     if (c == '\\')

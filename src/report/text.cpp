@@ -1,5 +1,6 @@
 // The text report for people, the facts listing, the catalogue and explain.
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -42,11 +43,11 @@ std::string badge(const Result& r, const Palette& p) {
 /// A value for people: bytes and pages also in GiB.
 std::string human(const std::string& key, const nlohmann::json& v) {
   if (v.is_null()) return "-";
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  std::string s = v.is_string() ? v.get<std::string>() : dump_json(v);
   if (v.is_array()) {
     std::vector<std::string> parts;
     for (const auto& e : v)
-      parts.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+      parts.push_back(e.is_string() ? e.get<std::string>() : dump_json(e));
     s = parts.empty() ? "(none)" : fmt::format("{}", fmt::join(parts, ", "));
   }
   auto ends = [&](std::string_view suf) {
@@ -87,7 +88,7 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
     std::vector<std::string> v;
     if (a.is_array())
       for (const auto& e : a)
-        v.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+        v.push_back(e.is_string() ? e.get<std::string>() : dump_json(e));
     return v;
   };
   if (fix.contains("summary")) out.push_back(fix["summary"].get<std::string>());
@@ -96,7 +97,7 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
     std::vector<std::string> set;
     if (ka.contains("set"))
       for (const auto& [k, v] : ka["set"].items())
-        set.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
+        set.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : dump_json(v)));
     auto remove = strs(ka.value("remove", nlohmann::json::array()));
     if (!set.empty())
       out.push_back(fmt::format("kernel command line: add {}", fmt::join(set, " ")));
@@ -108,7 +109,8 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
     for (const auto& m : fix["modprobe"]) {
       std::vector<std::string> opts;
       for (const auto& [k, v] : m["options"].items())
-        opts.push_back(fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : v.dump()));
+        opts.push_back(
+            fmt::format("{}={}", k, v.is_string() ? v.get<std::string>() : dump_json(v)));
       out.push_back(fmt::format("/etc/modprobe.d/{}: options {} {}",
                                 m.value("file", "halo-doctor.conf"), m["module"].get<std::string>(),
                                 fmt::join(opts, " ")));
@@ -119,7 +121,7 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
         "rebuild the initramfs (dracut --force | update-initramfs -u -k all | mkinitcpio -P)");
   if (fix.contains("sysctl")) {
     for (const auto& [k, v] : fix["sysctl"].items()) {
-      const std::string val = v.is_string() ? v.get<std::string>() : v.dump();
+      const std::string val = v.is_string() ? v.get<std::string>() : dump_json(v);
       out.push_back(fmt::format("sudo sysctl -w {}={}", k, val));
       out.push_back(
           fmt::format("echo '{} = {}' | sudo tee /etc/sysctl.d/90-halo-doctor.conf", k, val));
@@ -227,7 +229,9 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
                                           : std::string(),
                      s.waived > 0 ? fmt::format(", {} waived", s.waived) : std::string(), s.skip,
                      s.error, ctx.exit_code);
-  return out;
+  // Facts may hold terminal escape sequences and bytes that are not UTF-8: neutralised here, the
+  // reporter's own colours kept.
+  return terminal_safe(out, opt.color);
 }
 
 std::string text_facts(const FactSet& facts) {
@@ -239,7 +243,7 @@ std::string text_facts(const FactSet& facts) {
       out += fmt::format("{} <{}{}{}>  ({})\n", k, to_string(f.status),
                          f.reason.empty() ? "" : ": ", f.reason, f.source);
   }
-  return out;
+  return terminal_safe(out);
 }
 
 std::string text_catalogue(const RuleSet& rules) {
@@ -247,7 +251,7 @@ std::string text_catalogue(const RuleSet& rules) {
   for (const auto& r : rules.rules)
     out += fmt::format("  {:<30} {:<8} {:<8} {}\n", r.id, to_string(r.max_severity()), r.area,
                        r.title);
-  return out;
+  return terminal_safe(out);
 }
 
 std::string text_explain(const Rule& r) {
@@ -271,7 +275,7 @@ std::string text_explain(const Rule& r) {
   out += "\nsources:\n";
   for (const auto& s : r.sources)
     out += "  " + s + "\n";
-  return out;
+  return terminal_safe(out);
 }
 
 } // namespace halo

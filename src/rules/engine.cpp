@@ -1,12 +1,14 @@
 // Evaluating rules against facts: three-valued conditions, templates, results, the gate.
 #include <halo/rules.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 namespace halo {
 
@@ -132,7 +134,12 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
   }
   case Op::matches:
     if (!lhs.is_string()) return std::nullopt;
-    return std::regex_match(lhs.get<std::string>(), std::regex(rhs.get<std::string>()));
+    {
+      // RE2: linear in the length of the fact (the loader checked the pattern compiles).
+      const RE2 re(rhs.get<std::string>(), RE2::Quiet);
+      if (!re.ok()) return std::nullopt;
+      return RE2::FullMatch(lhs.get<std::string>(), re);
+    }
   case Op::contains:
     if (lhs.is_array()) return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
     if (lhs.is_string())
@@ -281,7 +288,7 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
       auto it = params.find(key);
       out += it == params.end()
                  ? "?"
-                 : (it->second.is_string() ? it->second.get<std::string>() : it->second.dump());
+                 : (it->second.is_string() ? it->second.get<std::string>() : dump_json(it->second));
     } else if (fn == "gib" || fn == "pages_gib") {
       auto n = facts.get_number(key);
       out += n ? units::gib(static_cast<std::int64_t>(

@@ -1,17 +1,18 @@
 // Loading and validating rules/*.json. The only place that knows the rule file syntax.
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>
 
 #include <fmt/format.h>
 
 #include <openssl/evp.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -101,11 +102,10 @@ public:
       break;
     case Op::matches:
       if (!j.is_string()) w_.fail(path, "matches needs a regular expression string");
-      try {
-        std::regex re(j.get<std::string>());
-      } catch (const std::regex_error& e) {
-        w_.fail(path, fmt::format("bad regular expression: {}", e.what()));
-      }
+      // RE2 syntax (linear-time matching, no backtracking: `(a+)+$` cannot take exponential
+      // time); backreferences and lookaround are refused here with RE2's reason.
+      if (const RE2 re(j.get<std::string>(), RE2::Quiet); !re.ok())
+        w_.fail(path, fmt::format("bad regular expression: {}", re.error()));
       break;
     case Op::version_lt:
     case Op::version_ge:
@@ -220,13 +220,7 @@ const Rule* RuleSet::find(std::string_view id) const {
 
 std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(
-        fmt::format("{}:{}: not valid JSON: {}", file, line_of_offset(text, e.byte), e.what()));
-  }
+  const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
   const std::string file_area = doc.value("area", std::string());
@@ -241,8 +235,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
     r.file = std::string(file);
     r.line = line_of_id(text, r.id);
     const Where w{file, r.line, r.id};
-    static const std::regex id_re("[a-z0-9]+(-[a-z0-9]+)*");
-    if (!std::regex_match(r.id, id_re)) w.fail("id", "ids are lower-case words joined by '-'");
+    static const RE2 id_re("[a-z0-9]+(-[a-z0-9]+)*");
+    if (!RE2::FullMatch(r.id, id_re)) w.fail("id", "ids are lower-case words joined by '-'");
     for (const auto& [k, v] : rj.items())
       if (kRuleKeys.count(k) == 0) w.fail(k, "unknown key");
     auto str = [&](const char* key, bool required) {
@@ -347,16 +341,15 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry) {
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) throw InputError(fmt::format("{}: no *.json rules files", dir));
   std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw InputError(fmt::format("{}: cannot be read", p.string()));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    files.emplace_back(p.string(), ss.str());
-  }
+  // Regular files of bounded size only: a FIFO or a device named *.json is an error, not a hang.
+  for (const auto& p : paths)
+    files.emplace_back(p.string(), read_input_file(p.string()));
   std::string version = "local";
-  std::ifstream vin(fs::path(dir) / "VERSION");
-  if (vin) std::getline(vin, version);
+  const fs::path vpath = fs::path(dir) / "VERSION";
+  if (fs::exists(vpath, ec)) {
+    version = read_input_file(vpath.string(), 4096);
+    version = version.substr(0, version.find('\n'));
+  }
   return finish(std::move(files), version, registry);
 }
 

@@ -20,6 +20,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import codecs
+
+codecs.register_error(
+    "halo_hex", lambda e: ("".join(f"\\x{b:02X}" for b in e.object[e.start:e.end]), e.end))
 
 MODULES = ["amdgpu", "ttm", "amdttm", "amd_ttm", "amdkfd", "drm"]
 
@@ -165,8 +169,9 @@ def compare(halo, case, name):
         elif parts[0] == b"install" and len(parts) == 3:
             k_install[parts[1].decode(errors="replace")] = parts[2]
     def text(b):
-        # Reports replace bytes that are not UTF-8 (U+FFFD): compare as the report shows them.
-        return b.decode("utf-8", "replace")
+        # Reports write bytes that are not UTF-8 as \xNN (src/core/sanitize.cpp): compare as the
+        # report shows them.
+        return b.decode("utf-8", "halo_hex")
 
     for m in MODULES:
         h_files = fact_value(facts, f"modprobe.options_text.{m}", [])

@@ -15,10 +15,13 @@ FixtureTree::FixtureTree() {
 FixtureTree::~FixtureTree() {
   std::error_code ec;
   std::filesystem::permissions(base_, std::filesystem::perms::owner_all, ec);
+  // Never through a symlink: a tree may hold links to host paths (/etc/shadow), whose modes
+  // chmod(2) would change.
   for (auto it = std::filesystem::recursive_directory_iterator(base_, ec);
        it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
+    if (!it->is_symlink(ec))
+      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
+                                   std::filesystem::perm_options::add, ec);
   std::filesystem::remove_all(base_, ec);
 }
 

@@ -1,0 +1,39 @@
+// Escaping of untrusted text for each output format (issue 12). Facts come from files anyone may
+// have written (/proc/cmdline, environ, os-release, modprobe.d, a capture bundle), so they may hold
+// bytes that are not UTF-8, control characters and terminal escape sequences. Reports keep those
+// bytes visible as `\xNN` text instead of passing them on or failing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace halo {
+
+/// `s` with every byte that is not part of a well-formed UTF-8 sequence (RFC 3629 section 4:
+/// no overlong forms, no surrogates, nothing above U+10FFFF) replaced by the four characters
+/// `\xNN` (NN: upper-case hex). Valid UTF-8 is returned unchanged.
+std::string escape_invalid_utf8(std::string_view s);
+
+/// Text safe for a terminal: invalid UTF-8 as in escape_invalid_utf8, and every C0 control
+/// character except newline and tab, DEL, and the C1 controls U+0080..U+009F (ECMA-48 section 5,
+/// which terminals also act on: CSI is U+009B) written as `\xNN` of their bytes, so no escape
+/// sequence from a fact can move the cursor, change the title or hide text. With `keep_sgr`, the
+/// colour sequences `ESC [ digits/; m` (ECMA-48 SGR) the text reporter adds itself stay.
+std::string terminal_safe(std::string_view s, bool keep_sgr = false);
+
+/// Text allowed in XML 1.0 character data and attribute values (XML 1.0 section 2.2, `Char`):
+/// invalid UTF-8 and the C0 controls other than tab, newline and carriage return, and
+/// U+FFFE/U+FFFF, as `\xNN` text. (Markup characters are the XML writer's business.)
+std::string xml_safe(std::string_view s);
+
+/// A copy of `j` whose strings and object keys are valid UTF-8 (escape_invalid_utf8).
+nlohmann::json utf8_safe_json(const nlohmann::json& j);
+
+/// `j.dump(indent)` that never throws on bytes that are not UTF-8 (nlohmann::json's type_error
+/// 316): strings are made valid with escape_invalid_utf8 first, so the raw bytes stay visible
+/// as `\xNN` in the JSON text.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
+} // namespace halo

@@ -1,0 +1,155 @@
+// Escaping of untrusted text per output format (include/halo/sanitize.hpp).
+#include <halo/sanitize.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace halo {
+namespace {
+
+/// Length of the well-formed UTF-8 sequence at `s[i]` (RFC 3629 section 4, Unicode table 3-7),
+/// with its code point in `cp`; 0 when the byte there does not start one.
+std::size_t utf8_seq(std::string_view s, std::size_t i, std::uint32_t& cp) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  std::size_t len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F; // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F; // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k)
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  cp = static_cast<std::uint32_t>(c) & (0xFFU >> (len + 1));
+  for (std::size_t k = 1; k < len; ++k)
+    cp = (cp << 6) | (static_cast<std::uint32_t>(b(k)) & 0x3FU);
+  return len;
+}
+
+void hex_bytes(std::string& out, std::string_view bytes) {
+  for (char c : bytes)
+    out += fmt::format("\\x{:02X}", static_cast<unsigned char>(c));
+}
+
+/// Copies `s`, writing each valid sequence whose code point `bad` rejects, and each invalid
+/// byte, as `\xNN`.
+template <class Bad> std::string escape_if(std::string_view s, Bad bad) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_seq(s, i, cp);
+    if (n == 0) {
+      hex_bytes(out, s.substr(i, 1));
+      ++i;
+      continue;
+    }
+    if (bad(cp))
+      hex_bytes(out, s.substr(i, n));
+    else
+      out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_seq(s, i, cp);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+void make_safe(nlohmann::json& j) {
+  if (j.is_string()) {
+    auto& s = j.get_ref<std::string&>();
+    if (!valid_utf8(s)) s = escape_invalid_utf8(s);
+  } else if (j.is_array()) {
+    for (auto& e : j)
+      make_safe(e);
+  } else if (j.is_object()) {
+    bool keys_ok = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      keys_ok = keys_ok && valid_utf8(it.key());
+      make_safe(it.value());
+    }
+    if (!keys_ok) {
+      nlohmann::json fixed = nlohmann::json::object();
+      for (auto it = j.begin(); it != j.end(); ++it)
+        fixed[escape_invalid_utf8(it.key())] = std::move(it.value());
+      j = std::move(fixed);
+    }
+  }
+}
+
+} // namespace
+
+std::string escape_invalid_utf8(std::string_view s) {
+  return escape_if(s, [](std::uint32_t) { return false; });
+}
+
+std::string terminal_safe(std::string_view s, bool keep_sgr) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t start = 0;
+  auto flush = [&](std::size_t end) {
+    out += escape_if(s.substr(start, end - start), [](std::uint32_t cp) {
+      return (cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7F && cp <= 0x9F);
+    });
+  };
+  if (keep_sgr) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] != '\033' || i + 1 >= s.size() || s[i + 1] != '[') continue;
+      std::size_t j = i + 2;
+      while (j < s.size() && ((s[j] >= '0' && s[j] <= '9') || s[j] == ';'))
+        ++j;
+      if (j < s.size() && s[j] == 'm') {
+        flush(i);
+        out.append(s.substr(i, j + 1 - i));
+        start = j + 1;
+        i = j;
+      }
+    }
+  }
+  flush(s.size());
+  return out;
+}
+
+std::string xml_safe(std::string_view s) {
+  return escape_if(s, [](std::uint32_t cp) {
+    return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF;
+  });
+}
+
+nlohmann::json utf8_safe_json(const nlohmann::json& j) {
+  nlohmann::json out = j;
+  make_safe(out);
+  return out;
+}
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  // error_handler_t::replace as a second line of defence (U+FFFD), should anything remain.
+  return utf8_safe_json(j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace halo

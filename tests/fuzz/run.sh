@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz for SECONDS each (default 8) from a seed corpus made of
+# the fixtures, the rules, the example policy and bundles captured from fixtures; fails on any
+# finding (a crash, a sanitizer report, an uncaught exception, a timeout or running out of memory).
+# Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS]   (BUILD_DIR configured with -DHALO_FUZZ=ON)
+# Longer runs: tests/fuzz/README.md.
+set -euo pipefail
+build=$(realpath "$1")
+seconds=${2:-8}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+seed() { # seed TARGET FILE...: copies the files into TARGET's seed directory
+  local target=$1
+  shift
+  mkdir -p "$work/seeds/$target"
+  local f
+  for f in "$@"; do
+    [ -f "$f" ] && cp "$f" "$work/seeds/$target/$(echo "$f" | md5sum | cut -c1-16)"
+  done
+  return 0
+}
+
+seed fuzz_values "$src"/tests/fuzz/seeds/values/* "$src"/tests/fixtures/*/proc/cmdline \
+  "$src"/tests/fixtures/*/proc/sys/kernel/osrelease "$src"/tests/fixtures/*/proc/meminfo
+seed fuzz_modprobe "$src"/tests/fixtures/*/etc/modprobe.d/*
+seed fuzz_rules "$src"/rules/*.json
+seed fuzz_policy "$src"/docs/examples/policy.json
+seed fuzz_hsa_child "$src"/tests/fuzz/seeds/hsa_child/*
+for fx in strix-halo-default-ttm mi300x-numa-4021 kfd-no-access; do
+  "$build/halo-doctor" facts --root "$src/tests/fixtures/$fx" --no-runtime --format json >"$work/$fx.facts.json"
+  "$build/halo-doctor" capture --root "$src/tests/fixtures/$fx" --no-runtime -o "$work/$fx.tar.gz" >/dev/null
+  seed fuzz_facts "$work/$fx.facts.json"
+  seed fuzz_bundle "$work/$fx.tar.gz"
+done
+
+export TMPDIR=$work/tmp # the bundle target extracts here
+mkdir -p "$TMPDIR"
+status=0
+for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child; do
+  echo "== $target: $seconds s"
+  mkdir -p "$work/corpus/$target"
+  # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.
+  if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 "$work/corpus/$target" "$work/seeds/$target" \
+    >"$work/$target.log" 2>&1); then
+    echo "FAIL: $target found a problem:"
+    tail -n 60 "$work/$target.log"
+    ls "$work"/crash-* "$work"/timeout-* "$work"/oom-* 2>/dev/null || true
+    status=1
+  else
+    grep -E '^stat::number_of_executed_units' "$work/$target.log" || true
+  fi
+done
+left=$(find "$TMPDIR" -maxdepth 1 -name 'halo-bundle-*')
+if [ -n "$left" ]; then echo "FAIL: extraction directories left behind: $left"; status=1; fi
+exit $status

@@ -1,0 +1,45 @@
+// Escaping of untrusted text per output format (issue 12, include/halo/sanitize.hpp).
+#include <halo/sanitize.hpp>
+
+#include <catch2/catch.hpp>
+
+using halo::dump_json;
+using halo::escape_invalid_utf8;
+using halo::terminal_safe;
+using halo::xml_safe;
+
+TEST_CASE("bytes that are not UTF-8 become \\xNN text, valid UTF-8 stays", "[sanitize]") {
+  CHECK(escape_invalid_utf8("plain") == "plain");
+  CHECK(escape_invalid_utf8("gr\xC3\xBC\xC3\x9F") == "gr\xC3\xBC\xC3\x9F"); // grüß
+  CHECK(escape_invalid_utf8("a\xFF\xA0z") == "a\\xFF\\xA0z");
+  CHECK(escape_invalid_utf8("\xC0\xAF") == "\\xC0\\xAF");                   // overlong '/'
+  CHECK(escape_invalid_utf8("\xED\xA0\x80") == "\\xED\\xA0\\x80");          // a surrogate
+  CHECK(escape_invalid_utf8("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80"); // above U+10FFFF
+  CHECK(escape_invalid_utf8("\xE2\x82") == "\\xE2\\x82");                   // truncated
+}
+
+TEST_CASE("the terminal never sees an escape sequence from a fact", "[sanitize]") {
+  CHECK(terminal_safe("title \x1B]0;pwned\x07 clear \x1B[2J\r") ==
+        "title \\x1B]0;pwned\\x07 clear \\x1B[2J\\x0D");
+  CHECK(terminal_safe("csi \xC2\x9B"
+                      "31m") == "csi \\xC2\\x9B31m"); // C1 CSI
+  CHECK(terminal_safe("keep\ttab\nand newline") == "keep\ttab\nand newline");
+  CHECK(terminal_safe("\x1B[31;1mFAIL\x1B[0m \x1B[2J", true) == "\x1B[31;1mFAIL\x1B[0m \\x1B[2J");
+  CHECK(terminal_safe("\x1B[31;1mFAIL", false) == "\\x1B[31;1mFAIL");
+}
+
+TEST_CASE("XML text holds only XML 1.0 characters", "[sanitize]") {
+  CHECK(xml_safe("a\x01"
+                 "b\x0B\tc\n\r") == "a\\x01b\\x0B\tc\n\r");
+  CHECK(xml_safe("\xEF\xBF\xBF") == "\\xEF\\xBF\\xBF"); // U+FFFF
+  CHECK(xml_safe("\xFF") == "\\xFF");
+}
+
+TEST_CASE("JSON with bytes that are not UTF-8 dumps instead of throwing", "[sanitize]") {
+  nlohmann::json j = {{"cmdline", std::string("a=\xFF\xA0")},
+                      {std::string("key\xFE"), {std::string("x\x80")}}};
+  CHECK_THROWS(j.dump()); // nlohmann::json type_error 316, what main crashed with
+  const std::string out = dump_json(j);
+  CHECK(out == R"({"cmdline":"a=\\xFF\\xA0","key\\xFE":["x\\x80"]})");
+  CHECK(nlohmann::json::parse(out)["cmdline"] == "a=\\xFF\\xA0");
+}
