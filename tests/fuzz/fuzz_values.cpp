@@ -14,6 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace halo;
   const std::string_view in = fuzz::text(data, size);
   (void)probes::parse_cmdline(in);
+  // The kernel's and kmod's readings of the command line and module option strings.
+  (void)probes::split_kernel_args(in, false);
+  (void)probes::cmdline_init_args(in);
+  const auto kmod = probes::parse_kmod_cmdline(in);
+  for (const auto& o : kmod.options)
+    (void)probes::split_kernel_args(o.option, true);
+  (void)probes::kmod_underscores(in);
+  (void)probes::kstrtoull(in);
+  (void)probes::kstrtoll(in);
+  (void)probes::kstrtoint(in);
   (void)probes::parse_kernel_release(in);
   (void)probes::gfx_from_override(std::string(in));
   (void)probes::parse_int(in);
