@@ -431,6 +431,48 @@ void derive_runenv(FactSet& facts) {
                                 : fmt::format("derived: {}", fmt::join(evidence, ", ")));
 }
 
+/// The documented cause of each amdgpu probe failure in the kernel log, by error code.
+/// -22 (EINVAL): amdgpu's IP discovery names blocks this kernel does not know (a kernel older
+/// than the GPU; AMD's minimum kernels per family). -12 (ENOMEM): the VRAM BAR could not be
+/// mapped: Above 4G Decoding / Resizable BAR off or CSM on (ROCm issue 2927). -110
+/// (ETIMEDOUT): the GPU or its SMU did not answer during init. -2 (ENOENT): a firmware file is
+/// missing (see kernel_log.firmware_load_failures). -19 (ENODEV): amdgpu declined the device.
+void derive_probe_causes(FactSet& facts) {
+  const Fact* f = facts.find("kernel_log.amdgpu_probe_errors");
+  if (f == nullptr || !f->ok()) {
+    if (f != nullptr) {
+      Fact c = *f;
+      c.key = "kernel_log.amdgpu_probe_causes";
+      facts.put(std::move(c));
+    }
+    return;
+  }
+  std::vector<std::string> out;
+  for (const auto& e : std::get<std::vector<std::string>>(f->value)) {
+    const auto colon = e.rfind(": ");
+    const std::string code = colon == std::string::npos ? "" : e.substr(colon + 2);
+    std::string why;
+    if (code == "-22")
+      why = "the kernel does not know this GPU's IP blocks: it is older than the GPU (see the "
+            "kernel minimum rules)";
+    else if (code == "-12")
+      why = "the GPU's memory BAR could not be mapped: enable Above 4G Decoding and Resizable BAR "
+            "and disable CSM in the firmware setup (ROCm issue 2927)";
+    else if (code == "-110")
+      why = "the GPU did not answer during initialisation (firmware or SMU timeout): update "
+            "linux-firmware and the kernel, check power and the slot";
+    else if (code == "-2")
+      why = "a firmware file is missing (see kernel_log.firmware_load_failures): install the "
+            "distribution's linux-firmware and rebuild the initramfs";
+    else if (code == "-19")
+      why = "amdgpu declined the device (not supported by this driver build)";
+    else
+      why = "see the kernel log around this message";
+    out.push_back(fmt::format("{} ({})", e, why));
+  }
+  facts.put_ok("kernel_log.amdgpu_probe_causes", out, f->source);
+}
+
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
@@ -790,6 +832,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
+  derive_probe_causes(facts);
   derive_driver(facts);
   derive_ttm(facts, ctx.options);
   derive_gttsize(facts);
@@ -829,6 +872,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "amdgpu.live",
                                                                "amdgpu.blocked_by",
                                                                "amd.gpus_unbound",
+                                                               "kernel_log.amdgpu_probe_causes",
                                                                "amd.gpus_passthrough",
                                                                "modparam.invalid",
                                                                "modparam.invalid_modules",

@@ -443,6 +443,14 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
 
     if (dirs.insert(".halo").second) tar.dir(".halo");
     tar.file(".halo/nodes.json", node_sidecar(root));
+    // The kernel log's lines about amdgpu, firmware and module signing (checks/kernel_log.cpp
+    // keeps only those), so a replay reaches the same verdicts; `--root` reads them back.
+    if (const Fact* k = facts.find("kernel_log.lines"); k != nullptr && k->ok()) {
+      std::string text;
+      for (const auto& l : std::get<std::vector<std::string>>(k->value))
+        text += l + "\n";
+      tar.file(".halo/dmesg.txt", red.apply("/.halo/dmesg.txt", text));
+    }
     FactSet rt = runtime_facts(facts);
     red.apply(rt);
     if (rt.size() > 0)

@@ -284,3 +284,16 @@ TEST_CASE("inside toolbox every rule gets the bare-metal verdict; docker without
     CHECK_THAT(get(docker, id).message, Catch::Contains("run halo-doctor on the host"));
   }
 }
+
+// Issue 21 part 2: why amdgpu is not driving a GPU, from the kernel log.
+TEST_CASE("the kernel log's probe error gives the cause", "[scenario][issue21]") {
+  const Result& enomem = get(run(fixture("dgpu-probe-enomem-2927")), "amdgpu-probe-failed");
+  CHECK(enomem.status == Outcome::fail);
+  CHECK_THAT(enomem.message, Catch::Contains("0000:03:00.0: -12"));
+  CHECK_THAT(enomem.message, Catch::Contains("Above 4G Decoding"));
+  const Result& einval = get(run(fixture("strix-halo-kernel-too-old")), "amdgpu-probe-failed");
+  CHECK_THAT(einval.message, Catch::Contains("-22 (the kernel does not know this GPU's IP blocks"));
+  // No capture in the root: skipped with the reason, not an error and not a pass.
+  const Result& none = get(run(fixture("strix-halo-fixed")), "amdgpu-probe-failed");
+  CHECK(none.status == Outcome::skip);
+}

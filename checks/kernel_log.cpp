@@ -1,0 +1,155 @@
+// Probe: the kernel log, for why amdgpu is not driving a GPU. On the live root it reads the
+// records in /dev/kmsg (Documentation/ABI/testing/dev-kmsg: one record per read(), "prefix;text",
+// EAGAIN at the end with O_NONBLOCK, EPIPE when a record was overwritten); under --root it reads
+// ROOT/.halo/dmesg.txt, a text capture (`dmesg` output). kernel.dmesg_restrict=1 makes /dev/kmsg
+// EPERM for users without CAP_SYSLOG: that is a `denied` fact with the command to run instead.
+// Messages matched, each from the kernel source that prints it:
+//   "probe with driver amdgpu failed with error -22"  drivers/base/dd.c really_probe() (6.x);
+//   "amdgpu: probe of 0000:03:00.0 failed with error -12"  the same, kernels before 6.3;
+//   "Direct firmware load for amdgpu/X.bin failed with error -2"  firmware_loader/main.c;
+//   "Loading of unsigned module is rejected", "Loading of module with unavailable key is
+//   rejected"  kernel/module/signing.c module_sig_check();
+//   "ring gfx_0.0.0 timeout"  amdgpu_job.c amdgpu_job_timedout().
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <re2/re2.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::size_t kMaxRecords = 100000;
+constexpr std::size_t kMaxBytes = std::size_t{16} * 1024 * 1024;
+
+struct LogText {
+  Status status = Status::ok;
+  std::string source;
+  std::string reason;
+  std::vector<std::string> lines;
+};
+
+/// The live kernel's records, text only (the part after ';', up to the first newline).
+LogText read_kmsg() {
+  LogText t;
+  t.source = "/dev/kmsg";
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    t.status = err == EPERM || err == EACCES ? Status::denied
+               : err == ENOENT               ? Status::missing
+                                             : Status::error;
+    t.reason = err == EPERM || err == EACCES
+                   ? "the kernel log needs privileges (kernel.dmesg_restrict=1): run `sudo "
+                     "halo-doctor check`, or `sudo dmesg | grep -i amdgpu`"
+                   : std::strerror(err);
+    return t;
+  }
+  std::string rec(8192, '\0');
+  std::size_t bytes = 0;
+  while (t.lines.size() < kMaxRecords && bytes < kMaxBytes) {
+    const ssize_t n = ::read(fd, rec.data(), rec.size());
+    if (n < 0) {
+      if (errno == EPIPE) continue; // overwritten while reading: the next read resumes
+      if (errno == EINTR) continue;
+      break; // EAGAIN: no more records
+    }
+    if (n == 0) break;
+    bytes += static_cast<std::size_t>(n);
+    std::string_view r(rec.data(), static_cast<std::size_t>(n));
+    const auto semi = r.find(';');
+    if (semi == std::string_view::npos) continue;
+    r.remove_prefix(semi + 1);
+    t.lines.emplace_back(r.substr(0, r.find('\n')));
+  }
+  ::close(fd);
+  return t;
+}
+
+LogText read_capture(const Root& root) {
+  LogText t;
+  t.source = "/.halo/dmesg.txt";
+  ReadResult r = root.read(t.source, kMaxBytes);
+  if (!r.ok()) {
+    t.status = r.status;
+    // A fixture or bundle without a capture: not probed (rules skip), not an error.
+    t.reason = r.status == Status::missing
+                   ? std::string(kNotProbedPrefix) +
+                         "no kernel log in this root (a capture goes in ROOT/.halo/dmesg.txt)"
+                   : r.reason;
+    return t;
+  }
+  t.lines = split_lines(r.text);
+  return t;
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const LogText log = ctx.root.is_live() ? read_kmsg() : read_capture(ctx.root);
+  const char* keys[] = {"kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
+                        "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
+                        "kernel_log.lines"};
+  if (log.status != Status::ok) {
+    facts.put_status("kernel_log.status", log.status, log.source, log.reason);
+    for (const char* k : keys)
+      facts.put_status(k, log.status, log.source, log.reason);
+    return;
+  }
+  facts.put_ok("kernel_log.status", std::string("ok"), log.source);
+  static const RE2 probe_new(
+      R"(amdgpu ([0-9a-fA-F:.]+): probe with driver amdgpu failed with error (-?\d+))");
+  static const RE2 probe_old(R"(amdgpu: probe of ([0-9a-fA-F:.]+) failed with error (-?\d+))");
+  static const RE2 firmware(R"(Direct firmware load for (amdgpu/\S+) failed with error (-?\d+))");
+  static const RE2 ring(R"(amdgpu.*ring (\S+) timeout)");
+  std::vector<std::string> probe_errors;
+  std::vector<std::string> fw;
+  std::vector<std::string> sig;
+  std::vector<std::string> rings;
+  std::vector<std::string> kept; // the lines that matter here, for capture bundles
+  auto add_once = [](std::vector<std::string>& v, std::string s) {
+    if (std::find(v.begin(), v.end(), s) == v.end() && v.size() < 64) v.push_back(std::move(s));
+  };
+  for (const auto& line : log.lines) {
+    if ((line.find("amdgpu") != std::string::npos || line.find("firmware") != std::string::npos ||
+         line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos) &&
+        kept.size() < 2000)
+      kept.push_back(line);
+    std::string a;
+    std::string b;
+    if (RE2::PartialMatch(line, probe_new, &a, &b) || RE2::PartialMatch(line, probe_old, &a, &b))
+      add_once(probe_errors, fmt::format("{}: {}", a, b));
+    else if (RE2::PartialMatch(line, firmware, &a, &b))
+      add_once(fw, fmt::format("{}: {}", a, b));
+    else if (line.find("Loading of unsigned module is rejected") != std::string::npos ||
+             line.find("Loading of module with unavailable key is rejected") != std::string::npos)
+      add_once(sig, line.substr(0, 200));
+    else if (RE2::PartialMatch(line, ring, &a))
+      add_once(rings, a);
+  }
+  facts.put_ok("kernel_log.amdgpu_probe_errors", probe_errors, log.source);
+  facts.put_ok("kernel_log.firmware_load_failures", fw, log.source);
+  facts.put_ok("kernel_log.module_signature_rejected", sig, log.source);
+  facts.put_ok("kernel_log.ring_timeouts", rings, log.source);
+  facts.put_ok("kernel_log.lines", kept, log.source);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_kernel_log_probe() {
+  return std::make_unique<BasicProbe>(
+      "kernel_log",
+      std::vector<std::string>{"kernel_log.status", "kernel_log.amdgpu_probe_errors",
+                               "kernel_log.firmware_load_failures",
+                               "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
+                               "kernel_log.lines"},
+      std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)"},
+      collect);
+}
+
+} // namespace halo::probes
