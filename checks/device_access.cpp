@@ -163,6 +163,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_ok(pre + ".group",
                  group_names.count(n.gid) != 0U ? group_names[n.gid] : std::to_string(n.gid), path);
     facts.put_ok(pre + ".uid", static_cast<std::int64_t>(n.uid), path);
+    facts.put_ok(pre + ".gid", static_cast<std::int64_t>(n.gid), path);
     if (!id.uid) {
       facts.put_status(pre + ".rw", Status::error, path, "the current user is unknown");
       return;

@@ -297,3 +297,14 @@ TEST_CASE("the kernel log's probe error gives the cause", "[scenario][issue21]")
   const Result& none = get(run(fixture("strix-halo-fixed")), "amdgpu-probe-failed");
   CHECK(none.status == Outcome::skip);
 }
+
+TEST_CASE("rootless podman without keep-groups: the container's remedy for device access",
+          "[scenario][issue19]") {
+  auto rs = run(fixture("fedora-podman-rootless-no-keep-groups"));
+  for (const char* id : {"kfd-access", "render-node-access"}) {
+    INFO(id);
+    CHECK(get(rs, id).status == Outcome::fail);
+    CHECK_THAT(get(rs, id).message, Catch::Contains("--group-add keep-groups"));
+    CHECK_THAT(get(rs, id).message, Catch::Contains("65534"));
+  }
+}
