@@ -308,3 +308,13 @@ TEST_CASE("rootless podman without keep-groups: the container's remedy for devic
     CHECK_THAT(get(rs, id).message, Catch::Contains("65534"));
   }
 }
+
+TEST_CASE("an APU outside ROCm's support list is told so, and the override is its workaround",
+          "[scenario][issue21]") {
+  auto rs = run(fixture("phoenix-780m-gfx1103"));
+  const Result& u = get(rs, "apu-rocm-unsupported");
+  CHECK(u.status == Outcome::fail);
+  CHECK(u.severity == Severity::warning);
+  CHECK(get(rs, "gfx1151-kernel-min").status == Outcome::skip);
+  CHECK(get(run(fixture("strix-halo-fixed")), "apu-rocm-unsupported").status == Outcome::pass);
+}
