@@ -375,9 +375,17 @@ void derive_visibility(FactSet& facts) {
     facts.put_ok("apu.index", *apu, "derived: gpu.*.apu");
   else
     facts.put_status("apu.index", Status::missing, kDerived, why);
-  for (const char* m : {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound"})
+  for (const char* m :
+       {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound", "card"})
     alias(facts, std::string("apu.") + m,
           apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string("-"), why);
+  // The smallest carve-out this machine's firmware offers (uma/carveout_options), where the
+  // kernel lists them: a laptop whose minimum is large cannot go lower.
+  const std::string card =
+      apu ? facts.get<std::string>(fmt::format("gpu.{}.card", *apu)).value_or("") : std::string();
+  alias(
+      facts, "apu.carveout_min_bytes", "drm." + card + ".uma_carveout_min_bytes",
+      "the firmware lists no carve-out options (uma/carveout_options: kernel 7.0+, some machines)");
   // ROCr's GPU agents are the ROCR-visible GPUs in order: the APU's agent is its position there.
   const auto pos = apu ? std::find(rocr.begin(), rocr.end(), *apu) : rocr.end();
   const Fact* hsa_status = facts.find("hsa.status");
@@ -869,6 +877,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "apu.gtt_total_bytes",
                                                                "apu.amdgpu_bound",
                                                                "apu.hsa_coarse_pool_bytes",
+                                                               "apu.card",
+                                                               "apu.carveout_min_bytes",
                                                                "amdgpu.live",
                                                                "amdgpu.blocked_by",
                                                                "amd.gpus_unbound",

@@ -49,6 +49,27 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     if (ctx.root.exists(dev + "/uma/carveout"))
       put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
+    // uma/carveout_options (amdgpu_acpi.c, kernel 7.0+, only where the firmware's ATCS function
+    // 0xA is supported): lines "INDEX: NAME (SIZE MB|GB)"; the sizes this machine can boot with.
+    if (ReadResult o = ctx.root.read(dev + "/uma/carveout_options"); o.ok()) {
+      static const RE2 option_re(R"((\d+):.*\((\d+) (MB|GB)\)\s*)");
+      std::vector<std::string> options;
+      std::optional<std::int64_t> min_bytes;
+      for (const auto& line : split_lines(o.text)) {
+        std::string index;
+        std::string size;
+        std::string unit;
+        if (!RE2::FullMatch(line, option_re, &index, &size, &unit)) continue;
+        auto n = parse_int(size);
+        if (!n || *n > (std::int64_t{1} << 30)) continue;
+        const std::int64_t bytes =
+            *n * (unit == "GB" ? std::int64_t{1} << 30 : std::int64_t{1} << 20);
+        options.push_back(line);
+        if (!min_bytes || bytes < *min_bytes) min_bytes = bytes;
+      }
+      facts.put_ok(pre + ".uma_carveout_options", options, o.path);
+      if (min_bytes) facts.put_ok(pre + ".uma_carveout_min_bytes", *min_bytes, o.path);
+    }
     if (auto nodes = ctx.root.list(dev + "/drm")) {
       for (const auto& n : *nodes) {
         if (n.rfind("renderD", 0) == 0)
@@ -69,13 +90,16 @@ std::unique_ptr<Probe> make_drm_probe() {
           "drm.amd_cards", "drm.*.device_id", "drm.*.driver", "drm.*.pci_slot",
           "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes", "drm.*.gtt_total_bytes",
           "drm.*.vram_used_bytes", "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
-          "drm.*.current_memory_partition", "drm.*.uma_carveout", "drm.*.render_minor"},
+          "drm.*.current_memory_partition", "drm.*.uma_carveout", "drm.*.uma_carveout_options",
+          "drm.*.uma_carveout_min_bytes", "drm.*.render_minor"},
       std::vector<std::string>{
           "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
           "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",
           "/sys/class/drm/card*/device/mem_info_*",
           "/sys/class/drm/card*/device/current_*_partition",
-          "/sys/class/drm/card*/device/uma/carveout", "/sys/class/drm/card*/device/drm/renderD*"},
+          "/sys/class/drm/card*/device/uma/carveout",
+          "/sys/class/drm/card*/device/uma/carveout_options",
+          "/sys/class/drm/card*/device/drm/renderD*"},
       collect);
 }
 

@@ -318,3 +318,12 @@ TEST_CASE("an APU outside ROCm's support list is told so, and the override is it
   CHECK(get(rs, "gfx1151-kernel-min").status == Outcome::skip);
   CHECK(get(run(fixture("strix-halo-fixed")), "apu-rocm-unsupported").status == Outcome::pass);
 }
+
+TEST_CASE("a carve-out already at the firmware's minimum is not flagged", "[scenario][issue11]") {
+  CHECK(get(run(fixture("rog-flow-z13-min-carveout")), "apu-carveout-large").status ==
+        Outcome::pass);
+  // 96 GiB without a list of options: still a warning, worded for firmware that may not go lower.
+  const Result& big = get(run(fixture("carveout-96g-5902")), "apu-carveout-large");
+  CHECK(big.status == Outcome::fail);
+  CHECK_THAT(big.message, Catch::Contains("some laptops have a large minimum"));
+}
