@@ -86,7 +86,14 @@ LogText read_capture(const Root& root) {
                    : r.reason;
     return t;
   }
-  t.lines = split_lines(r.text);
+  // `dmesg` output: drop the "[    5.120394] " timestamp so lines read like /dev/kmsg's text.
+  for (auto& line : split_lines(r.text)) {
+    if (!line.empty() && line.front() == '[') {
+      const auto close = line.find("] ");
+      if (close != std::string::npos) line.erase(0, close + 2);
+    }
+    t.lines.push_back(std::move(line));
+  }
   return t;
 }
 

@@ -327,3 +327,13 @@ TEST_CASE("a carve-out already at the firmware's minimum is not flagged", "[scen
   CHECK(big.status == Outcome::fail);
   CHECK_THAT(big.message, Catch::Contains("some laptops have a large minimum"));
 }
+
+TEST_CASE("an unsigned amdgpu-dkms module under Secure Boot is named as the cause",
+          "[scenario][issue21]") {
+  auto rs = run(fixture("secure-boot-dkms-rejected-4328"));
+  const Result& r = get(rs, "amdgpu-probe-failed");
+  CHECK(r.status == Outcome::fail);
+  CHECK_THAT(r.message, Catch::Contains("Secure Boot: true"));
+  CHECK_THAT(r.message, Catch::Contains("Loading of unsigned module is rejected"));
+  CHECK(get(rs, "amdgpu-driver-loaded").status == Outcome::fail);
+}
