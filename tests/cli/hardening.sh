@@ -163,7 +163,7 @@ run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root
 start=$(date +%s%N)
 run 0 "" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/waivers-16k.json"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 2000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
+if [ "$ms" -lt 5000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
 # A rule's regular expression cannot backtrack exponentially (RE2): `(a+)+$` against 40 a's and a b.
 long=$tmp/long-release
 cp -r "$fx" "$long"
@@ -173,7 +173,7 @@ printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "
 start=$(date +%s%N)
 run 0 "" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 2000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
+if [ "$ms" -lt 5000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
 printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a)\\\\1"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
 run 2 "re.json:.*bad regular expression" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
 # Unbounded recursion: a 30,000-digit HSA_OVERRIDE_GFX_VERSION and a 60,000-character kernel
