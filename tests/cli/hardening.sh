@@ -40,6 +40,9 @@ timeout 20 cat "$tmp/fifo" >"$tmp/from-fifo" &
 reader=$!
 run 1 "" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/fifo"
 wait "$reader"
+# A FIFO nobody reads: a clear error after a bounded wait, not a hang.
+mkfifo "$tmp/fifo-unread"
+run 70 "fifo-unread: cannot be written: no process reads this FIFO" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/fifo-unread"
 if [ -p "$tmp/fifo" ]; then ok "the FIFO is still a FIFO"; else bad "the FIFO was replaced"; fi
 if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/from-fifo"; then ok "JSON through the FIFO"; else bad "the FIFO's reader got no JSON report"; fi
 # Character devices are written in place, never replaced. As root the test makes its own null and
