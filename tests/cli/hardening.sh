@@ -158,6 +158,8 @@ PY
 run 2 "deep-facts.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --facts "$tmp/deep-facts.json"
 run 2 "deep-policy.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/deep-policy.json"
 run 2 "huge-number.json: not valid JSON: .*number overflow parsing '1e400'" -- "$bin" check --facts "$tmp/huge-number.json"
+printf '{"schema_version": 1, "facts": {"ttm.pages_limit_pages": {"status": "ok", "value": 18446744073709551615}}}\n' >"$tmp/u64.json"
+run 2 "u64.json: not a halo-doctor facts file: fact 'ttm.pages_limit_pages': an integer value must fit a signed 64-bit integer" -- "$bin" check --facts "$tmp/u64.json"
 run 2 "policy_version: must be 1" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/version-overflow.json"
 run 2 "--runtime-timeout: 'nan' is not a finite number" -- "$bin" check --root "$fx" --runtime-timeout nan
 run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root "$fx" -o "$tmp/x.tar.gz" --runtime-timeout inf
