@@ -258,8 +258,16 @@ NodeInfo Root::node(std::string_view abs) const {
       n.is_char_device = it->value("type", std::string("char")) == "char";
       n.mode =
           static_cast<std::uint32_t>(std::stoul(it->value("mode", std::string("0")), nullptr, 8));
-      n.uid = it->value("uid", 0U);
-      n.gid = it->value("gid", 0U);
+      // Checked: a bundle's sidecar is untrusted, and value<unsigned>() of a floating-point or
+      // negative number would convert out of range.
+      for (const auto& [field, out] : {std::pair{"uid", &n.uid}, std::pair{"gid", &n.gid}}) {
+        const auto v = it->find(field);
+        if (v == it->end()) continue;
+        if (!v->is_number_unsigned() || v->get<std::uint64_t>() > UINT32_MAX)
+          throw std::invalid_argument(
+              fmt::format("{} is not a number from 0 to 4294967295", field));
+        *out = static_cast<std::uint32_t>(v->get<std::uint64_t>());
+      }
     } catch (const std::exception& e) {
       n.status = Status::error;
       n.reason = fmt::format("fixture sidecar entry for {} is malformed: {}", abs, e.what());
