@@ -56,8 +56,8 @@ std::string format_value(const Value& v);
 /// Converts a value to JSON (null, bool, number, string, array of strings).
 nlohmann::json value_to_json(const Value& v);
 
-/// Converts JSON back to a value; throws std::invalid_argument for objects, nested arrays or
-/// arrays with non-string members.
+/// Converts JSON back to a value; throws std::invalid_argument for objects, nested arrays,
+/// arrays with non-string members and integers beyond a signed 64-bit integer (2^64-1 is not -1).
 Value value_from_json(const nlohmann::json& j);
 
 /// An ordered map of facts by key. Putting a key twice replaces the earlier fact.

@@ -40,7 +40,8 @@ nlohmann::json parse_json_input(std::string_view text, std::string_view origin,
 ///   directory, written, fsync(2)ed, then rename(2)d over `path` (rename(2): atomic within one
 ///   file system), so a reader sees the old or the new file, never half of one;
 /// - a character device or a FIFO (`/dev/null`, `/dev/stdout` on a pipe), also through a
-///   symlink, is written in place and never replaced;
+///   symlink, is written in place and never replaced (a FIFO nobody reads for 10 s is an
+///   OutputError, not a hang);
 /// - a directory, a symlink to a regular file or directory, a socket or a block device is refused
 ///   with InputError (exit 2) naming it.
 /// A failed write (ENOSPC, EFBIG, EIO) throws OutputError (exit 70) with the reason; the

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,10 +86,11 @@ public:
   NodeInfo node(std::string_view abs) const;
 
 private:
-  /// Opens `abs` for reading, confined to the root (see read()); -1 with errno on failure.
-  int open_in_root(std::string_view abs) const;
+  /// Opens `abs` with `flags`, confined to the root (see read()); -1 with errno on failure.
+  int open_in_root(std::string_view abs, int flags) const;
 
   std::filesystem::path base_;
+  std::shared_ptr<const int> base_fd_; ///< O_PATH descriptor of base_ (not for the live root)
   bool live_;
 };
 

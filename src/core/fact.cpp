@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 namespace halo {
@@ -61,6 +62,9 @@ nlohmann::json value_to_json(const Value& v) {
 Value value_from_json(const nlohmann::json& j) {
   if (j.is_null()) return std::monostate{};
   if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_unsigned() &&
+      j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) // 2^64-1 is not -1
+    throw std::invalid_argument("an integer value must fit a signed 64-bit integer");
   if (j.is_number_integer()) return j.get<std::int64_t>();
   if (j.is_number_float()) return j.get<double>();
   if (j.is_string()) return j.get<std::string>();

@@ -72,11 +72,27 @@ std::string temp_name(const std::string& base) {
   return out + ".tmp";
 }
 
-/// Writes to a character device or FIFO in place (O_WRONLY, no O_CREAT, no O_TRUNC).
+/// How long a FIFO may go without a reader before the write fails (fifo(7): opening one for
+/// writing blocks until a reader opens it; O_NONBLOCK fails with ENXIO instead).
+constexpr int kFifoReaderWaitMs = 10000;
+
+/// Writes to a character device or FIFO in place (O_WRONLY, no O_CREAT, no O_TRUNC). A FIFO
+/// without a reader is waited for at most kFifoReaderWaitMs, never forever.
 void write_in_place(const std::string& path, std::string_view text) {
-  const Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+  int raw = -1;
+  for (int waited = 0;; waited += 50) {
+    raw = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (raw >= 0 || errno != ENXIO || waited >= kFifoReaderWaitMs) break;
+    ::usleep(50 * 1000);
+  }
+  const Fd fd(raw);
   if (fd.fd < 0)
-    throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(errno)));
+    throw OutputError(fmt::format("{}: cannot be written: {}", path,
+                                  errno == ENXIO ? std::string("no process reads this FIFO")
+                                                 : errno_text(errno)));
+  // Blocking writes from here on: a reader that is slow is waited for, as by any shell command.
+  const int flags = ::fcntl(fd.fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd.fd, F_SETFL, flags & ~O_NONBLOCK);
   if (const int err = write_all(fd.fd, text); err != 0)
     throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 namespace halo {
 namespace {
@@ -56,33 +58,34 @@ int openat2_in_root(int dirfd, const std::string& rel, int flags) {
 
 } // namespace
 
-int Root::open_in_root(std::string_view abs) const {
-  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-  if (live_) return ::open(std::string(abs).c_str(), kFlags);
+int Root::open_in_root(std::string_view abs, int flags) const {
+  if (live_) return ::open(std::string(abs).c_str(), flags);
   static std::atomic<bool> have_openat2{true};
-  if (have_openat2.load(std::memory_order_relaxed)) {
-    const int dirfd = ::open(base_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) return -1;
+  if (have_openat2.load(std::memory_order_relaxed) && base_fd_ && *base_fd_ >= 0) {
     std::string rel(abs);
     while (!rel.empty() && rel.front() == '/')
       rel.erase(0, 1);
     if (rel.empty()) rel = ".";
-    const int fd = openat2_in_root(dirfd, rel, kFlags);
-    const int err = errno;
-    ::close(dirfd);
-    if (fd >= 0 || (err != ENOSYS && err != EPERM)) {
-      errno = err;
-      return fd;
-    }
+    const int fd = openat2_in_root(*base_fd_, rel, flags);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return fd;
     have_openat2.store(false, std::memory_order_relaxed); // fall back to the component walk
   }
-  return ::open(resolve(abs).c_str(), kFlags);
+  return ::open(resolve(abs).c_str(), flags);
 }
 
 Root::Root(std::filesystem::path base) : base_(std::move(base)) {
   std::error_code ec;
   auto canon = std::filesystem::weakly_canonical(base_, ec);
   live_ = !ec && canon == std::filesystem::path("/");
+  if (!live_) {
+    // One O_PATH descriptor of the base for every openat2(2) below it; shared by copies.
+    const int fd = ::open(base_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+      base_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+        ::close(*p);
+        delete p;
+      });
+  }
 }
 
 std::filesystem::path Root::resolve(std::string_view abs, bool follow_last) const {
@@ -141,7 +144,7 @@ std::filesystem::path Root::resolve(std::string_view abs, bool follow_last) cons
 ReadResult Root::read(std::string_view abs, std::size_t max_bytes) const {
   ReadResult r;
   r.path = std::string(abs);
-  const int fd = open_in_root(abs);
+  const int fd = open_in_root(abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
     r.status = status_of_errno(err);
@@ -196,28 +199,35 @@ ReadResult Root::read_trimmed(std::string_view abs) const {
 
 std::optional<std::vector<std::string>> Root::list(std::string_view abs_dir,
                                                    Status* status_out) const {
-  std::error_code ec;
-  std::filesystem::directory_iterator it(resolve(abs_dir), ec);
-  if (ec) {
-    if (status_out != nullptr) *status_out = status_of_errno(ec.value());
+  const int fd = open_in_root(abs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+  if (d == nullptr) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (status_out != nullptr) *status_out = status_of_errno(err);
     return std::nullopt;
   }
   std::vector<std::string> names;
-  for (const auto& e : it)
-    names.push_back(e.path().filename().string());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view n(e->d_name);
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  ::closedir(d);
   std::sort(names.begin(), names.end());
   if (status_out != nullptr) *status_out = Status::ok;
   return names;
 }
 
 bool Root::exists(std::string_view abs) const {
-  std::error_code ec;
-  return std::filesystem::exists(resolve(abs), ec);
+  const int fd = open_in_root(abs, O_PATH | O_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
 }
 
 bool Root::is_dir(std::string_view abs) const {
-  std::error_code ec;
-  return std::filesystem::is_directory(resolve(abs), ec);
+  const int fd = open_in_root(abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
 }
 
 std::optional<std::string> Root::link_name(std::string_view abs) const {
@@ -248,8 +258,16 @@ NodeInfo Root::node(std::string_view abs) const {
       n.is_char_device = it->value("type", std::string("char")) == "char";
       n.mode =
           static_cast<std::uint32_t>(std::stoul(it->value("mode", std::string("0")), nullptr, 8));
-      n.uid = it->value("uid", 0U);
-      n.gid = it->value("gid", 0U);
+      // Checked: a bundle's sidecar is untrusted, and value<unsigned>() of a floating-point or
+      // negative number would convert out of range.
+      for (const auto& [field, out] : {std::pair{"uid", &n.uid}, std::pair{"gid", &n.gid}}) {
+        const auto v = it->find(field);
+        if (v == it->end()) continue;
+        if (!v->is_number_unsigned() || v->get<std::uint64_t>() > UINT32_MAX)
+          throw std::invalid_argument(
+              fmt::format("{} is not a number from 0 to 4294967295", field));
+        *out = static_cast<std::uint32_t>(v->get<std::uint64_t>());
+      }
     } catch (const std::exception& e) {
       n.status = Status::error;
       n.reason = fmt::format("fixture sidecar entry for {} is malformed: {}", abs, e.what());

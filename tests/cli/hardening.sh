@@ -40,6 +40,9 @@ timeout 20 cat "$tmp/fifo" >"$tmp/from-fifo" &
 reader=$!
 run 1 "" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/fifo"
 wait "$reader"
+# A FIFO nobody reads: a clear error after a bounded wait, not a hang.
+mkfifo "$tmp/fifo-unread"
+run 70 "fifo-unread: cannot be written: no process reads this FIFO" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/fifo-unread"
 if [ -p "$tmp/fifo" ]; then ok "the FIFO is still a FIFO"; else bad "the FIFO was replaced"; fi
 if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/from-fifo"; then ok "JSON through the FIFO"; else bad "the FIFO's reader got no JSON report"; fi
 # Character devices are written in place, never replaced. As root the test makes its own null and
@@ -155,6 +158,8 @@ PY
 run 2 "deep-facts.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --facts "$tmp/deep-facts.json"
 run 2 "deep-policy.json:1: not valid JSON: nested deeper than 64 levels" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/deep-policy.json"
 run 2 "huge-number.json: not valid JSON: .*number overflow parsing '1e400'" -- "$bin" check --facts "$tmp/huge-number.json"
+printf '{"schema_version": 1, "facts": {"ttm.pages_limit_pages": {"status": "ok", "value": 18446744073709551615}}}\n' >"$tmp/u64.json"
+run 2 "u64.json: not a halo-doctor facts file: fact 'ttm.pages_limit_pages': an integer value must fit a signed 64-bit integer" -- "$bin" check --facts "$tmp/u64.json"
 run 2 "policy_version: must be 1" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/version-overflow.json"
 run 2 "--runtime-timeout: 'nan' is not a finite number" -- "$bin" check --root "$fx" --runtime-timeout nan
 run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root "$fx" -o "$tmp/x.tar.gz" --runtime-timeout inf
@@ -163,7 +168,7 @@ run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root
 start=$(date +%s%N)
 run 0 "" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/waivers-16k.json"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 2000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
+if [ "$ms" -lt 5000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
 # A rule's regular expression cannot backtrack exponentially (RE2): `(a+)+$` against 40 a's and a b.
 long=$tmp/long-release
 cp -r "$fx" "$long"
@@ -173,7 +178,7 @@ printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "
 start=$(date +%s%N)
 run 0 "" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 2000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
+if [ "$ms" -lt 5000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
 printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a)\\\\1"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
 run 2 "re.json:.*bad regular expression" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
 # Unbounded recursion: a 30,000-digit HSA_OVERRIDE_GFX_VERSION and a 60,000-character kernel

@@ -104,3 +104,16 @@ TEST_CASE("a malformed ROCr child report is a fact, never an exception", "[hsa][
     CHECK(facts.find("hsa.status") != nullptr);
   }
 }
+
+TEST_CASE("a bundle's device-node sidecar is checked", "[root][security]") {
+  FixtureTree t;
+  t.file("/.halo/nodes.json", R"({"/dev/kfd": {"type": "char", "mode": "0666", "uid": 1e30},
+                                  "/dev/dri/renderD128": {"mode": "0660", "uid": 0, "gid": -5},
+                                  "/dev/dri/card1": {"mode": "0660", "uid": 0, "gid": 44}})");
+  const Root r = t.root();
+  CHECK(r.node("/dev/kfd").status == Status::error);
+  CHECK(r.node("/dev/dri/renderD128").status == Status::error);
+  const NodeInfo ok = r.node("/dev/dri/card1");
+  CHECK(ok.status == Status::ok);
+  CHECK(ok.gid == 44);
+}
