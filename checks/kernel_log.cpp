@@ -87,11 +87,10 @@ LogText read_capture(const Root& root) {
     return t;
   }
   // `dmesg` output: drop the "[    5.120394] " timestamp so lines read like /dev/kmsg's text.
+  // Only a timestamp is removed ("[drm] ..." is the message's own text).
+  static const RE2 stamp(R"(^\[\s*\d+\.\d+\] )");
   for (auto& line : split_lines(r.text)) {
-    if (!line.empty() && line.front() == '[') {
-      const auto close = line.find("] ");
-      if (close != std::string::npos) line.erase(0, close + 2);
-    }
+    RE2::Replace(&line, stamp, "");
     t.lines.push_back(std::move(line));
   }
   return t;
