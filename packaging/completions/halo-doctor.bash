@@ -3,7 +3,7 @@ _halo_doctor() {
   local cur prev words cword
   _init_completion || return
   local commands="check facts capture rules explain bench slurm"
-  local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout"
+  local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root"
   local rule="--rules --only --skip"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
