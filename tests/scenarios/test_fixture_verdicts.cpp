@@ -287,14 +287,14 @@ TEST_CASE("inside toolbox every rule gets the bare-metal verdict; docker without
 
 // Issue 21 part 2: why amdgpu is not driving a GPU, from the kernel log.
 TEST_CASE("the kernel log's probe error gives the cause", "[scenario][issue21]") {
-  const Result& enomem = get(run(fixture("dgpu-probe-enomem-2927")), "amdgpu-probe-failed");
+  const Result enomem = get(run(fixture("dgpu-probe-enomem-2927")), "amdgpu-probe-failed");
   CHECK(enomem.status == Outcome::fail);
   CHECK_THAT(enomem.message, Catch::Contains("0000:03:00.0: -12"));
   CHECK_THAT(enomem.message, Catch::Contains("Above 4G Decoding"));
-  const Result& einval = get(run(fixture("strix-halo-kernel-too-old")), "amdgpu-probe-failed");
+  const Result einval = get(run(fixture("strix-halo-kernel-too-old")), "amdgpu-probe-failed");
   CHECK_THAT(einval.message, Catch::Contains("-22 (the kernel does not know this GPU's IP blocks"));
   // No capture in the root: skipped with the reason, not an error and not a pass.
-  const Result& none = get(run(fixture("strix-halo-fixed")), "amdgpu-probe-failed");
+  const Result none = get(run(fixture("strix-halo-fixed")), "amdgpu-probe-failed");
   CHECK(none.status == Outcome::skip);
 }
 
@@ -323,7 +323,7 @@ TEST_CASE("a carve-out already at the firmware's minimum is not flagged", "[scen
   CHECK(get(run(fixture("rog-flow-z13-min-carveout")), "apu-carveout-large").status ==
         Outcome::pass);
   // 96 GiB without a list of options: still a warning, worded for firmware that may not go lower.
-  const Result& big = get(run(fixture("carveout-96g-5902")), "apu-carveout-large");
+  const Result big = get(run(fixture("carveout-96g-5902")), "apu-carveout-large");
   CHECK(big.status == Outcome::fail);
   CHECK_THAT(big.message, Catch::Contains("some laptops have a large minimum"));
 }
