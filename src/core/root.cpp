@@ -66,9 +66,19 @@ int Root::open_in_root(std::string_view abs, int flags) const {
     while (!rel.empty() && rel.front() == '/')
       rel.erase(0, 1);
     if (rel.empty()) rel = ".";
-    const int fd = openat2_in_root(*base_fd_, rel, flags);
-    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return fd;
-    have_openat2.store(false, std::memory_order_relaxed); // fall back to the component walk
+    // openat2(2): with RESOLVE_IN_ROOT, EAGAIN means a mount or rename elsewhere on the system
+    // raced with resolving ".." (sysfs links are full of it) and "the caller may choose to
+    // retry"; a busy machine (containers starting, mount namespaces) does this often. Retry,
+    // then take the component walk for this one path.
+    int fd = -1;
+    for (int attempt = 0; attempt < 32; ++attempt) {
+      fd = openat2_in_root(*base_fd_, rel, flags);
+      if (fd >= 0 || (errno != EAGAIN && errno != EINTR)) break;
+    }
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EAGAIN && errno != EINTR))
+      return fd;
+    if (errno == ENOSYS || errno == EPERM)
+      have_openat2.store(false, std::memory_order_relaxed); // fall back to the component walk
   }
   return ::open(resolve(abs).c_str(), flags);
 }
