@@ -46,14 +46,19 @@ std::optional<Severity> parse_severity(std::string_view s) {
 }
 
 int compare_versions(std::string_view a, std::string_view b) {
+  // The leading dotted numbers ("6.18.4" of "6.18.4-200.fc43.x86_64"), each kept as its digits
+  // without leading zeros, so numbers of any length compare without overflow.
   auto parts = [](std::string_view s) {
-    std::vector<long long> out;
+    std::vector<std::string_view> out;
     std::size_t i = 0;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0) {
-      long long v = 0;
+      const std::size_t start = i;
       while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0)
-        v = v * 10 + (s[i++] - '0');
-      out.push_back(v);
+        ++i;
+      std::string_view d = s.substr(start, i - start);
+      while (d.size() > 1 && d.front() == '0')
+        d.remove_prefix(1);
+      out.push_back(d);
       if (i < s.size() && s[i] == '.')
         ++i;
       else
@@ -64,11 +69,11 @@ int compare_versions(std::string_view a, std::string_view b) {
   auto pa = parts(a);
   auto pb = parts(b);
   const std::size_t n = std::max(pa.size(), pb.size());
-  pa.resize(n, 0);
-  pb.resize(n, 0);
+  pa.resize(n, "0");
+  pb.resize(n, "0");
   for (std::size_t i = 0; i < n; ++i) {
-    if (pa[i] < pb[i]) return -1;
-    if (pa[i] > pb[i]) return 1;
+    if (pa[i].size() != pb[i].size()) return pa[i].size() < pb[i].size() ? -1 : 1;
+    if (pa[i] != pb[i]) return pa[i] < pb[i] ? -1 : 1;
   }
   return 0;
 }

@@ -129,3 +129,32 @@ TEST_CASE("kstrtoul/kstrtoint: base 0, one newline, nothing else", "[cmdline]") 
   CHECK(kstrtoll("-9223372036854775808") == std::numeric_limits<std::int64_t>::min());
   CHECK_FALSE(kstrtoll("9223372036854775808"));
 }
+
+// Issue 21: distribution suffixes in kernel releases, each read by the same rule.
+TEST_CASE("kernel releases of the distributions the doctor meets", "[cmdline]") {
+  struct Case {
+    const char* release;
+    const char* version;
+    std::optional<long long> abi;
+    const char* flavor;
+  };
+  for (const Case& c :
+       {Case{"6.17.0-19-generic", "6.17.0", 19, "generic"},
+        Case{"6.14.0-1018-oem", "6.14.0", 1018, "oem"},
+        Case{"6.8.0-31-lowlatency", "6.8.0", 31, "lowlatency"},
+        Case{"6.17.7-300.fc43.x86_64", "6.17.7", std::nullopt, ""},
+        Case{"6.12.48+deb13-amd64", "6.12.48", std::nullopt, ""},
+        Case{"6.18.4-arch1-1", "6.18.4", std::nullopt, ""},
+        Case{"6.12.30", "6.12.30", std::nullopt, ""}, Case{"7.1.0", "7.1.0", std::nullopt, ""},
+        Case{"6.4.0-150600.23.25-default", "6.4.0", std::nullopt, ""}}) {
+    INFO(c.release);
+    auto r = parse_kernel_release(c.release);
+    REQUIRE(r);
+    CHECK(r->version == c.version);
+    CHECK(r->ubuntu_abi == c.abi);
+    if (c.abi) CHECK(r->ubuntu_flavor == c.flavor);
+  }
+  // CachyOS uses the same X.Y.Z-N-flavor shape; only the version matters for the rules, whose
+  // Ubuntu branches name the flavors they mean (generic, lowlatency, oem).
+  CHECK(parse_kernel_release("6.18.2-2-cachyos")->version == "6.18.2");
+}

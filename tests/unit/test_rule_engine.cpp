@@ -119,6 +119,11 @@ TEST_CASE("versions compare numerically", "[engine]") {
   CHECK(compare_versions("6.15", "6.15.0") == 0);
   CHECK(compare_versions("6.18.4-200.fc43.x86_64", "6.18.4") == 0);
   CHECK(compare_versions("7.0", "6.99.99") == 1);
+  CHECK(compare_versions("7.1.0", "6.18.4") == 1);
+  CHECK(compare_versions("6.018", "6.18") == 0);
+  // Numbers longer than any integer type compare as numbers, without overflow.
+  CHECK(compare_versions("6.18.99999999999999999999999", "6.18.4") == 1);
+  CHECK(compare_versions("6.18.4", "6.18.99999999999999999999999") == -1);
 }
 
 TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
