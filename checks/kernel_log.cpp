@@ -98,9 +98,12 @@ LogText read_capture(const Root& root) {
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const LogText log = ctx.root.is_live() ? read_kmsg() : read_capture(ctx.root);
-  const char* keys[] = {"kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
-                        "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
-                        "kernel_log.lines"};
+  const char* keys[] = {"kernel_log.amdgpu_probe_errors",
+                        "kernel_log.firmware_load_failures",
+                        "kernel_log.module_signature_rejected",
+                        "kernel_log.ring_timeouts",
+                        "kernel_log.lines",
+                        "kernel_log.gpu_resets"};
   if (log.status != Status::ok) {
     facts.put_status("kernel_log.status", log.status, log.source, log.reason);
     for (const char* k : keys)
@@ -118,6 +121,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> sig;
   std::vector<std::string> rings;
   std::vector<std::string> kept; // the lines that matter here, for capture bundles
+  std::int64_t resets = 0;
   auto add_once = [](std::vector<std::string>& v, std::string s) {
     if (std::find(v.begin(), v.end(), s) == v.end() && v.size() < 64) v.push_back(std::move(s));
   };
@@ -137,12 +141,17 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       add_once(sig, line.substr(0, 200));
     else if (RE2::PartialMatch(line, ring, &a))
       add_once(rings, a);
+    // amdgpu_device.c amdgpu_device_gpu_recover(): "GPU reset begin!" once per reset.
+    if (line.find("amdgpu") != std::string::npos &&
+        line.find("GPU reset begin") != std::string::npos)
+      ++resets;
   }
   facts.put_ok("kernel_log.amdgpu_probe_errors", probe_errors, log.source);
   facts.put_ok("kernel_log.firmware_load_failures", fw, log.source);
   facts.put_ok("kernel_log.module_signature_rejected", sig, log.source);
   facts.put_ok("kernel_log.ring_timeouts", rings, log.source);
   facts.put_ok("kernel_log.lines", kept, log.source);
+  facts.put_ok("kernel_log.gpu_resets", resets, log.source);
 }
 
 } // namespace
@@ -153,7 +162,7 @@ std::unique_ptr<Probe> make_kernel_log_probe() {
       std::vector<std::string>{"kernel_log.status", "kernel_log.amdgpu_probe_errors",
                                "kernel_log.firmware_load_failures",
                                "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
-                               "kernel_log.lines"},
+                               "kernel_log.lines", "kernel_log.gpu_resets"},
       std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)"},
       collect);
 }

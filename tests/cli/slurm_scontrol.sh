@@ -98,6 +98,9 @@ run 1 "prolog --only" prolog --node n1 --only ttm-limit-low "${common[@]}" "${un
 printf '{"slurm": {"prolog": ["ttm-limit-low"]}}\n' >"$tmp/policy.json"
 run 1 "prolog, policy's slurm.prolog" prolog --node n1 --policy "$tmp/policy.json" "${common[@]}" "${unhealthy[@]}"
 run 0 "epilog, boot-time failure only" epilog --node n1 "${common[@]}" "${unhealthy[@]}"
+# A job hung the GPU (ring timeout and reset in the kernel log): the epilog drains the node.
+run 1 "epilog after a GPU hang" epilog --node n1 "${common[@]}" --root "$fixtures/strix-halo-gpu-hang"
+[ "$(updates)" = "update nodename=n1 state=drain reason=halo-doctor: amdgpu-gpu-hang" ] || bad "epilog drain after a hang: $(updates)"
 
 # Pending reboot: the TTM fix is in modprobe.d but not active yet (check exits 4).
 cp -a "$fixtures/strix-halo-default-ttm" "$tmp/pending-root"

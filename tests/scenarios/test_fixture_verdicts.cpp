@@ -337,3 +337,14 @@ TEST_CASE("an unsigned amdgpu-dkms module under Secure Boot is named as the caus
   CHECK_THAT(r.message, Catch::Contains("Loading of unsigned module is rejected"));
   CHECK(get(rs, "amdgpu-driver-loaded").status == Outcome::fail);
 }
+
+// Issue 20's post-job check: a GPU hang since boot, from the kernel log.
+TEST_CASE("a ring timeout and GPU reset in the kernel log fail the volatile hang rule",
+          "[scenario][issue20]") {
+  auto rs = run(fixture("strix-halo-gpu-hang"));
+  const Result& r = get(rs, "amdgpu-gpu-hang");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message, Catch::Contains("comp_1.0.0"));
+  CHECK(get(run(fixture("strix-halo-kernel-too-old")), "amdgpu-gpu-hang").status == Outcome::pass);
+}
