@@ -132,8 +132,10 @@ struct ModuleOption {
 /// the command line, kmod_config_new), then those kmod takes from /proc/cmdline, joined with ' '
 /// (kmod_module_get_options) and split by the kernel's next_arg() when the module loads
 /// (parse_args in kernel/params.c): the last value of a parameter wins, names compare with '-'
-/// equal to '_' (parameq), and a bare `--` ends the list.
-std::map<std::string, ModuleOption> module_options(const FactSet& facts, const std::string& m) {
+/// equal to '_' (parameq), and a bare `--` ends the list. With `cmdline_only`, the command
+/// line's options alone.
+std::map<std::string, ModuleOption> module_options(const FactSet& facts, const std::string& m,
+                                                   bool cmdline_only = false) {
   std::string joined;
   std::vector<std::pair<std::size_t, std::string>> starts;
   auto add = [&](const std::string& key) {
@@ -146,7 +148,7 @@ std::map<std::string, ModuleOption> module_options(const FactSet& facts, const s
       joined += t;
     }
   };
-  add("modprobe.options_text." + m);
+  if (!cmdline_only) add("modprobe.options_text." + m);
   add("kernel.cmdline.module_options." + m);
   std::map<std::string, ModuleOption> out;
   for (const KernelArg& a : split_kernel_args(joined, true)) {
@@ -536,12 +538,9 @@ void derive_driver(FactSet& facts) {
     blocked.push_back("install amdgpu " +
                       facts.get<std::string>("modprobe.install.amdgpu").value_or("") + " (" +
                       *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
-  for (const char* m : {"ttm", "amdttm", "amd_ttm", "amdgpu"}) {
-    const auto inv = facts.get<std::vector<std::string>>("modparam.invalid_modules")
-                         .value_or(std::vector<std::string>{});
-    if (std::find(inv.begin(), inv.end(), m) != inv.end())
-      blocked.push_back(fmt::format("an invalid {} option makes the module fail to load", m));
-  }
+  for (const auto& m : facts.get<std::vector<std::string>>("modparam.invalid_modules")
+                           .value_or(std::vector<std::string>{}))
+    blocked.push_back(fmt::format("an invalid {} option makes the module fail to load", m));
   facts.put_ok("amdgpu.blocked_by", blocked, "derived: /proc/cmdline, modprobe.d");
 }
 
@@ -559,9 +558,7 @@ Configured configured(const FactSet& facts, const std::string& m, const std::str
   Configured c;
   const IntParam* ip = int_param(m, p);
   // The command line alone, as kmod reads it (it includes options after `--`).
-  FactSet cmd_only;
-  if (const Fact* f = facts.find("kernel.cmdline.module_options." + m)) cmd_only.put(*f);
-  const auto from_cmd = module_options(cmd_only, m);
+  const auto from_cmd = module_options(facts, m, true);
   if (auto it = from_cmd.find(p); it != from_cmd.end()) {
     c.cmdline = ip != nullptr ? kernel_int(*ip, it->second.value) : std::nullopt;
     c.cmdline_src = it->second.source;
