@@ -58,6 +58,22 @@ struct Condition {
   Operand operand;
 };
 
+/// Values a rule may read with `{"param": NAME}` and `{param:NAME}`: reserve_gib, reserve_bytes.
+using Params = std::map<std::string, nlohmann::json, std::less<>>;
+
+/// One worked example of a rule (`"examples"` in rules/*.json, docs/rules.md): a small fact set
+/// and the verdict the rule must give on it. `halo-doctor rules --test` runs them all; they pin
+/// each threshold from both sides, each skip reason and each fail case.
+struct RuleExample {
+  std::string name;
+  FactSet facts; ///< the rule's `base` facts with this example's changes applied
+  Params params; ///< run parameters (default: --reserve 4)
+  Outcome expect = Outcome::pass;
+  std::optional<Severity> severity; ///< required when expect is fail
+  bool pending_reboot = false;      ///< checked when expect is fail
+  std::size_t line = 0;             ///< line of the example's name in its file
+};
+
 /// One way a rule can fail, with its severity and message template.
 struct FailCase {
   Severity severity = Severity::error;
@@ -91,6 +107,7 @@ struct Rule {
   /// without a reboot or a configuration change (device access, the driver's state, the runtime,
   /// GPU errors). `halo-doctor slurm prolog` and `epilog` evaluate only these rules by default.
   bool volatile_verdict = false;
+  std::vector<RuleExample> examples; ///< worked examples, run by `halo-doctor rules --test`
   std::string file;
   std::size_t line = 0;
 
@@ -119,8 +136,11 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry);
 /// Loads the rule set compiled into the binary from rules/ at build time.
 RuleSet load_builtin_rules(const ProbeRegistry* registry);
 
-/// Values a rule may read with `{"param": NAME}` and `{param:NAME}`: reserve_gib, reserve_bytes.
-using Params = std::map<std::string, nlohmann::json, std::less<>>;
+/// The parameters of a run with `--reserve GIB`: reserve_gib and reserve_bytes (GiB in bytes).
+Params default_params(std::int64_t reserve_gib = 4);
+
+/// Evaluates one rule. Never throws for missing facts: they produce an `error` result.
+Result evaluate_rule(const Rule& rule, const FactSet& facts, const Params& params);
 
 /// Evaluates every rule. Never throws for missing facts: they produce `error` results.
 std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params);
@@ -129,6 +149,17 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
 /// keys of facts that made it unknown.
 std::optional<bool> eval_condition(const Condition& c, const FactSet& facts, const Params& params,
                                    std::vector<std::string>* unknown_keys);
+
+/// One example that did not get its verdict, or a part of a rule no example reaches.
+struct ExampleFailure {
+  std::string where;   ///< "FILE:LINE: rule 'ID'" plus " example 'NAME'" when about one example
+  std::string problem; ///< "expected fail (error), got pass: <message>" or "no example ..."
+};
+
+/// Runs every rule's examples (Rule::examples) and checks their coverage: each precondition must
+/// skip some example, each fail case must decide some example, and some example must pass. An
+/// empty result means every example holds.
+std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules);
 
 /// Compares dotted numeric versions ("6.14.0" vs "6.15"): -1, 0 or 1. Non-numeric tails
 /// ("-rc6", "-200.fc43") are ignored; missing components count as 0.

@@ -4,6 +4,7 @@
 
 #include <halo/error.hpp>
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
@@ -14,13 +15,30 @@ namespace halo::cli {
 
 Runner add_rules_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
+  auto test = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
-  return [sub, o]() {
+  sub->add_flag("--test", *test,
+                "Run every rule's examples and check that they reach each skip reason, each fail "
+                "case and a pass; exit 1 when one does not");
+  return [sub, o, test]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
-    std::cout << text_catalogue(load_rules(*o, reg));
-    return 0;
+    const RuleSet rs = load_rules(*o, reg);
+    if (!*test) {
+      std::cout << text_catalogue(rs);
+      return 0;
+    }
+    std::size_t examples = 0;
+    for (const auto& r : rs.rules)
+      examples += r.examples.size();
+    const auto failures = check_rule_examples(rs);
+    for (const auto& f : failures)
+      std::cout << terminal_safe(f.where) << ": " << terminal_safe(f.problem) << "\n";
+    std::cout << fmt::format("{}: {} rules, {} examples, {} problems\n",
+                             failures.empty() ? "PASS" : "FAIL", rs.rules.size(), examples,
+                             failures.size());
+    return failures.empty() ? exit_code::ok : exit_code::failed;
   };
 }
 

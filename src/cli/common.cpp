@@ -175,8 +175,7 @@ FailOn parse_fail_on(const std::string& s) {
 }
 
 Params rule_params(const CommonOptions& o) {
-  return Params{{"reserve_gib", o.reserve_gib},
-                {"reserve_bytes", o.reserve_gib * 1024LL * 1024 * 1024}};
+  return default_params(o.reserve_gib);
 }
 
 void write_output(const std::string& path, const std::string& text) {

@@ -398,75 +398,80 @@ std::string not_probed_reason(const std::vector<std::string>& keys, const FactSe
 
 } // namespace
 
-std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
-  std::vector<Result> out;
-  for (const Rule& r : rules.rules) {
-    Result res;
-    res.id = r.id;
-    res.title = r.title;
-    res.area = r.area;
-    res.severity = r.max_severity();
-    res.why = r.why;
-    res.sources = r.sources;
-    res.fix = nullptr;
-    std::vector<std::string> unknown;
-    bool decided = false;
-    for (const auto& pre : r.applies) {
-      Tri a = eval_condition(pre.when, facts, params, &unknown);
-      if (a == true) continue;
-      if (a == false) {
-        res.status = Outcome::skip;
-        res.message = expand_template(pre.skip_reason, facts, params);
-        res.evidence = collect_evidence(r, facts, {});
-      } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
-        res.status = Outcome::skip;
-        res.message = why;
-        res.evidence = collect_evidence(r, facts, unknown);
-      } else {
-        res.status = Outcome::error;
-        res.message =
-            "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
-        res.evidence = collect_evidence(r, facts, unknown);
-      }
-      decided = true;
-      break;
-    }
-    if (decided) {
-      out.push_back(std::move(res));
-      continue;
-    }
-    unknown.clear();
-    const FailCase* hit = nullptr;
-    for (const auto& fc : r.fail) {
-      Tri t = eval_condition(fc.when, facts, params, &unknown);
-      if (t == true) {
-        hit = &fc;
-        break;
-      }
-    }
-    if (hit != nullptr) {
-      res.status = Outcome::fail;
-      res.severity = hit->severity;
-      res.message = expand_template(hit->message, facts, params);
-      if (!r.fix.is_null()) res.fix = expand_fix(r.fix, facts, params);
-      if (r.pending_when)
-        res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
+Params default_params(std::int64_t reserve_gib) {
+  return Params{{"reserve_gib", reserve_gib},
+                {"reserve_bytes", reserve_gib * 1024LL * 1024 * 1024}};
+}
+
+Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) {
+  Result res;
+  res.id = r.id;
+  res.title = r.title;
+  res.area = r.area;
+  res.severity = r.max_severity();
+  res.why = r.why;
+  res.sources = r.sources;
+  res.fix = nullptr;
+  std::vector<std::string> unknown;
+  bool decided = false;
+  for (const auto& pre : r.applies) {
+    Tri a = eval_condition(pre.when, facts, params, &unknown);
+    if (a == true) continue;
+    if (a == false) {
+      res.status = Outcome::skip;
+      res.message = expand_template(pre.skip_reason, facts, params);
       res.evidence = collect_evidence(r, facts, {});
     } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
       res.status = Outcome::skip;
       res.message = why;
       res.evidence = collect_evidence(r, facts, unknown);
-    } else if (!unknown.empty()) {
-      res.status = Outcome::error;
-      res.message = "could not be checked: " + describe_unknown(unknown, facts);
-      res.evidence = collect_evidence(r, facts, unknown);
     } else {
-      res.status = Outcome::pass;
-      res.message = expand_template(r.pass_message, facts, params);
-      res.evidence = collect_evidence(r, facts, {});
+      res.status = Outcome::error;
+      res.message = "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
+      res.evidence = collect_evidence(r, facts, unknown);
     }
-    out.push_back(std::move(res));
+    decided = true;
+    break;
   }
+  if (decided) return res;
+  unknown.clear();
+  const FailCase* hit = nullptr;
+  for (const auto& fc : r.fail) {
+    Tri t = eval_condition(fc.when, facts, params, &unknown);
+    if (t == true) {
+      hit = &fc;
+      break;
+    }
+  }
+  if (hit != nullptr) {
+    res.status = Outcome::fail;
+    res.severity = hit->severity;
+    res.message = expand_template(hit->message, facts, params);
+    if (!r.fix.is_null()) res.fix = expand_fix(r.fix, facts, params);
+    if (r.pending_when)
+      res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
+    res.evidence = collect_evidence(r, facts, {});
+  } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
+    res.status = Outcome::skip;
+    res.message = why;
+    res.evidence = collect_evidence(r, facts, unknown);
+  } else if (!unknown.empty()) {
+    res.status = Outcome::error;
+    res.message = "could not be checked: " + describe_unknown(unknown, facts);
+    res.evidence = collect_evidence(r, facts, unknown);
+  } else {
+    res.status = Outcome::pass;
+    res.message = expand_template(r.pass_message, facts, params);
+    res.evidence = collect_evidence(r, facts, {});
+  }
+  return res;
+}
+
+std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
+  std::vector<Result> out;
+  out.reserve(rules.rules.size());
+  for (const Rule& r : rules.rules)
+    out.push_back(evaluate_rule(r, facts, params));
   return out;
 }
 

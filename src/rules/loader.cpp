@@ -187,11 +187,124 @@ std::vector<std::string> string_list(const Where& w, const std::string& path,
 }
 
 const std::set<std::string, std::less<>> kRuleKeys = {
-    "id",           "area", "title", "applies",  "skip_reason", "fail",    "pending_when",
-    "pass_message", "why",  "fix",   "evidence", "sources",     "volatile"};
+    "id",           "area", "title", "applies",  "skip_reason", "fail",     "pending_when",
+    "pass_message", "why",  "fix",   "evidence", "sources",     "volatile", "examples"};
 const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "modprobe", "sysctl",
                                                      "groups",  "udev",        "env",      "manual",
                                                      "reboot",  "initramfs"};
+
+/// The line of the first occurrence of the JSON string `s` at or after `from`, or `fallback`.
+std::size_t line_of_string(std::string_view text, std::size_t from, const std::string& s,
+                           std::size_t fallback) {
+  const std::size_t pos = text.find(nlohmann::json(s).dump(), from);
+  return pos == std::string_view::npos ? fallback : line_of_offset(text, pos);
+}
+
+/// Puts one example fact: a value, `null` (absent: removes a base fact) or
+/// {"status": "missing"|"denied"|"error", "reason": "..."} (a fact that could not be read).
+void put_example_fact(const Where& w, const std::string& path, const std::string& key,
+                      const nlohmann::json& v, FactSet& facts) {
+  constexpr std::string_view kSource = "rule example";
+  if (v.is_null()) {
+    FactSet rest;
+    for (const auto& [k, f] : facts.all())
+      if (k != key) rest.put(f);
+    facts = std::move(rest);
+    return;
+  }
+  if (v.is_object()) {
+    const std::string status_name =
+        v.contains("status") && v["status"].is_string() ? v["status"].get<std::string>() : "";
+    const Status status = parse_status(status_name).value_or(Status::ok);
+    const bool reason_ok = !v.contains("reason") || v["reason"].is_string();
+    if (status == Status::ok || !reason_ok || v.size() != (v.contains("reason") ? 2U : 1U))
+      w.fail(path, "a fact that could not be read is {\"status\": \"missing\"|\"denied\"|"
+                   "\"error\", \"reason\": \"...\"}");
+    facts.put_status(key, status, std::string(kSource), v.value("reason", std::string()));
+    return;
+  }
+  try {
+    facts.put_ok(key, value_from_json(v), std::string(kSource));
+  } catch (const std::invalid_argument& e) {
+    w.fail(path, e.what());
+  }
+}
+
+std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const nlohmann::json& ej,
+                                        std::string_view text, std::size_t rule_offset) {
+  if (!ej.is_object() || !ej.contains("cases") || !ej["cases"].is_array() || ej["cases"].empty())
+    w.fail("examples", "needs {\"base\": FACTS, \"cases\": [EXAMPLE, ...]}");
+  for (const auto& [k, v] : ej.items())
+    if (k != "base" && k != "cases") w.fail("examples." + k, "unknown key");
+  auto put_all = [&](const std::string& path, const nlohmann::json& fj, FactSet& facts) {
+    if (!fj.is_object()) w.fail(path, "must be an object of fact key to value");
+    for (const auto& [key, v] : fj.items()) {
+      p.check_fact(path + "." + key, key);
+      if (key.find('*') != std::string::npos)
+        w.fail(path + "." + key, "names a pattern, not a fact");
+      put_example_fact(w, path + "." + key, key, v, facts);
+    }
+  };
+  FactSet base;
+  if (ej.contains("base")) put_all("examples.base", ej["base"], base);
+  static const std::set<std::string, std::less<>> kKeys = {"name",   "facts",    "params",
+                                                           "expect", "severity", "pending_reboot"};
+  std::vector<RuleExample> out;
+  std::set<std::string, std::less<>> names;
+  for (std::size_t i = 0; i < ej["cases"].size(); ++i) {
+    const auto& cj = ej["cases"][i];
+    const std::string path = fmt::format("examples.cases[{}]", i);
+    if (!cj.is_object() || !cj.contains("name") || !cj["name"].is_string() ||
+        !cj.contains("expect") || !cj["expect"].is_string())
+      w.fail(path, "needs a \"name\" and an \"expect\" string");
+    for (const auto& [k, v] : cj.items())
+      if (kKeys.count(k) == 0) w.fail(path + "." + k, "unknown key");
+    RuleExample ex;
+    ex.name = cj["name"].get<std::string>();
+    if (!names.insert(ex.name).second) w.fail(path, fmt::format("a second example '{}'", ex.name));
+    ex.line = line_of_string(text, rule_offset, ex.name, w.line);
+    ex.facts = base;
+    if (cj.contains("facts")) put_all(path + ".facts", cj["facts"], ex.facts);
+    std::int64_t reserve_gib = 4;
+    if (cj.contains("params")) {
+      const auto& pj = cj["params"];
+      if (!pj.is_object() || pj.size() != 1 || !pj.contains("reserve_gib") ||
+          !pj["reserve_gib"].is_number_integer())
+        w.fail(path + ".params", "may set only {\"reserve_gib\": INTEGER}");
+      reserve_gib = pj["reserve_gib"].get<std::int64_t>();
+      if (reserve_gib < 0 || reserve_gib > 1024 * 1024)
+        w.fail(path + ".params.reserve_gib", "must be between 0 and 1048576");
+    }
+    ex.params = default_params(reserve_gib);
+    const std::string expect = cj["expect"].get<std::string>();
+    if (expect == "pass")
+      ex.expect = Outcome::pass;
+    else if (expect == "fail")
+      ex.expect = Outcome::fail;
+    else if (expect == "skip")
+      ex.expect = Outcome::skip;
+    else if (expect == "error")
+      ex.expect = Outcome::error;
+    else
+      w.fail(path + ".expect", "must be pass, fail, skip or error");
+    if (cj.contains("severity")) {
+      const auto sev = cj["severity"].is_string()
+                           ? parse_severity(cj["severity"].get<std::string>())
+                           : std::nullopt;
+      if (!sev) w.fail(path + ".severity", "must be error, warning or info");
+      ex.severity = sev;
+    }
+    if ((ex.expect == Outcome::fail) != ex.severity.has_value())
+      w.fail(path + ".severity", "is given exactly when \"expect\" is \"fail\"");
+    if (cj.contains("pending_reboot")) {
+      if (!cj["pending_reboot"].is_boolean() || ex.expect != Outcome::fail)
+        w.fail(path + ".pending_reboot", "is true or false, and only when \"expect\" is \"fail\"");
+      ex.pending_reboot = cj["pending_reboot"].get<bool>();
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
 
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -302,6 +415,11 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
       p.check_fact("evidence", e);
     if (!rj.contains("sources")) w.fail("sources", "is required: every rule names its sources");
     r.sources = string_list(w, "sources", rj["sources"]);
+    if (rj.contains("examples")) {
+      const std::size_t offset = text.find(nlohmann::json(r.id).dump());
+      r.examples =
+          parse_examples(w, p, rj["examples"], text, offset == std::string_view::npos ? 0 : offset);
+    }
     out.push_back(std::move(r));
   }
   return out;
