@@ -71,6 +71,7 @@ struct RuleExample {
   Outcome expect = Outcome::pass;
   std::optional<Severity> severity; ///< required when expect is fail
   bool pending_reboot = false;      ///< checked when expect is fail
+  std::string message;              ///< when not empty: a part the result's message must contain
   std::size_t line = 0;             ///< line of the example's name in its file
 };
 

@@ -42,6 +42,12 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules) {
                                    describe(res.status, sev, pending), res.message)});
         continue;
       }
+      if (!ex.message.empty() && res.message.find(ex.message) == std::string::npos) {
+        out.push_back(
+            {fmt::format("{}:{}: rule '{}' example '{}'", r.file, ex.line, r.id, ex.name),
+             fmt::format("expected a message with \"{}\", got: {}", ex.message, res.message)});
+        continue;
+      }
       if (res.status == Outcome::pass) passed = true;
       for (std::size_t i = 0; i < r.applies.size(); ++i)
         if (res.status == Outcome::skip &&

@@ -247,8 +247,8 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
   };
   FactSet base;
   if (ej.contains("base")) put_all("examples.base", ej["base"], base);
-  static const std::set<std::string, std::less<>> kKeys = {"name",   "facts",    "params",
-                                                           "expect", "severity", "pending_reboot"};
+  static const std::set<std::string, std::less<>> kKeys = {
+      "name", "facts", "params", "expect", "severity", "pending_reboot", "message"};
   std::vector<RuleExample> out;
   std::set<std::string, std::less<>> names;
   for (std::size_t i = 0; i < ej["cases"].size(); ++i) {
@@ -300,6 +300,11 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
       if (!cj["pending_reboot"].is_boolean() || ex.expect != Outcome::fail)
         w.fail(path + ".pending_reboot", "is true or false, and only when \"expect\" is \"fail\"");
       ex.pending_reboot = cj["pending_reboot"].get<bool>();
+    }
+    if (cj.contains("message")) {
+      if (!cj["message"].is_string() || cj["message"].get<std::string>().empty())
+        w.fail(path + ".message", "must be a non-empty string (a part of the expected message)");
+      ex.message = cj["message"].get<std::string>();
     }
     out.push_back(std::move(ex));
   }
