@@ -19,8 +19,8 @@ Runner add_rules_command(CLI::App& app) {
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
   sub->add_flag("--test", *test,
-                "Run every rule's examples and check that they reach each skip reason, each fail "
-                "case and a pass; exit 1 when one does not");
+                "Run every rule's examples and check that they reach each skip reason and each fail "
+                "case; exit 1 when one does not");
   return [sub, o, test]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();

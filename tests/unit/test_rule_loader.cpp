@@ -102,3 +102,125 @@ TEST_CASE("a rules directory rejects duplicate ids and missing directories", "[r
   fs::remove_all(dir);
   CHECK_THROWS_WITH(load_rules_dir(dir.string(), nullptr), Catch::Contains("does not exist"));
 }
+
+namespace {
+/// A rule with one threshold and a precondition, and examples given by the caller.
+std::string rule_with_examples(const std::string& examples) {
+  return R"({"area": "memory", "rules": [
+  {"id": "demo-rule", "title": "demo", "pass_message": "fine", "why": "because",
+   "applies": [{"when": {"fact": "amd.gpu_present", "eq": true}, "skip_reason": "no GPU"}],
+   "fail": [{"severity": "warning", "when": {"fact": "mem.total_bytes", "lt": 1000},
+             "message": "only {mem.total_bytes} bytes"}],
+   "sources": ["https://example.org"],
+   "examples": )" +
+         examples + "}]}";
+}
+
+RuleSet one_file_set(const std::string& text) {
+  const ProbeRegistry reg = builtin_probes();
+  RuleSet rs;
+  rs.rules = parse_rules_file(text, "rules/demo.json", &reg);
+  return rs;
+}
+
+const std::string kGoodExamples = R"({"base": {"amd.gpu_present": true, "mem.total_bytes": 1000},
+  "cases": [
+    {"name": "at the threshold", "expect": "pass"},
+    {"name": "one below", "facts": {"mem.total_bytes": 999}, "expect": "fail", "severity": "warning",
+     "message": "only 999 bytes"},
+    {"name": "no GPU", "facts": {"amd.gpu_present": false}, "expect": "skip"},
+    {"name": "GPU unknown", "facts": {"amd.gpu_present": null}, "expect": "error"},
+    {"name": "meminfo denied", "facts": {"mem.total_bytes": {"status": "denied", "reason": "EACCES"}},
+     "expect": "error"}]})";
+} // namespace
+
+TEST_CASE("rule examples hold and reach every skip reason and fail case", "[rules][examples]") {
+  const RuleSet rs = one_file_set(rule_with_examples(kGoodExamples));
+  REQUIRE(rs.rules.at(0).examples.size() == 5);
+  CHECK(rs.rules[0].examples[0].line == 9);
+  CHECK(rs.rules[0].examples[3].facts.find("amd.gpu_present") == nullptr);
+  CHECK(rs.rules[0].examples[4].facts.find("mem.total_bytes")->status == Status::denied);
+  CHECK(check_rule_examples(rs).empty());
+}
+
+TEST_CASE("a moved threshold makes an example fail, naming the file, line and example",
+          "[rules][examples]") {
+  std::string text = rule_with_examples(kGoodExamples);
+  text.replace(text.find("\"lt\": 1000"), 10, "\"le\": 1000");
+  const auto failures = check_rule_examples(one_file_set(text));
+  REQUIRE(failures.size() == 1);
+  CHECK(failures[0].where == "rules/demo.json:9: rule 'demo-rule' example 'at the threshold'");
+  CHECK(failures[0].problem == "expected pass, got fail (warning): only 1000 bytes");
+}
+
+TEST_CASE("rule examples that miss a skip reason or a fail case are reported",
+          "[rules][examples]") {
+  const auto failures = check_rule_examples(one_file_set(rule_with_examples(
+      R"({"base": {"amd.gpu_present": true}, "cases": [
+          {"name": "plenty", "facts": {"mem.total_bytes": 5000}, "expect": "pass"}]})")));
+  REQUIRE(failures.size() == 2);
+  CHECK(failures[0].problem == "no example is skipped by applies[0] (\"no GPU\")");
+  CHECK(failures[1].problem == "no example fails by fail[0]");
+  // A rule without examples is a problem of its own.
+  CHECK(check_rule_examples(one_file_set(kOkRule)).at(0).problem == "has no examples");
+}
+
+TEST_CASE("a wrong message or pending state in an example is reported", "[rules][examples]") {
+  const auto failures = check_rule_examples(one_file_set(rule_with_examples(
+      R"({"base": {"amd.gpu_present": true, "mem.total_bytes": 5},
+          "cases": [{"name": "low", "expect": "fail", "severity": "warning", "message": "GiB"},
+                    {"name": "pending", "expect": "fail", "severity": "warning",
+                     "pending_reboot": true}]})")));
+  REQUIRE(failures.size() >= 2);
+  CHECK(failures[0].problem == "expected a message with \"GiB\", got: only 5 bytes");
+  CHECK(failures[1].problem == "expected fail (warning, pending reboot), got fail (warning): only "
+                               "5 bytes");
+}
+
+TEST_CASE("malformed rule examples are refused with the rule and the path", "[rules][examples]") {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"cases": []})", "examples: needs"},
+      {R"({"cases": [{"name": "a", "expect": "maybe"}]})", "examples.cases[0].expect: must be"},
+      {R"({"cases": [{"name": "a", "expect": "pass", "severity": "error"}]})",
+       "examples.cases[0].severity: is given exactly when"},
+      {R"({"cases": [{"name": "a", "expect": "fail"}]})",
+       "examples.cases[0].severity: is given exactly when"},
+      {R"({"cases": [{"name": "a", "expect": "skip", "pending_reboot": true}]})",
+       "examples.cases[0].pending_reboot"},
+      {R"({"cases": [{"name": "a", "expect": "pass"}, {"name": "a", "expect": "pass"}]})",
+       "a second example 'a'"},
+      {R"({"base": {"mem.totl_bytes": 1}, "cases": [{"name": "a", "expect": "pass"}]})",
+       "no probe provides the fact 'mem.totl_bytes'"},
+      {R"({"base": {"gpu.*.apu": true}, "cases": [{"name": "a", "expect": "pass"}]})",
+       "names a pattern, not a fact"},
+      {R"({"base": {"mem.total_bytes": {"status": "ok"}}, "cases": [{"name": "a", "expect": "pass"}]})",
+       "a fact that could not be read is"},
+      {R"({"base": {"mem.total_bytes": {"a": 1}}, "cases": [{"name": "a", "expect": "pass"}]})",
+       "a fact that could not be read is"},
+      {R"({"base": {"mem.total_bytes": [1, 2]}, "cases": [{"name": "a", "expect": "pass"}]})",
+       "examples.base.mem.total_bytes"},
+      {R"({"cases": [{"name": "a", "expect": "pass", "params": {"reserve_gib": -1}}]})",
+       "params.reserve_gib: must be between"},
+      {R"({"cases": [{"name": "a", "expect": "pass", "when": 1}]})",
+       "examples.cases[0].when: unknown key"},
+  };
+  for (const auto& [examples, what] : bad) {
+    INFO(examples);
+    try {
+      one_file_set(rule_with_examples(examples));
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK_THAT(e.what(), Catch::StartsWith("rules/demo.json:2: rule 'demo-rule': "));
+      CHECK_THAT(e.what(), Catch::Contains(what));
+    }
+  }
+}
+
+TEST_CASE("every built-in rule carries examples that hold", "[rules][examples]") {
+  const ProbeRegistry reg = builtin_probes();
+  const RuleSet rs = load_builtin_rules(&reg);
+  for (const auto& f : check_rule_examples(rs)) {
+    INFO(f.where);
+    CHECK(f.problem == "");
+  }
+}
