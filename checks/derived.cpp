@@ -51,7 +51,13 @@ void derive_gpus(FactSet& facts) {
   };
   auto put_gpu = [&](std::int64_t i, const std::optional<std::string>& gfx,
                      std::optional<std::int64_t> device_id, const std::string& card,
-                     const std::string& basis, bool bound, const std::string& bound_src) {
+                     const std::string& basis, bool bound, const std::string& bound_src,
+                     std::string slot = {}) {
+    std::string slot_src = "/sys/bus/pci/devices";
+    if (slot.empty() && !card.empty()) {
+      slot = facts.get<std::string>("drm." + card + ".pci_slot").value_or("");
+      slot_src = "/sys/class/drm/" + card + "/device";
+    }
     const std::string pre = fmt::format("gpu.{}", i);
     facts.put_ok(pre + ".amdgpu_bound", bound, bound_src);
     const auto from_pci = device_id ? gfx_from_pci_id(*device_id) : std::nullopt;
@@ -71,6 +77,16 @@ void derive_gpus(FactSet& facts) {
       facts.put_status(pre + ".device_id", Status::missing, basis, "device id unknown");
     const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
     facts.put_ok(pre + ".card", card, basis);
+    if (from_pci)
+      facts.put_ok(pre + ".name", from_pci->name,
+                   fmt::format("PCI device id 0x{:04x} (table in checks/gfx.cpp)", *device_id));
+    else
+      facts.put_status(pre + ".name", Status::missing, basis, "PCI device id not in the table");
+    if (!slot.empty())
+      facts.put_ok(pre + ".pci_slot", slot, slot_src);
+    else
+      facts.put_status(pre + ".pci_slot", Status::missing, basis,
+                       "no DRM card or PCI device for this GPU");
     for (const char* m : {"vram_total_bytes", "vis_vram_total_bytes", "gtt_total_bytes"})
       alias(facts, pre + "." + m, "drm." + card + "." + m, why);
     auto apu = apu_basis(gfx, device_id);
@@ -105,7 +121,8 @@ void derive_gpus(FactSet& facts) {
               facts.get<std::string>(fmt::format("pci.gpu.{}.driver", i)) == std::string("amdgpu"),
               "/sys/bus/pci/devices/" +
                   facts.get<std::string>(fmt::format("pci.gpu.{}.slot", i)).value_or("?") +
-                  "/driver");
+                  "/driver",
+              facts.get<std::string>(fmt::format("pci.gpu.{}.slot", i)).value_or(""));
   }
   facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
 }
@@ -334,6 +351,19 @@ void derive_visibility(FactSet& facts) {
   const std::string src = basis.empty()
                               ? std::string("derived: every GPU (no *_VISIBLE_DEVICES set)")
                               : fmt::format("derived: {}", fmt::join(basis, ", "));
+  // gpu.N.hip_device: the number HIP gives GPU N here, missing when it is not visible.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto pos = std::find(hip.begin(), hip.end(), i);
+    if (uuid)
+      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
+                       "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
+    else if (pos == hip.end())
+      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
+                       "not visible to HIP here");
+    else
+      facts.put_ok(fmt::format("gpu.{}.hip_device", i),
+                   static_cast<std::int64_t>(pos - hip.begin()), src);
+  }
   if (uuid) {
     for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target"})
       facts.put_status(k, Status::missing, src,
@@ -861,6 +891,9 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.mi300_series",
                                                                "gpu.*.kfd_node",
                                                                "gpu.*.amdgpu_bound",
+                                                               "gpu.*.name",
+                                                               "gpu.*.pci_slot",
+                                                               "gpu.*.hip_device",
                                                                "host.container",
                                                                "host.runs_in",
                                                                "gpu.visible",

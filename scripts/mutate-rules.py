@@ -111,6 +111,9 @@ def rule_mutants(rule):
     elif isinstance(applies, dict):
         for kind, p, desc, fn in condition_mutants(applies, "applies"):
             yield kind, p, desc, (lambda r, fn=fn: fn(r["applies"]))
+    if "gpus" in rule:
+        for kind, p, desc, fn in condition_mutants(rule["gpus"]["when"], "gpus.when"):
+            yield kind, p, desc, (lambda r, fn=fn: fn(r["gpus"]["when"]))
     for i, case in enumerate(rule["fail"]):
         for kind, p, desc, fn in condition_mutants(case["when"], f"fail[{i}].when"):
             yield kind, p, desc, (lambda r, i=i, fn=fn: fn(r["fail"][i]["when"]))

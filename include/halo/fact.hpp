@@ -107,6 +107,14 @@ nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
 /// errors, the line and column.
 FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 
+/// Fact keys that code outside the probes reads by name (the probes declare the rest).
+namespace keys {
+/// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
+inline constexpr std::string_view gpu_count = "gpu.count";
+/// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
+std::string gpu(std::int64_t index, std::string_view field);
+} // namespace keys
+
 /// True if dotted `key` matches `pattern`, where a `*` segment matches one segment and a
 /// trailing `**` segment matches one or more.
 bool key_matches(std::string_view pattern, std::string_view key);

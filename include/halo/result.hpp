@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,24 @@ struct Waiver {
   std::string expires; ///< last day the waiver holds, YYYY-MM-DD
 };
 
+/// The GPU a per-GPU rule judged (rules with `"scope": "gpu"`, docs/rules.md). GPUs are numbered
+/// in KFD topology node order, numerically (ROCr enumerates its GPU agents in that order, so
+/// index N is what ROCm calls device N when no *_VISIBLE_DEVICES is set); by DRM card, then PCI
+/// slot, where KFD is absent.
+struct GpuRef {
+  std::int64_t index = 0; ///< N of the `gpu.N.*` facts
+  std::string pci_slot;   ///< PCI address, "0000:c3:00.0"; empty when unknown
+  std::string gfx_target; ///< "gfx1151"; empty when unknown
+  std::string name;       ///< marketing name from the PCI id table ("Radeon 8060S"); may be empty
+  /// The device number HIP gives it under the *_VISIBLE_DEVICES of this environment, or
+  /// std::nullopt when training here will not see it.
+  std::optional<std::int64_t> hip_device;
+};
+
+/// "GPU 1 (0000:c3:00.0, gfx942)": how the text, JUnit and NPD reports name a GPU (the JSON
+/// report gives every field).
+std::string describe_gpu(const GpuRef& g);
+
 /// The verdict of one rule.
 struct Result {
   std::string id;
@@ -51,6 +70,8 @@ struct Result {
   nlohmann::json fix; ///< expanded structured fix for failures, null otherwise
   bool pending_reboot = false;
   std::vector<std::string> sources;
+  /// The GPU this result judged, for a per-GPU rule; absent for a host rule.
+  std::optional<GpuRef> gpu;
   /// Set when a site policy waives this failure; absent otherwise (and for expired waivers).
   std::optional<Waiver> waiver;
   /// True for a failure a waiver in force covers: reported, but not counted by the gate.

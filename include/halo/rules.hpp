@@ -72,6 +72,7 @@ struct RuleExample {
   std::optional<Severity> severity; ///< required when expect is fail
   bool pending_reboot = false;      ///< checked when expect is fail
   std::string message;              ///< when not empty: a part the result's message must contain
+  std::int64_t gpu = 0;             ///< per-GPU rules: the GPU the example judges (`gpu.N.*`)
   std::size_t line = 0;             ///< line of the example's name in its file
 };
 
@@ -88,6 +89,13 @@ struct Precondition {
   std::string skip_reason;
 };
 
+/// Where a rule is evaluated: once for the host, or once per GPU (`"scope": "gpu"`), with
+/// `gpu.this.` in its fact keys and templates standing for `gpu.N.` of the GPU being judged.
+enum class Scope { host, gpu };
+
+/// The segment that stands for the judged GPU's index in a per-GPU rule (`gpu.this.apu`).
+inline constexpr std::string_view kThisGpu = "this";
+
 /// A rule as loaded from rules/*.json.
 struct Rule {
   std::string id;   ///< public contract, never reused (`ttm-limit-low`)
@@ -97,6 +105,11 @@ struct Rule {
   /// `"applies": COND, "skip_reason": "..."` or `"applies": [{"when": COND, "skip_reason":
   /// "..."}]`.
   std::vector<Precondition> applies;
+  Scope scope = Scope::host;
+  /// Per-GPU rules only: which GPUs the rule judges (`"gpus": {"when": COND, "skip_reason": ..}`).
+  /// A GPU for which it is false gets no result; when no GPU is left, the rule is skipped once
+  /// with this reason.
+  std::optional<Precondition> gpus;
   std::vector<FailCase> fail;            ///< evaluated in order; the first that holds decides
   std::optional<Condition> pending_when; ///< fail + this: pending_reboot true
   std::string pass_message;
@@ -140,10 +153,21 @@ RuleSet load_builtin_rules(const ProbeRegistry* registry);
 /// The parameters of a run with `--reserve GIB`: reserve_gib and reserve_bytes (GiB in bytes).
 Params default_params(std::int64_t reserve_gib = 4);
 
-/// Evaluates one rule. Never throws for missing facts: they produce an `error` result.
+/// Evaluates one host rule, or one per-GPU rule already bound to its GPU (bind_to_gpu). Never
+/// throws for missing facts: they produce an `error` result.
 Result evaluate_rule(const Rule& rule, const FactSet& facts, const Params& params);
 
-/// Evaluates every rule. Never throws for missing facts: they produce `error` results.
+/// A per-GPU rule with `gpu.this.` replaced by `gpu.N.` in every fact key, template and evidence
+/// pattern, and its `gpus` filter turned into its first precondition.
+Rule bind_to_gpu(const Rule& rule, std::int64_t index);
+
+/// The GPU `gpu.N` as the derived facts describe it (gpu.N.pci_slot, gfx_target, name,
+/// hip_device).
+GpuRef gpu_ref(const FactSet& facts, std::int64_t index);
+
+/// Evaluates every rule: a host rule once, a per-GPU rule once for each GPU (gpu.count, in index
+/// order) its `gpus` filter keeps, each result naming its GPU. Never throws for missing facts: they
+/// produce `error` results.
 std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params);
 
 /// Evaluates one condition (exposed for tests): true, false or std::nullopt (unknown), and the

@@ -215,4 +215,8 @@ bool Fact::not_probed() const {
          std::string_view(reason).substr(0, kNotProbedPrefix.size()) == kNotProbedPrefix;
 }
 
+std::string keys::gpu(std::int64_t index, std::string_view field) {
+  return fmt::format("gpu.{}.{}", index, field);
+}
+
 } // namespace halo

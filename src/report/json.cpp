@@ -19,6 +19,14 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
     e["status"] = to_string(r.status);
     e["severity"] = to_string(r.severity);
     e["message"] = r.message;
+    if (r.gpu) {
+      e["gpu"] = {{"index", r.gpu->index},
+                  {"pci_slot", r.gpu->pci_slot},
+                  {"gfx_target", r.gpu->gfx_target},
+                  {"name", r.gpu->name},
+                  {"hip_device", r.gpu->hip_device ? nlohmann::json(*r.gpu->hip_device)
+                                                   : nlohmann::json(nullptr)}};
+    }
     nlohmann::json ev = nlohmann::json::object();
     nlohmann::json ev_src = nlohmann::json::object();
     for (const auto& x : r.evidence) {

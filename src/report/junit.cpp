@@ -18,7 +18,8 @@ namespace {
 /// The full diagnosis of one result, as the text report prints it for a failure.
 std::string diagnosis(const Result& r) {
   std::string out =
-      fmt::format("{} [{} {}] {}\n", r.id, to_string(r.status), to_string(r.severity), r.message);
+      fmt::format("{} [{} {}] {}{}\n", r.id, to_string(r.status), to_string(r.severity),
+                  r.gpu ? describe_gpu(*r.gpu) + ": " : std::string(), r.message);
   if (r.waiver)
     out += fmt::format("waived until {} by {}: {}\n", r.waiver->expires, r.waiver->owner,
                        r.waiver->reason);
@@ -130,7 +131,10 @@ std::string junit_report(const std::vector<Result>& results, const ReportContext
     for (const auto& r : results) {
       if (r.area != area) continue;
       auto tc = suite.append_child("testcase");
-      tc.append_attribute("name") = fmt::format("{}: {}", r.id, r.title).c_str();
+      tc.append_attribute("name") =
+          (r.gpu ? fmt::format("{} [{}]: {}", r.id, describe_gpu(*r.gpu), r.title)
+                 : fmt::format("{}: {}", r.id, r.title))
+              .c_str();
       tc.append_attribute("classname") = suite_name.c_str();
       tc.append_attribute("time") = "0";
       const std::string type = std::string(to_string(r.severity));

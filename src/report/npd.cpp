@@ -71,8 +71,10 @@ std::string npd_report(const std::vector<Result>& results, const ReportContext& 
   for (const auto& r : results) {
     if (r.status == Outcome::pass) ++n_pass;
     if (!counts(r, ctx.fail_on)) continue;
-    if (r.status == Outcome::fail && !r.waived()) failed.push_back(r.id);
-    if (r.status == Outcome::error) unknown.push_back(r.id);
+    // A per-GPU rule that failed on several GPUs is named once.
+    auto& to = r.status == Outcome::fail && !r.waived() ? failed : unknown;
+    if ((r.status == Outcome::fail && !r.waived()) || r.status == Outcome::error)
+      if (std::find(to.begin(), to.end(), r.id) == to.end()) to.push_back(r.id);
   }
   std::string line;
   if (!failed.empty())

@@ -135,18 +135,29 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
   e.gauge("halo_doctor_rule_failed",
           "1 if the rule failed and no site-policy waiver covers it, else 0 (pass, skip, error, "
           "waived)");
+  // A per-GPU rule's samples carry gpu="N" (the gpu.N index) and pci_slot; a host rule's none.
+  auto with_gpu = [](const Result& r, Labels labels) {
+    if (r.gpu) {
+      labels.emplace_back("gpu", std::to_string(r.gpu->index));
+      labels.emplace_back("pci_slot", r.gpu->pci_slot);
+    }
+    return labels;
+  };
   for (const auto& r : results)
-    e.sample("halo_doctor_rule_failed",
-             {{"id", r.id}, {"severity", std::string(to_string(r.severity))}, {"area", r.area}},
-             r.status == Outcome::fail && !r.waived() ? 1.0 : 0.0);
+    e.sample(
+        "halo_doctor_rule_failed",
+        with_gpu(
+            r, {{"id", r.id}, {"severity", std::string(to_string(r.severity))}, {"area", r.area}}),
+        r.status == Outcome::fail && !r.waived() ? 1.0 : 0.0);
 
   e.gauge("halo_doctor_rule_status",
           "Outcome of each rule as the status label (pass, fail, waived, skip, error); always 1");
   for (const auto& r : results)
     e.sample("halo_doctor_rule_status",
-             {{"id", r.id},
-              {"severity", std::string(to_string(r.severity))},
-              {"status", r.waived() ? std::string("waived") : std::string(to_string(r.status))}},
+             with_gpu(r, {{"id", r.id},
+                          {"severity", std::string(to_string(r.severity))},
+                          {"status",
+                           r.waived() ? std::string("waived") : std::string(to_string(r.status))}}),
              1.0);
 
   std::map<std::string, int> by_status = {

@@ -185,7 +185,8 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     for (const Result* r : rs) {
       const bool detail = r->status == Outcome::fail || r->status == Outcome::error;
       if (!detail && opt.quiet) continue;
-      block += fmt::format("  {} {:<28} {}{}\n", badge(*r, p), r->id, r->message,
+      block += fmt::format("  {} {:<28} {}{}{}\n", badge(*r, p), r->id,
+                           r->gpu ? describe_gpu(*r->gpu) + ": " : std::string(), r->message,
                            r->pending_reboot ? p.yellow(" [pending reboot]") : "");
       if (r->waiver)
         block += fmt::format("        waived until {} by {}: {}\n", r->waiver->expires,

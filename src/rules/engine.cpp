@@ -403,7 +403,9 @@ Params default_params(std::int64_t reserve_gib) {
                 {"reserve_bytes", reserve_gib * 1024LL * 1024 * 1024}};
 }
 
-Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) {
+namespace {
+/// A result for `r` before it is judged: the rule's id, title, area, why and sources.
+Result result_for(const Rule& r) {
   Result res;
   res.id = r.id;
   res.title = r.title;
@@ -412,6 +414,12 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
   res.why = r.why;
   res.sources = r.sources;
   res.fix = nullptr;
+  return res;
+}
+} // namespace
+
+Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) {
+  Result res = result_for(r);
   std::vector<std::string> unknown;
   bool decided = false;
   for (const auto& pre : r.applies) {
@@ -467,11 +475,122 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
   return res;
 }
 
+namespace {
+
+/// Replaces the `gpu.this.` segment pair by `gpu.N.` wherever it starts a key: at the start of
+/// the text or after '.', '{' or ':' (`hsa.gpu.this.x`, `{gib:gpu.this.x}`).
+std::string bind_text(std::string_view text, std::int64_t index) {
+  const std::string needle = fmt::format("gpu.{}.", kThisGpu);
+  const std::string with = fmt::format("gpu.{}.", index);
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t pos = text.find(needle); pos != std::string_view::npos;
+       pos = text.find(needle, pos + 1)) {
+    if (pos > 0 && text[pos - 1] != '.' && text[pos - 1] != '{' && text[pos - 1] != ':') continue;
+    out.append(text.substr(from, pos - from)).append(with);
+    from = pos + needle.size();
+  }
+  out.append(text.substr(from));
+  return out;
+}
+
+void bind_condition(Condition& c, std::int64_t index) {
+  c.fact = bind_text(c.fact, index);
+  c.operand.fact = bind_text(c.operand.fact, index);
+  for (auto& child : c.children)
+    bind_condition(child, index);
+}
+
+nlohmann::json bind_json(const nlohmann::json& j, std::int64_t index) {
+  if (j.is_string()) return bind_text(j.get<std::string>(), index);
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& x : j)
+      out.push_back(bind_json(x, index));
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items())
+      out[bind_text(k, index)] = bind_json(v, index);
+    return out;
+  }
+  return j;
+}
+
+} // namespace
+
+Rule bind_to_gpu(const Rule& rule, std::int64_t index) {
+  Rule r = rule;
+  r.scope = Scope::host;
+  if (r.gpus) {
+    r.applies.insert(r.applies.begin(), *r.gpus);
+    r.gpus.reset();
+  }
+  for (auto& pre : r.applies) {
+    bind_condition(pre.when, index);
+    pre.skip_reason = bind_text(pre.skip_reason, index);
+  }
+  for (auto& fc : r.fail) {
+    bind_condition(fc.when, index);
+    fc.message = bind_text(fc.message, index);
+  }
+  if (r.pending_when) bind_condition(*r.pending_when, index);
+  r.pass_message = bind_text(r.pass_message, index);
+  r.fix = bind_json(r.fix, index);
+  for (auto& e : r.evidence)
+    e = bind_text(e, index);
+  return r;
+}
+
+GpuRef gpu_ref(const FactSet& facts, std::int64_t index) {
+  GpuRef g;
+  g.index = index;
+  g.pci_slot = facts.get<std::string>(keys::gpu(index, "pci_slot")).value_or("");
+  g.gfx_target = facts.get<std::string>(keys::gpu(index, "gfx_target")).value_or("");
+  g.name = facts.get<std::string>(keys::gpu(index, "name")).value_or("");
+  g.hip_device = facts.get_int(keys::gpu(index, "hip_device"));
+  return g;
+}
+
+std::string describe_gpu(const GpuRef& g) {
+  std::vector<std::string> parts;
+  for (const std::string* s : {&g.pci_slot, &g.gfx_target})
+    if (!s->empty()) parts.push_back(*s);
+  if (parts.empty()) return fmt::format("GPU {}", g.index);
+  return fmt::format("GPU {} ({})", g.index, fmt::join(parts, ", "));
+}
+
 std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
   std::vector<Result> out;
   out.reserve(rules.rules.size());
-  for (const Rule& r : rules.rules)
-    out.push_back(evaluate_rule(r, facts, params));
+  const std::int64_t gpus = std::max<std::int64_t>(0, facts.get_int(keys::gpu_count).value_or(0));
+  for (const Rule& r : rules.rules) {
+    if (r.scope == Scope::host) {
+      out.push_back(evaluate_rule(r, facts, params));
+      continue;
+    }
+    std::size_t judged = 0;
+    for (std::int64_t i = 0; i < gpus; ++i) {
+      const Rule bound = bind_to_gpu(r, i);
+      // A GPU the filter leaves out gets no result; one whose filter is unknown is judged (the
+      // result says which facts could not be read).
+      if (r.gpus && eval_condition(bound.applies.front().when, facts, params, nullptr) == false)
+        continue;
+      Result res = evaluate_rule(bound, facts, params);
+      res.gpu = gpu_ref(facts, i);
+      out.push_back(std::move(res));
+      ++judged;
+    }
+    if (judged == 0) {
+      // No GPU, or none the filter keeps: the rule is skipped once, for the host.
+      Result res = result_for(r);
+      res.status = Outcome::skip;
+      res.message = gpus == 0 || !r.gpus ? std::string("no AMD GPU found")
+                                         : expand_template(r.gpus->skip_reason, facts, params);
+      out.push_back(std::move(res));
+    }
+  }
   return out;
 }
 

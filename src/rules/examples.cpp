@@ -28,8 +28,12 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules) {
     // expands to on the example's facts (the engine reports the message, not the index).
     std::set<std::size_t> skipped_by;
     std::set<std::size_t> failed_by;
+    // A per-GPU rule is judged for the example's GPU, its `gpus` filter as applies[0].
+    const bool per_gpu = r.scope == Scope::gpu;
+    const std::size_t shift = per_gpu && r.gpus ? 1 : 0;
     for (const RuleExample& ex : r.examples) {
-      const Result res = evaluate_rule(r, ex.facts, ex.params);
+      const Rule bound = per_gpu ? bind_to_gpu(r, ex.gpu) : r;
+      const Result res = evaluate_rule(bound, ex.facts, ex.params);
       const bool pending = res.status == Outcome::fail && res.pending_reboot;
       const std::optional<Severity> sev =
           res.status == Outcome::fail ? std::optional<Severity>(res.severity) : std::nullopt;
@@ -47,17 +51,20 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules) {
              fmt::format("expected a message with \"{}\", got: {}", ex.message, res.message)});
         continue;
       }
-      for (std::size_t i = 0; i < r.applies.size(); ++i)
+      for (std::size_t i = 0; i < bound.applies.size(); ++i)
         if (res.status == Outcome::skip &&
-            res.message == expand_template(r.applies[i].skip_reason, ex.facts, ex.params))
+            res.message == expand_template(bound.applies[i].skip_reason, ex.facts, ex.params))
           skipped_by.insert(i);
-      for (std::size_t i = 0; i < r.fail.size(); ++i)
+      for (std::size_t i = 0; i < bound.fail.size(); ++i)
         if (res.status == Outcome::fail &&
-            res.message == expand_template(r.fail[i].message, ex.facts, ex.params))
+            res.message == expand_template(bound.fail[i].message, ex.facts, ex.params))
           failed_by.insert(i);
     }
+    if (shift == 1 && skipped_by.count(0) == 0)
+      out.push_back({rule_where,
+                     fmt::format("no example is left out by gpus (\"{}\")", r.gpus->skip_reason)});
     for (std::size_t i = 0; i < r.applies.size(); ++i)
-      if (skipped_by.count(i) == 0)
+      if (skipped_by.count(i + shift) == 0)
         out.push_back({rule_where, fmt::format("no example is skipped by applies[{}] (\"{}\")", i,
                                                r.applies[i].skip_reason)});
     for (std::size_t i = 0; i < r.fail.size(); ++i)

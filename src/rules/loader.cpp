@@ -55,10 +55,14 @@ struct Where {
 
 class Parser {
 public:
-  Parser(const Where& where, const ProbeRegistry* registry) : w_(where), registry_(registry) {}
+  Parser(const Where& where, const ProbeRegistry* registry, bool gpu_scope)
+      : w_(where), registry_(registry), gpu_scope_(gpu_scope) {}
 
   void check_fact(const std::string& path, const std::string& key) const {
     if (key.empty()) w_.fail(path, "\"fact\" must be a non-empty string");
+    if (!gpu_scope_ && (key.rfind(this_gpu_prefix(), 0) == 0 ||
+                        key.find("." + this_gpu_prefix()) != std::string::npos))
+      w_.fail(path, fmt::format("'{}' names the judged GPU, which needs \"scope\": \"gpu\"", key));
     if (registry_ != nullptr && !registry_->provides(key))
       w_.fail(path, fmt::format("no probe provides the fact '{}'", key));
   }
@@ -157,9 +161,13 @@ public:
     return c;
   }
 
+  /// "gpu.this.": the judged GPU's facts in a per-GPU rule.
+  static std::string this_gpu_prefix() { return fmt::format("gpu.{}.", kThisGpu); }
+
 private:
   const Where& w_;
   const ProbeRegistry* registry_;
+  bool gpu_scope_;
 };
 
 std::size_t line_of_id(std::string_view text, std::string_view id) {
@@ -187,8 +195,8 @@ std::vector<std::string> string_list(const Where& w, const std::string& path,
 }
 
 const std::set<std::string, std::less<>> kRuleKeys = {
-    "id",           "area", "title", "applies",  "skip_reason", "fail",     "pending_when",
-    "pass_message", "why",  "fix",   "evidence", "sources",     "volatile", "examples"};
+    "id",  "area", "title",    "applies", "skip_reason", "fail",     "pending_when", "pass_message",
+    "why", "fix",  "evidence", "sources", "volatile",    "examples", "scope",        "gpus"};
 const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "modprobe", "sysctl",
                                                      "groups",  "udev",        "env",      "manual",
                                                      "reboot",  "initramfs"};
@@ -231,7 +239,8 @@ void put_example_fact(const Where& w, const std::string& path, const std::string
 }
 
 std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const nlohmann::json& ej,
-                                        std::string_view text, std::size_t rule_offset) {
+                                        std::string_view text, std::size_t rule_offset,
+                                        bool gpu_scope) {
   if (!ej.is_object() || !ej.contains("cases") || !ej["cases"].is_array() || ej["cases"].empty())
     w.fail("examples", "needs {\"base\": FACTS, \"cases\": [EXAMPLE, ...]}");
   for (const auto& [k, v] : ej.items())
@@ -242,13 +251,15 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
       p.check_fact(path + "." + key, key);
       if (key.find('*') != std::string::npos)
         w.fail(path + "." + key, "names a pattern, not a fact");
+      if (key.find(Parser::this_gpu_prefix()) != std::string::npos)
+        w.fail(path + "." + key, "an example names GPUs by index (gpu.0.*), not gpu.this");
       put_example_fact(w, path + "." + key, key, v, facts);
     }
   };
   FactSet base;
   if (ej.contains("base")) put_all("examples.base", ej["base"], base);
   static const std::set<std::string, std::less<>> kKeys = {
-      "name", "facts", "params", "expect", "severity", "pending_reboot", "message"};
+      "name", "facts", "params", "expect", "severity", "pending_reboot", "message", "gpu"};
   std::vector<RuleExample> out;
   std::set<std::string, std::less<>> names;
   for (std::size_t i = 0; i < ej["cases"].size(); ++i) {
@@ -300,6 +311,14 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
       if (!cj["pending_reboot"].is_boolean() || ex.expect != Outcome::fail)
         w.fail(path + ".pending_reboot", "is true or false, and only when \"expect\" is \"fail\"");
       ex.pending_reboot = cj["pending_reboot"].get<bool>();
+    }
+    if (cj.contains("gpu")) {
+      if (!cj["gpu"].is_number_integer() || cj["gpu"].get<std::int64_t>() < 0 ||
+          cj["gpu"].get<std::int64_t>() > 4096)
+        w.fail(path + ".gpu", "must be a GPU index between 0 and 4096");
+      ex.gpu = cj["gpu"].get<std::int64_t>();
+      if (!gpu_scope)
+        w.fail(path + ".gpu", "only a per-GPU rule (\"scope\": \"gpu\") judges one GPU");
     }
     if (cj.contains("message")) {
       if (!cj["message"].is_string() || cj["message"].get<std::string>().empty())
@@ -375,7 +394,23 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
       if (!rj["volatile"].is_boolean()) w.fail("volatile", "must be true or false");
       r.volatile_verdict = rj["volatile"].get<bool>();
     }
-    const Parser p(w, registry);
+    if (rj.contains("scope")) {
+      const std::string scope = str("scope", true);
+      if (scope == "gpu")
+        r.scope = Scope::gpu;
+      else if (scope != "host")
+        w.fail("scope", "must be \"host\" or \"gpu\"");
+    }
+    const Parser p(w, registry, r.scope == Scope::gpu);
+    if (rj.contains("gpus")) {
+      const auto& gj = rj["gpus"];
+      if (r.scope != Scope::gpu) w.fail("gpus", "needs \"scope\": \"gpu\"");
+      if (!gj.is_object() || !gj.contains("when") || !gj.contains("skip_reason") ||
+          !gj["skip_reason"].is_string() || gj.size() != 2)
+        w.fail("gpus", "needs exactly {\"when\": CONDITION, \"skip_reason\": \"...\"}");
+      r.gpus =
+          Precondition{p.condition("gpus.when", gj["when"]), gj["skip_reason"].get<std::string>()};
+    }
     if (rj.contains("applies") && rj["applies"].is_array()) {
       if (!skip_reason.empty())
         w.fail("skip_reason", "goes inside each precondition when \"applies\" is a list");
@@ -423,7 +458,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
     if (rj.contains("examples")) {
       const std::size_t offset = text.find(nlohmann::json(r.id).dump());
       r.examples =
-          parse_examples(w, p, rj["examples"], text, offset == std::string_view::npos ? 0 : offset);
+          parse_examples(w, p, rj["examples"], text, offset == std::string_view::npos ? 0 : offset,
+                         r.scope == Scope::gpu);
     }
     out.push_back(std::move(r));
   }
