@@ -22,8 +22,17 @@ for path in sorted(glob.glob(os.path.join(root, "rules", "*.json"))):
     for r in doc["rules"]:
         sev = " / ".join(dict.fromkeys(f["severity"] for f in r["fail"]))
         lines += [f"### `{r['id']}` ({sev})", "", f"**{r['title']}**", ""]
-        for pre in r.get("applies", []) if isinstance(r.get("applies"), list) else []:
+        if r.get("scope") == "gpu":
+            lines.append("- judges each GPU (`gpu.this.*` is the GPU judged); one result per GPU")
+            if "gpus" in r:
+                lines.append(f"- judges only some GPUs; skipped when none: {r['gpus']['skip_reason']}")
+        applies = r.get("applies")
+        if isinstance(applies, dict):
+            applies = [{"skip_reason": r["skip_reason"]}]
+        for pre in applies or []:
             lines.append(f"- skipped when: {pre['skip_reason']}")
+        if r.get("examples"):
+            lines.append(f"- examples: {len(r['examples']['cases'])} (`halo-doctor rules --test`)")
         for f in r["fail"]:
             lines.append(f"- fails ({f['severity']}): {f['message']}")
         lines += ["", r["why"].replace("\n", " "), ""]

@@ -481,7 +481,8 @@ namespace {
 /// the text or after '.', '{' or ':' (`hsa.gpu.this.x`, `{gib:gpu.this.x}`).
 std::string bind_text(std::string_view text, std::int64_t index) {
   const std::string needle = fmt::format("gpu.{}.", kThisGpu);
-  const std::string with = fmt::format("gpu.{}.", index);
+  // index -1 stands for every GPU: `gpu.*.` (a pattern, for evidence).
+  const std::string with = index < 0 ? std::string("gpu.*.") : fmt::format("gpu.{}.", index);
   std::string out;
   std::size_t from = 0;
   for (std::size_t pos = text.find(needle); pos != std::string_view::npos;
@@ -492,6 +493,13 @@ std::string bind_text(std::string_view text, std::int64_t index) {
   }
   out.append(text.substr(from));
   return out;
+}
+
+void collect_fact_keys(const Condition& c, std::vector<std::string>& out) {
+  if (!c.fact.empty()) out.push_back(c.fact);
+  if (!c.operand.fact.empty()) out.push_back(c.operand.fact);
+  for (const auto& child : c.children)
+    collect_fact_keys(child, out);
 }
 
 void bind_condition(Condition& c, std::int64_t index) {
@@ -588,6 +596,16 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
       res.status = Outcome::skip;
       res.message = gpus == 0 || !r.gpus ? std::string("no AMD GPU found")
                                          : expand_template(r.gpus->skip_reason, facts, params);
+      // Evidence: the filter's facts of every GPU (gpu.*.gfx_target), which show why none is
+      // judged.
+      if (r.gpus) {
+        std::vector<std::string> keys;
+        collect_fact_keys(r.gpus->when, keys);
+        for (auto& k : keys)
+          k = bind_text(k, -1);
+        Rule bare;
+        res.evidence = collect_evidence(bare, facts, keys);
+      }
       out.push_back(std::move(res));
     }
   }
