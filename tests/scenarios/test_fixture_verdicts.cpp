@@ -6,6 +6,7 @@
 #include <halo/rules.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -347,4 +348,69 @@ TEST_CASE("a ring timeout and GPU reset in the kernel log fail the volatile hang
   CHECK(r.severity == Severity::error);
   CHECK_THAT(r.message, Catch::Contains("comp_1.0.0"));
   CHECK(get(run(fixture("strix-halo-kernel-too-old")), "amdgpu-gpu-hang").status == Outcome::pass);
+}
+
+namespace {
+/// Every result of one rule id, in order (a per-GPU rule gives one per GPU it judges).
+std::vector<const Result*> all_of(const std::vector<Result>& rs, std::string_view id) {
+  std::vector<const Result*> out;
+  for (const auto& r : rs)
+    if (r.id == id) out.push_back(&r);
+  return out;
+}
+} // namespace
+
+TEST_CASE("8x MI300X behind 8 CPU KFD nodes: GPUs are numbered in KFD node order, read as numbers",
+          "[scenario][gpu]") {
+  const FactSet f = probe_root(fixture("mi300x-nps4-16-kfd-nodes"), 4);
+  REQUIRE(f.get_int("gpu.count") == 8);
+  const std::vector<std::string> slots = {"0000:0c:00.0", "0000:22:00.0", "0000:38:00.0",
+                                          "0000:5c:00.0", "0000:9f:00.0", "0000:af:00.0",
+                                          "0000:bf:00.0", "0000:df:00.0"};
+  for (std::int64_t i = 0; i < 8; ++i) {
+    INFO(i);
+    // Node 10 is GPU 2, after node 9, not GPU 0 as text order would have it.
+    CHECK(f.get<std::string>(fmt::format("gpu.{}.kfd_node", i)) == std::to_string(8 + i));
+    CHECK(f.get<std::string>(fmt::format("gpu.{}.pci_slot", i)) ==
+          slots[static_cast<std::size_t>(i)]);
+    CHECK(f.get<std::string>(fmt::format("gpu.{}.name", i)) == "Instinct MI300X");
+    // Slurm's ROCR_VISIBLE_DEVICES=4,5,6,7: HIP device 0 is gpu.4; GPUs 0-3 are not visible.
+    if (i < 4)
+      CHECK(f.find(fmt::format("gpu.{}.hip_device", i))->status == Status::missing);
+    else
+      CHECK(f.get_int(fmt::format("gpu.{}.hip_device", i)) == i - 4);
+  }
+  const auto rs = run(fixture("mi300x-nps4-16-kfd-nodes"));
+  CHECK(gate_exit_code(rs, FailOn::info) == exit_code::ok);
+}
+
+TEST_CASE("Strix Halo behind an R9700: a per-GPU APU rule judges the APU, named as GPU 1",
+          "[scenario][gpu]") {
+  const auto rs = run(fixture("strix-halo-r9700-dgpu-first"));
+  for (const char* id : {"apu-rocm-unsupported", "gfx1151-kernel-min"}) {
+    INFO(id);
+    const auto results = all_of(rs, id);
+    REQUIRE(results.size() == 1);
+    REQUIRE(results[0]->gpu.has_value());
+    CHECK(results[0]->gpu->index == 1);
+    CHECK(results[0]->gpu->pci_slot == "0000:c5:00.0");
+    CHECK(results[0]->gpu->gfx_target == "gfx1151");
+    CHECK(results[0]->gpu->hip_device == 1);
+    CHECK(describe_gpu(*results[0]->gpu) == "GPU 1 (0000:c5:00.0, gfx1151)");
+  }
+}
+
+TEST_CASE("a per-GPU rule no GPU matches is skipped once, for the host", "[scenario][gpu]") {
+  const auto rs = run(fixture("mi300x-numa-4021"));
+  const auto results = all_of(rs, "apu-rocm-unsupported");
+  REQUIRE(results.size() == 1);
+  CHECK(results[0]->status == Outcome::skip);
+  CHECK_FALSE(results[0]->gpu.has_value());
+  CHECK(results[0]->message == "no APU (integrated GPU) among the AMD GPUs");
+  // The evidence shows the filter's fact on every GPU.
+  CHECK(results[0]->evidence.size() == 8);
+  const auto no_gpu = run(fixture("no-amd-gpu"));
+  const auto none = all_of(no_gpu, "apu-rocm-unsupported");
+  REQUIRE(none.size() == 1);
+  CHECK(none[0]->message == "no AMD GPU found");
 }
