@@ -474,7 +474,9 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
   std::map<std::string, std::string, std::less<>> seen;
   std::string all_text;
   for (const auto& [name, text] : files) {
-    all_text += name + "\n" + text + "\n";
+    // The digest covers each file's name (not its directory) and contents: the same rules read
+    // from rules/, /usr/share/halo-doctor/rules or the binary give the same digest.
+    all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
     for (auto& r : parse_rules_file(text, name, registry)) {
       auto [it, inserted] = seen.emplace(r.id, name);
       if (!inserted)

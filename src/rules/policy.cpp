@@ -9,6 +9,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -143,10 +144,14 @@ private:
 
 bool valid_date(const std::string& s) {
   static const RE2 re(R"((\d{4})-(\d{2})-(\d{2}))");
-  int month = 0;
-  int day = 0;
-  if (!RE2::FullMatch(s, re, nullptr, &month, &day)) return false;
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+  int year = 0;
+  unsigned month = 0;
+  unsigned day = 0;
+  if (!RE2::FullMatch(s, re, &year, &month, &day)) return false;
+  // A real calendar day (std::chrono: 2026-02-31 and 2025-02-29 are not; 2028-02-29 is).
+  return std::chrono::year_month_day(std::chrono::year(year), std::chrono::month(month),
+                                     std::chrono::day(day))
+      .ok();
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include <halo/report.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <fstream>
 
@@ -110,6 +111,15 @@ TEST_CASE("policy: errors name the file and the line", "[policy]") {
      "expires": "31/12/2026"}
   ]
 })") == "site.json:5: waivers/1/expires: '31/12/2026' is not a date YYYY-MM-DD");
+  // Calendar days only: February has no 31st, and 2027 is not a leap year.
+  for (const char* bad : {"2026-02-31", "2027-02-29", "2026-04-31", "2026-13-01", "2026-00-10"})
+    CHECK(error_of(fmt::format(R"({{"waivers": [{{"rule": "a", "reason": "r", "owner": "o",
+      "expires": "{}"}}]}})",
+                               bad)) ==
+          fmt::format("site.json:2: waivers/0/expires: '{}' is not a date YYYY-MM-DD", bad));
+  CHECK(error_of(R"({"waivers": [{"rule": "a", "reason": "r", "owner": "o",
+      "expires": "2028-02-29"}]})")
+            .find("expires") == std::string::npos);
   CHECK(error_of("{\n  \"waivers\": [\n    {\"rule\": \"a\", \"reason\": \"r\", \"expires\": "
                  "\"2026-01-01\"}\n  ]\n}") == "site.json:3: waivers/0: 'owner' is required");
   CHECK(error_of("{\"thresholds\": {\"reserve_gib\": -1}}") ==
