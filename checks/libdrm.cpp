@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <xf86drm.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -50,6 +51,48 @@ const std::vector<std::string>& device_keys() {
   return k;
 }
 
+/// libdrm and libdrm_amdgpu, loaded with dlopen at the first use so that the doctor starts, and
+/// says why, on a machine without them (a minimal container image). The sonames are the ones
+/// Debian, Fedora and Arch ship (libdrm2, libdrm-amdgpu1). Function types come from the headers.
+struct LibDrm {
+  decltype(&::drmGetDevices2) get_devices = nullptr;
+  decltype(&::drmFreeDevices) free_devices = nullptr;
+  decltype(&::amdgpu_device_initialize) device_initialize = nullptr;
+  decltype(&::amdgpu_device_deinitialize) device_deinitialize = nullptr;
+  decltype(&::amdgpu_query_info) query_info = nullptr;
+  decltype(&::amdgpu_query_gpu_info) query_gpu_info = nullptr;
+  decltype(&::amdgpu_query_firmware_version) query_firmware_version = nullptr;
+  std::string error; ///< why it could not be loaded; empty when loaded
+};
+
+template <class F> void bind(void* lib, const char* name, F& fn, std::string& error) {
+  fn = reinterpret_cast<F>(::dlsym(lib, name));
+  if (fn == nullptr && error.empty()) error = fmt::format("{} is missing from libdrm", name);
+}
+
+const LibDrm& libdrm() {
+  static const LibDrm lib = [] {
+    LibDrm l;
+    // Handles stay open for the life of the process (the probe may run again in tests).
+    void* drm = ::dlopen("libdrm.so.2", RTLD_NOW | RTLD_LOCAL);
+    void* amd = drm != nullptr ? ::dlopen("libdrm_amdgpu.so.1", RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (amd == nullptr) {
+      const char* e = ::dlerror();
+      l.error = e != nullptr ? e : "libdrm could not be loaded";
+      return l;
+    }
+    bind(drm, "drmGetDevices2", l.get_devices, l.error);
+    bind(drm, "drmFreeDevices", l.free_devices, l.error);
+    bind(amd, "amdgpu_device_initialize", l.device_initialize, l.error);
+    bind(amd, "amdgpu_device_deinitialize", l.device_deinitialize, l.error);
+    bind(amd, "amdgpu_query_info", l.query_info, l.error);
+    bind(amd, "amdgpu_query_gpu_info", l.query_gpu_info, l.error);
+    bind(amd, "amdgpu_query_firmware_version", l.query_firmware_version, l.error);
+    return l;
+  }();
+  return lib;
+}
+
 std::string errno_words(int err) {
   const char* name = ::strerrorname_np(err);
   return fmt::format("-{} ({})", name != nullptr ? name : std::to_string(err), std::strerror(err));
@@ -78,7 +121,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
   std::uint32_t major = 0;
   std::uint32_t minor = 0;
   amdgpu_device_handle dev = nullptr;
-  const int r = ::amdgpu_device_initialize(fd, &major, &minor, &dev);
+  const int r = libdrm().device_initialize(fd, &major, &minor, &dev);
   if (r != 0) {
     put_device_status(facts, pre, Status::error, "amdgpu_device_initialize",
                       fmt::format("amdgpu_device_initialize({}): {}", node, errno_words(-r)));
@@ -90,7 +133,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
 
   drm_amdgpu_memory_info mem{};
   const std::string msrc = "amdgpu_query_info(AMDGPU_INFO_MEMORY)";
-  if (const int m = ::amdgpu_query_info(dev, AMDGPU_INFO_MEMORY, sizeof mem, &mem); m == 0) {
+  if (const int m = libdrm().query_info(dev, AMDGPU_INFO_MEMORY, sizeof mem, &mem); m == 0) {
     auto heap = [&](const std::string& name, const drm_amdgpu_heap_info& h) {
       facts.put_ok(pre + "." + name + "_total_bytes", as_i64(h.total_heap_size), msrc);
       facts.put_ok(pre + "." + name + "_usable_bytes", as_i64(h.usable_heap_size), msrc);
@@ -107,7 +150,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
 
   amdgpu_gpu_info gi{};
   const std::string gsrc = "amdgpu_query_gpu_info";
-  if (const int g = ::amdgpu_query_gpu_info(dev, &gi); g == 0) {
+  if (const int g = libdrm().query_gpu_info(dev, &gi); g == 0) {
     facts.put_ok(pre + ".family", static_cast<std::int64_t>(gi.family_id), gsrc);
     facts.put_ok(pre + ".asic_id", static_cast<std::int64_t>(gi.asic_id), gsrc);
     facts.put_ok(pre + ".chip_rev", static_cast<std::int64_t>(gi.chip_rev), gsrc);
@@ -120,7 +163,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
   std::uint32_t ver = 0;
   std::uint32_t feature = 0;
   const std::string fsrc = "amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES)";
-  if (const int f = ::amdgpu_query_firmware_version(dev, kInfoFwMes, 0, 0, &ver, &feature);
+  if (const int f = libdrm().query_firmware_version(dev, kInfoFwMes, 0, 0, &ver, &feature);
       f != 0) {
     for (const char* k : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"})
       facts.put_status(
@@ -136,7 +179,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
     facts.put_ok(pre + ".mes_feature_version", static_cast<std::int64_t>(feature), fsrc);
   }
   const std::string ksrc = "amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES_KIQ)";
-  if (const int k = ::amdgpu_query_firmware_version(dev, kInfoFwMesKiq, 0, 0, &ver, &feature);
+  if (const int k = libdrm().query_firmware_version(dev, kInfoFwMesKiq, 0, 0, &ver, &feature);
       k != 0)
     facts.put_status(pre + ".mes_kiq_fw_version", Status::error, ksrc, errno_words(-k));
   else if (ver == 0)
@@ -145,7 +188,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
   else
     facts.put_ok(pre + ".mes_kiq_fw_version", static_cast<std::int64_t>(ver), ksrc);
 
-  ::amdgpu_device_deinitialize(dev);
+  libdrm().device_deinitialize(dev);
   ::close(fd);
 }
 
@@ -162,7 +205,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   const std::string src = "drmGetDevices2";
-  const int n = ::drmGetDevices2(0, nullptr, 0);
+  const LibDrm& lib = libdrm();
+  if (!lib.error.empty()) {
+    // Absence is data: the runtime library is not installed here.
+    facts.put_ok("libdrm.status", std::string("not_installed"), "dlopen libdrm_amdgpu.so.1");
+    facts.put_ok("libdrm.detail", lib.error, "dlopen libdrm_amdgpu.so.1");
+    for (const char* k : {"libdrm.get_devices_ret", "libdrm.device_count"})
+      facts.put_status(k, Status::missing, "dlopen libdrm_amdgpu.so.1", lib.error);
+    return;
+  }
+  const int n = lib.get_devices(0, nullptr, 0);
   facts.put_ok("libdrm.get_devices_ret", static_cast<std::int64_t>(n), src);
   if (n <= 0) {
     facts.put_ok("libdrm.status", std::string("no_device"), src);
@@ -176,7 +228,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   std::vector<drmDevicePtr> devs(static_cast<std::size_t>(n), nullptr);
-  const int got = ::drmGetDevices2(0, devs.data(), n);
+  const int got = lib.get_devices(0, devs.data(), n);
   if (got <= 0) {
     facts.put_ok("libdrm.status", std::string("no_device"), src);
     facts.put_ok("libdrm.detail", fmt::format("drmGetDevices2 returned {} on the second call", got),
@@ -209,7 +261,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_ok(pre + ".render_node", node, src);
     query_device(facts, pre, node);
   }
-  ::drmFreeDevices(devs.data(), got);
+  lib.free_devices(devs.data(), got);
   facts.put_ok("libdrm.status", std::string(amd > 0 ? "ok" : "no_device"), src);
   facts.put_ok("libdrm.detail",
                fmt::format("drmGetDevices2 lists {} DRM device(s), {} AMD", got, amd), src);

@@ -9,4 +9,6 @@ for f in strix-halo-default-ttm mi300x-numa-4021 no-amd-gpu; do
   args+=("$bin check --root tests/fixtures/$f --no-runtime --format json")
 done
 args+=("$bin check --no-runtime --format json" "$bin check --format json")
+# The yardstick of issue 10: start-up of the doctor against a bare Python start on the same machine.
+args+=("python3 -c pass")
 hyperfine --warmup 5 --runs 50 -N -i --export-markdown "${HALO_BENCH_OUT:-/dev/stdout}" "${args[@]}"

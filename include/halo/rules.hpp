@@ -141,14 +141,14 @@ struct RuleSet {
 /// unknown keys or operators, bad severities and facts no probe provides (when `registry` is
 /// given).
 std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry);
+                                   const ProbeRegistry* registry, bool examples = true);
 
 /// Loads every `*.json` in a directory (except schema.json), in name order. Duplicate ids are an
 /// InputError naming both files.
-RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry);
+RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bool examples = true);
 
 /// Loads the rule set compiled into the binary from rules/ at build time.
-RuleSet load_builtin_rules(const ProbeRegistry* registry);
+RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples = true);
 
 /// The parameters of a run with `--reserve GIB`: reserve_gib and reserve_bytes (GiB in bytes).
 Params default_params(std::int64_t reserve_gib = 4);

@@ -18,12 +18,14 @@ Runner add_rules_command(CLI::App& app) {
   auto test = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
-  sub->add_flag("--test", *test,
-                "Run every rule's examples and check that they reach each skip reason and each fail "
-                "case; exit 1 when one does not");
+  sub->add_flag(
+      "--test", *test,
+      "Run every rule's examples and check that they reach each skip reason and each fail "
+      "case; exit 1 when one does not");
   return [sub, o, test]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
+    o->rule_examples = *test;
     const RuleSet rs = load_rules(*o, reg);
     if (!*test) {
       std::cout << text_catalogue(rs);

@@ -111,7 +111,8 @@ FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
 }
 
 RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg) {
-  RuleSet rs = o.rules_dir.empty() ? load_builtin_rules(&reg) : load_rules_dir(o.rules_dir, &reg);
+  RuleSet rs = o.rules_dir.empty() ? load_builtin_rules(&reg, o.rule_examples)
+                                   : load_rules_dir(o.rules_dir, &reg, o.rule_examples);
   auto check_ids = [&](const std::vector<std::string>& ids, const char* flag) {
     for (const auto& id : ids)
       if (rs.find(id) == nullptr)

@@ -28,6 +28,8 @@ struct CommonOptions {
   double runtime_timeout_s = 10.0;
   std::string host_root; ///< --host-root DIR: the host's / as mounted in this container
   std::string rules_dir;
+  /// Read each rule's examples too (`rules --test`); other commands leave them unparsed.
+  bool rule_examples = false;
   std::vector<std::string> only;
   std::vector<std::string> skip;
 };

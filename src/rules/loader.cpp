@@ -356,7 +356,7 @@ const Rule* RuleSet::find(std::string_view id) const {
 }
 
 std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry) {
+                                   const ProbeRegistry* registry, bool examples) {
   const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
@@ -455,7 +455,7 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
       p.check_fact("evidence", e);
     if (!rj.contains("sources")) w.fail("sources", "is required: every rule names its sources");
     r.sources = string_list(w, "sources", rj["sources"]);
-    if (rj.contains("examples")) {
+    if (examples && rj.contains("examples")) {
       const std::size_t offset = text.find(nlohmann::json(r.id).dump());
       r.examples =
           parse_examples(w, p, rj["examples"], text, offset == std::string_view::npos ? 0 : offset,
@@ -468,7 +468,7 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
 
 namespace {
 RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
-               const ProbeRegistry* registry) {
+               const ProbeRegistry* registry, bool examples) {
   RuleSet set;
   set.version = std::move(version);
   std::map<std::string, std::string, std::less<>> seen;
@@ -477,7 +477,7 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
     // The digest covers each file's name (not its directory) and contents: the same rules read
     // from rules/, /usr/share/halo-doctor/rules or the binary give the same digest.
     all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
-    for (auto& r : parse_rules_file(text, name, registry)) {
+    for (auto& r : parse_rules_file(text, name, registry, examples)) {
       auto [it, inserted] = seen.emplace(r.id, name);
       if (!inserted)
         throw InputError(fmt::format("{}:{}: rule id '{}' is also defined in {}", name, r.line,
@@ -490,7 +490,7 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
 }
 } // namespace
 
-RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry) {
+RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bool examples) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
@@ -511,15 +511,15 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry) {
     version = read_input_file(vpath.string(), 4096);
     version = version.substr(0, version.find('\n'));
   }
-  return finish(std::move(files), version, registry);
+  return finish(std::move(files), version, registry, examples);
 }
 
 // Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
 std::vector<std::pair<std::string, std::string>> embedded_rule_files();
 std::string embedded_rules_version();
 
-RuleSet load_builtin_rules(const ProbeRegistry* registry) {
-  return finish(embedded_rule_files(), embedded_rules_version(), registry);
+RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples) {
+  return finish(embedded_rule_files(), embedded_rules_version(), registry, examples);
 }
 
 } // namespace halo
