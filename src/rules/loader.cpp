@@ -3,6 +3,7 @@
 #include <halo/io.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>
+#include <halo/schema.hpp>
 
 #include <fmt/format.h>
 
@@ -355,9 +356,31 @@ const Rule* RuleSet::find(std::string_view id) const {
   return nullptr;
 }
 
+// Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
+std::string embedded_rules_schema();
+
+namespace {
+std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
+                                   const ProbeRegistry* registry, bool examples, bool schema_check);
+} // namespace
+
 std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples) {
+  return parse_rules_text(text, file, registry, examples, /*schema_check=*/true);
+}
+
+namespace {
+std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
+                                   const ProbeRegistry* registry, bool examples,
+                                   bool schema_check) {
   const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
+  // rules/schema.json defines the language: a file it rejects is refused, whatever the checks
+  // below would say. The built-in rules skip this at start-up; `rules --test` (CI's
+  // rules.examples) checks them.
+  if (schema_check) {
+    static const nlohmann::json schema = nlohmann::json::parse(embedded_rules_schema());
+    validate_against_schema(schema, doc, text, file);
+  }
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
   const std::string file_area = doc.value("area", std::string());
@@ -466,9 +489,8 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
   return out;
 }
 
-namespace {
 RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
-               const ProbeRegistry* registry, bool examples) {
+               const ProbeRegistry* registry, bool examples, bool schema_check) {
   RuleSet set;
   set.version = std::move(version);
   std::map<std::string, std::string, std::less<>> seen;
@@ -477,7 +499,7 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
     // The digest covers each file's name (not its directory) and contents: the same rules read
     // from rules/, /usr/share/halo-doctor/rules or the binary give the same digest.
     all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
-    for (auto& r : parse_rules_file(text, name, registry, examples)) {
+    for (auto& r : parse_rules_text(text, name, registry, examples, schema_check)) {
       auto [it, inserted] = seen.emplace(r.id, name);
       if (!inserted)
         throw InputError(fmt::format("{}:{}: rule id '{}' is also defined in {}", name, r.line,
@@ -511,7 +533,7 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
     version = read_input_file(vpath.string(), 4096);
     version = version.substr(0, version.find('\n'));
   }
-  return finish(std::move(files), version, registry, examples);
+  return finish(std::move(files), version, registry, examples, /*schema_check=*/true);
 }
 
 // Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
@@ -519,7 +541,8 @@ std::vector<std::pair<std::string, std::string>> embedded_rule_files();
 std::string embedded_rules_version();
 
 RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples) {
-  return finish(embedded_rule_files(), embedded_rules_version(), registry, examples);
+  return finish(embedded_rule_files(), embedded_rules_version(), registry, examples,
+                /*schema_check=*/examples);
 }
 
 } // namespace halo

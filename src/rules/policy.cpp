@@ -2,6 +2,7 @@
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/policy.hpp>
+#include <halo/schema.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -17,102 +18,9 @@
 namespace halo {
 namespace {
 
-/// Byte offset of every value in a JSON text, by JSON pointer ("/waivers/0/expires"), so
-/// semantic errors can name a line (nlohmann 3.11 keeps no positions). Runs only on text that
-/// nlohmann already accepted, so it does not validate.
-class Positions {
-public:
-  explicit Positions(std::string_view text) : t_(text) {
-    for (std::size_t i = 0; i < t_.size(); ++i)
-      if (t_[i] == '\n') newlines_.push_back(i);
-    std::size_t i = 0;
-    value(i, "");
-  }
-  /// 1-based line of the value at `pointer`, or of its nearest recorded parent.
-  std::size_t line(std::string pointer) const {
-    for (;;) {
-      auto it = at_.find(pointer);
-      if (it != at_.end()) return line_at(it->second);
-      const auto slash = pointer.rfind('/');
-      if (slash == std::string::npos || pointer.empty()) return 1;
-      pointer.resize(slash);
-    }
-  }
-
-private:
-  /// 1-based line of a byte offset by binary search (line_of_offset scans from the start, which
-  /// made loading a policy with 16,000 waivers quadratic).
-  std::size_t line_at(std::size_t offset) const {
-    return static_cast<std::size_t>(std::lower_bound(newlines_.begin(), newlines_.end(), offset) -
-                                    newlines_.begin()) +
-           1;
-  }
-  void ws(std::size_t& i) const {
-    while (i < t_.size() && (t_[i] == ' ' || t_[i] == '\n' || t_[i] == '\r' || t_[i] == '\t'))
-      ++i;
-  }
-  std::string string(std::size_t& i) const {
-    std::string out;
-    ++i; // opening quote
-    while (i < t_.size() && t_[i] != '"') {
-      if (t_[i] == '\\' && i + 1 < t_.size()) {
-        out += t_[i + 1];
-        i += 2;
-        continue;
-      }
-      out += t_[i++];
-    }
-    ++i; // closing quote
-    return out;
-  }
-  void value(std::size_t& i, const std::string& ptr) {
-    ws(i);
-    if (i >= t_.size()) return;
-    at_.emplace(ptr, i);
-    const char c = t_[i];
-    if (c == '{') {
-      ++i;
-      ws(i);
-      while (i < t_.size() && t_[i] != '}') {
-        const std::size_t key_at = i;
-        const std::string key = string(i);
-        ws(i);
-        ++i; // ':'
-        const std::string child = ptr + "/" + key;
-        value(i, child);
-        at_[child] = key_at; // report the key's line rather than the value's
-        ws(i);
-        if (i < t_.size() && t_[i] == ',') ++i;
-        ws(i);
-      }
-      ++i;
-    } else if (c == '[') {
-      ++i;
-      ws(i);
-      for (int n = 0; i < t_.size() && t_[i] != ']'; ++n) {
-        value(i, fmt::format("{}/{}", ptr, n));
-        ws(i);
-        if (i < t_.size() && t_[i] == ',') ++i;
-        ws(i);
-      }
-      ++i;
-    } else if (c == '"') {
-      string(i);
-    } else {
-      while (i < t_.size() && t_[i] != ',' && t_[i] != '}' && t_[i] != ']' && t_[i] != ' ' &&
-             t_[i] != '\n' && t_[i] != '\r' && t_[i] != '\t')
-        ++i;
-    }
-  }
-
-  std::string_view t_;
-  std::vector<std::size_t> newlines_;
-  std::map<std::string, std::size_t> at_;
-};
-
 class Checker {
 public:
-  Checker(std::string_view origin, const Positions& pos) : origin_(origin), pos_(pos) {}
+  Checker(std::string_view origin, const JsonPositions& pos) : origin_(origin), pos_(pos) {}
 
   [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
     throw InputError(fmt::format("{}:{}: {}: {}", origin_, pos_.line(pointer),
@@ -139,7 +47,7 @@ public:
 
 private:
   std::string_view origin_;
-  const Positions& pos_;
+  const JsonPositions& pos_;
 };
 
 bool valid_date(const std::string& s) {
@@ -157,9 +65,9 @@ bool valid_date(const std::string& s) {
 } // namespace
 
 Policy parse_policy(std::string_view text, std::string_view origin) {
-  // Depth-checked first: Positions walks the text recursively.
+  // Depth-checked first: JsonPositions walks the text recursively.
   const nlohmann::json doc = parse_json_input(text, origin);
-  const Positions pos(text);
+  const JsonPositions pos(text);
   const Checker c(origin, pos);
   if (!doc.is_object()) c.fail("", "must be a JSON object");
   c.only_keys(doc, "",
