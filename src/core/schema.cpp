@@ -123,6 +123,17 @@ void validate_against_schema(const nlohmann::json& schema, const nlohmann::json&
     const bool bracketed = part.size() >= 2 && part.front() == '[' && part.back() == ']';
     pointer += "/" + (bracketed ? part.substr(1, part.size() - 2) : part);
   }
+  // valijson reports an unknown key at its object, naming the key in the text
+  // ("... 'additionalProperties' constraints: 'extra'."): point at the key itself.
+  const std::string marker = "additionalProperties' constraints: '";
+  if (const auto at = best.description.find(marker); at != std::string::npos) {
+    const auto from = at + marker.size();
+    const auto to = best.description.find('\'', from);
+    if (to != std::string::npos) {
+      pointer += "/" + best.description.substr(from, to - from);
+      best.description = fmt::format("unknown key '{}'", best.description.substr(from, to - from));
+    }
+  }
   const JsonPositions pos(text);
   throw InputError(fmt::format("{}:{}: {}: {} (schema)", origin, pos.line(pointer),
                                pointer.empty() ? std::string("document") : pointer.substr(1),

@@ -374,15 +374,11 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples,
                                    bool schema_check) {
   const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
-  // rules/schema.json defines the language: a file it rejects is refused, whatever the checks
-  // below would say. The built-in rules skip this at start-up; `rules --test` (CI's
-  // rules.examples) checks them.
-  if (schema_check) {
-    static const nlohmann::json schema = nlohmann::json::parse(embedded_rules_schema());
-    validate_against_schema(schema, doc, text, file);
-  }
+
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
+  if (doc.contains("area") && !doc["area"].is_string())
+    throw InputError(fmt::format("{}:1: \"area\" must be a string", file));
   const std::string file_area = doc.value("area", std::string());
   std::vector<Rule> out;
   std::size_t index = 0;
@@ -485,6 +481,13 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                          r.scope == Scope::gpu);
     }
     out.push_back(std::move(r));
+  }
+  // rules/schema.json defines the language: a file it rejects is refused even where the checks
+  // above (which come first for their precise messages) let it through. The built-in rules skip
+  // this at start-up; `rules --test` (CI's rules.examples) checks them.
+  if (schema_check) {
+    static const nlohmann::json schema = nlohmann::json::parse(embedded_rules_schema());
+    validate_against_schema(schema, doc, text, file);
   }
   return out;
 }

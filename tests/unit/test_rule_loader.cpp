@@ -224,3 +224,18 @@ TEST_CASE("every built-in rule carries examples that hold", "[rules][examples]")
     CHECK(f.problem == "");
   }
 }
+
+TEST_CASE(
+    "rules/schema.json is the authority: what it refuses is refused, with file, line and path",
+    "[rules]") {
+  const ProbeRegistry reg = builtin_probes();
+  // A key the schema does not know at the top of a file (the rule checks do not look there).
+  CHECK_THROWS_WITH(
+      parse_rules_file("{\"area\": \"memory\",\n \"rules\": [],\n \"extra\": 1}", "r.json", &reg),
+      Catch::StartsWith("r.json:3: extra: ") && Catch::EndsWith("(schema)"));
+  // A file-level area that is not a string is an input error, not an internal one.
+  CHECK_THROWS_WITH(parse_rules_file(R"({"area": 5, "rules": []})", "r.json", &reg),
+                    "r.json:1: \"area\" must be a string");
+  // Every built-in rules file passes the schema (and so the loader and schema agree on them).
+  CHECK_NOTHROW(load_rules_dir(HALO_RULES_DIR, &reg, true));
+}
