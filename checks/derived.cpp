@@ -107,13 +107,19 @@ void derive_gpus(FactSet& facts) {
               "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties", true,
               "KFD lists it: amdgpu drives it");
       facts.put_ok(fmt::format("gpu.{}.kfd_node", n), node, kDerived);
+      if (minor)
+        facts.put_ok(fmt::format("gpu.{}.render_minor", n), *minor,
+                     "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties");
       ++n;
     }
   } else if (!cards.empty()) {
-    for (const auto& c : cards)
+    for (const auto& c : cards) {
+      if (auto minor = facts.get_int("drm." + c + ".render_minor"))
+        facts.put_ok(fmt::format("gpu.{}.render_minor", n), *minor, "/sys/class/drm/" + c);
       put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c, "/sys/class/drm/" + c,
               facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu"),
               "/sys/class/drm/" + c + "/device/driver");
+    }
   } else {
     for (std::int64_t i = 0; i < pci_count; ++i)
       put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "",
@@ -861,8 +867,37 @@ void derive_suspects(FactSet& facts) {
                  "derived: modprobe.d, /sys/module/*/parameters");
 }
 
+/// gpu.N.render.{path,exists,rw,gid,group,mode}: the access facts (checks/device_access.cpp) of
+/// GPU N's own render node, /dev/dri/renderD<gpu.N.render_minor>, so that a per-GPU rule judges
+/// each GPU's node (ROCr opens the render node of every GPU agent it exposes).
+void derive_render_access(FactSet& facts) {
+  static constexpr std::array<const char*, 6> kFields = {"path", "exists", "rw",
+                                                         "gid",  "group",  "mode"};
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const auto listed = facts.match("access.render.*.path");
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string pre = fmt::format("gpu.{}.render.", i);
+    const auto minor = facts.get_int(fmt::format("gpu.{}.render_minor", i));
+    std::string found;
+    if (minor) {
+      const std::string path = fmt::format("/dev/dri/renderD{}", *minor);
+      for (const Fact* f : listed)
+        if (f->ok() && std::get_if<std::string>(&f->value) != nullptr &&
+            std::get<std::string>(f->value) == path)
+          found = f->key.substr(0, f->key.size() - std::string_view(".path").size());
+    }
+    const std::string why =
+        !minor          ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
+        : found.empty() ? "the device access probe did not look at this GPU's render node"
+                        : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
+    for (const char* field : kFields)
+      alias(facts, pre + field, found.empty() ? std::string() : found + "." + field, why);
+  }
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
+  derive_render_access(facts);
   derive_runenv(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
@@ -894,6 +929,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.name",
                                                                "gpu.*.pci_slot",
                                                                "gpu.*.hip_device",
+                                                               "gpu.*.render_minor",
+                                                               "gpu.*.render.*",
                                                                "host.container",
                                                                "host.runs_in",
                                                                "gpu.visible",
