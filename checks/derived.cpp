@@ -875,6 +875,7 @@ void derive_render_access(FactSet& facts) {
                                                          "gid",  "group",  "mode"};
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
   const auto listed = facts.match("access.render.*.path");
+  std::int64_t present = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string pre = fmt::format("gpu.{}.render.", i);
     const auto minor = facts.get_int(fmt::format("gpu.{}.render_minor", i));
@@ -887,17 +888,54 @@ void derive_render_access(FactSet& facts) {
           found = f->key.substr(0, f->key.size() - std::string_view(".path").size());
     }
     const std::string why =
-        !minor          ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
+        !minor ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
         : found.empty() ? "the device access probe did not look at this GPU's render node"
                         : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
     for (const char* field : kFields)
       alias(facts, pre + field, found.empty() ? std::string() : found + "." + field, why);
+    if (facts.get<bool>(pre + "exists") == true) ++present;
+  }
+  // How many GPUs' render nodes exist here: 0 in a container started without /dev/dri, fewer
+  // than gpu.count where only some were passed in on purpose (--device=/dev/dri/renderD<N>).
+  facts.put_ok("gpu.render_nodes_present", present, "derived: gpu.*.render.exists");
+}
+
+/// gpu.N.mes_fw_version{,_hex}, gpu.N.mes_feature_version: what libdrm_amdgpu read from the
+/// device whose PCI bus id (drmGetDevices2) is GPU N's slot; libdrm's device order is its own.
+void derive_libdrm_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const auto listed = facts.match("libdrm.dev.*.bus_id");
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto slot = facts.get<std::string>(fmt::format("gpu.{}.pci_slot", i));
+    std::string found;
+    for (const Fact* f : listed)
+      if (slot && f->ok() && std::get_if<std::string>(&f->value) != nullptr &&
+          std::get<std::string>(f->value) == *slot)
+        found = f->key.substr(0, f->key.size() - std::string_view(".bus_id").size());
+    // Without a match, copy libdrm's own status (not probed, not installed) where it has one.
+    const Fact* status = facts.find("libdrm.status");
+    const std::string why =
+        status != nullptr && !status->ok()
+            ? status->reason
+            : fmt::format("libdrm lists no device at {}", slot.value_or("an unknown PCI slot"));
+    for (const char* field : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"}) {
+      const std::string to = fmt::format("gpu.{}.{}", i, field);
+      if (found.empty() && status != nullptr && !status->ok()) {
+        Fact c = *status;
+        c.key = to;
+        c.value = {};
+        facts.put(std::move(c));
+      } else {
+        alias(facts, to, found.empty() ? std::string() : found + "." + field, why);
+      }
+    }
   }
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
   derive_render_access(facts);
+  derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
@@ -931,6 +969,10 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.hip_device",
                                                                "gpu.*.render_minor",
                                                                "gpu.*.render.*",
+                                                               "gpu.render_nodes_present",
+                                                               "gpu.*.mes_fw_version",
+                                                               "gpu.*.mes_fw_version_hex",
+                                                               "gpu.*.mes_feature_version",
                                                                "host.container",
                                                                "host.runs_in",
                                                                "gpu.visible",

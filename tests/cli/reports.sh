@@ -51,6 +51,23 @@ for dir in "$fixtures"/*/; do
   [ $fail = 0 ] && echo "ok $name (check $code, npd $npd: $line)"
 done
 
+# Per-GPU rules (issue 10): on 8x MI300X, render-node-access gives one result per GPU in every
+# format, each naming its GPU, in KFD node order (nodes 8..15), and the series stay distinct.
+name=mi300x-nps4-16-kfd-nodes
+python3 - "$tmp/$name.json" <<'PY' || bad "$name: per-GPU results in JSON"
+import json, sys
+rs = [r for r in json.load(open(sys.argv[1]))["results"] if r["id"] == "render-node-access"]
+assert [r["gpu"]["index"] for r in rs] == list(range(8)), rs
+assert [r["gpu"]["pci_slot"] for r in rs][2] == "0000:38:00.0", rs
+assert [r["gpu"]["hip_device"] for r in rs] == [None] * 4 + [0, 1, 2, 3], rs
+assert all(r["gpu"]["name"] == "Instinct MI300X" and r["gpu"]["gfx_target"] == "gfx942" for r in rs)
+PY
+junit_names=$(xmllint --xpath '//testcase[starts-with(@name, "render-node-access [GPU")]/@name' "$tmp/$name.xml" | grep -c 'GPU')
+[ "$junit_names" = 8 ] || bad "$name: $junit_names JUnit testcases name a GPU, want 8"
+grep -q '^halo_doctor_rule_failed{id="render-node-access",severity="error",area="access",gpu="7",pci_slot="0000:df:00.0"} 0$' \
+  "$tmp/$name.prom" || bad "$name: no render-node-access sample for gpu 7"
+
+
 # The healthy and broken fixtures give the npd contract's 0 and 1.
 "$bin" check --root "$fixtures/no-amd-gpu" --no-runtime --format npd >/dev/null || bad "npd: no-amd-gpu is not OK"
 "$bin" check --root "$fixtures/strix-halo-default-ttm" --no-runtime --format npd >/dev/null; [ $? = 1 ] || bad "npd: default TTM is not a problem"

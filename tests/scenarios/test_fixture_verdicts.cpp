@@ -243,7 +243,7 @@ TEST_CASE("a container without /dev/dri gets the container remedy", "[scenario][
   auto rs = run(fixture("strix-halo-docker-no-dri"));
   const Result& r = get(rs, "render-node-access");
   CHECK(r.status == Outcome::fail);
-  CHECK_THAT(r.message, Catch::Contains("not passed into this docker container"));
+  CHECK_THAT(r.message, Catch::Contains("no /dev/dri/renderD* node in this docker container"));
   CHECK_THAT(r.message, Catch::Contains("--device=/dev/dri"));
   // The same missing node on bare metal is not told to pass container flags.
   auto bare = run(fixture("strix-halo-kernel-too-old"));

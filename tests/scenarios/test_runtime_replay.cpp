@@ -252,7 +252,13 @@ TEST_CASE("runtime rules: MES firmware 0x83 on gfx1151 fails, 0x80 passes", "[re
   const RuleSet rules = load_builtin_rules(&reg);
   const Params params{{"reserve_gib", 4}, {"reserve_bytes", 4 * GiB}};
   FactSet base = test::probe_root(test::fixture("strix-halo-fixed"));
-  auto verdict = [&](const FactSet& f) {
+  // The libdrm facts below stand for what the libdrm probe reads; the derive stage then maps
+  // libdrm's device at the APU's PCI slot (0000:c5:00.0) to gpu.0 (gpu.0.mes_fw_version).
+  const Root root(test::fixture("strix-halo-fixed"));
+  ProbeOptions opt;
+  opt.no_runtime = true;
+  auto verdict = [&](FactSet f) {
+    reg.rederive(ProbeContext{root, opt}, f);
     for (const auto& r : evaluate(rules, f, params))
       if (r.id == "gfx1151-mes-firmware") return r;
     FAIL("no gfx1151-mes-firmware result");
@@ -266,6 +272,7 @@ TEST_CASE("runtime rules: MES firmware 0x83 on gfx1151 fails, 0x80 passes", "[re
 
   FactSet f = base;
   f.put_ok("libdrm.status", std::string("ok"), "drmGetDevices2");
+  f.put_ok("libdrm.dev.0.bus_id", std::string("0000:c5:00.0"), "drmGetDevices2");
   f.put_ok("libdrm.dev.0.mes_fw_version", std::int64_t{0x83},
            "amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES)");
   f.put_ok("libdrm.dev.0.mes_fw_version_hex", std::string("0x00000083"),
