@@ -314,7 +314,11 @@ std::optional<KernelRelease> parse_kernel_release(std::string_view release) {
   std::string abi;
   std::string flavor;
   long long abi_number = 0;
-  if (RE2::FullMatch(s, ubuntu_re, nullptr, &abi, &flavor)) {
+  // Ubuntu's mainline kernel builds (kernel.ubuntu.com/mainline) put the upstream version,
+  // zero-padded, where an Ubuntu kernel has its ABI: "6.17.5-061705-generic". They carry no
+  // Ubuntu patches, so they are judged by their upstream version alone. Ubuntu's own ABI numbers
+  // never start with 0.
+  if (RE2::FullMatch(s, ubuntu_re, nullptr, &abi, &flavor) && abi.front() != '0') {
     const auto [p, ec] = std::from_chars(abi.data(), abi.data() + abi.size(), abi_number);
     if (ec == std::errc() && p == abi.data() + abi.size()) {
       r.ubuntu_abi = abi_number;

@@ -75,7 +75,8 @@ std::optional<std::int64_t> kstrtoll(std::string_view s);
 std::optional<std::int32_t> kstrtoint(std::string_view s);
 
 /// Kernel and Ubuntu-style release parts: "6.14.0-1018-oem" -> version "6.14.0", abi 1018,
-/// flavor "oem"; "6.17.4-200.fc42.x86_64" -> version "6.17.4", no abi.
+/// flavor "oem"; "6.17.4-200.fc42.x86_64" -> version "6.17.4", no abi; an Ubuntu mainline
+/// build "6.17.5-061705-generic" -> version "6.17.5", no abi (it has no Ubuntu patches).
 struct KernelRelease {
   std::string version;
   std::optional<long long> ubuntu_abi;

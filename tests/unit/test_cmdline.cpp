@@ -58,6 +58,15 @@ TEST_CASE("kernel releases parse into version, Ubuntu ABI and flavour", "[cmdlin
   REQUIRE(debian);
   CHECK(debian->version == "6.12.48");
   CHECK_FALSE(debian->ubuntu_abi);
+  // kernel.ubuntu.com mainline builds: upstream code, not an Ubuntu ABI (6.17.5 mainline lacks
+  // the gfx1151 fixes that Ubuntu's 6.17.0-19 carries).
+  auto mainline = parse_kernel_release("6.17.5-061705-generic");
+  REQUIRE(mainline);
+  CHECK(mainline->version == "6.17.5");
+  CHECK_FALSE(mainline->ubuntu_abi);
+  CHECK(mainline->ubuntu_flavor.empty());
+  CHECK_FALSE(parse_kernel_release("6.18.0-061800rc5-generic")->ubuntu_abi);
+  CHECK(parse_kernel_release("6.17.0-19-generic")->ubuntu_abi == 19);
   CHECK(parse_kernel_release("6.18")->version == "6.18");
   CHECK_FALSE(parse_kernel_release("garbage"));
   CHECK_FALSE(parse_kernel_release(""));
