@@ -15,7 +15,7 @@ lines = ["# Rule reference", "",
          "Generated from `rules/*.json` by `scripts/gen-rule-reference.py`; do not edit by hand.",
          "Rule ids are a public contract: CI users pin them with `--only`/`--skip` and policies.", ""]
 for path in sorted(glob.glob(os.path.join(root, "rules", "*.json"))):
-    if path.endswith("schema.json"):
+    if path.endswith("schema.json") or path.endswith("predicates.json"):
         continue
     doc = json.load(open(path))
     lines += [f"## {os.path.basename(path)} (area: {doc.get('area', '-')})", ""]
@@ -39,6 +39,12 @@ for path in sorted(glob.glob(os.path.join(root, "rules", "*.json"))):
         if r.get("fix"):
             lines += [f"Fix: {r['fix'].get('summary', '')}", ""]
         lines += ["Sources: " + ", ".join(f"<{s}>" for s in r["sources"]), ""]
+preds = os.path.join(root, "rules", "predicates.json")
+if os.path.exists(preds):
+    lines += ["## Predicates (rules/predicates.json)", "",
+              "Named conditions that rules use as `{\"predicate\": NAME}`.", ""]
+    for name, p in json.load(open(preds))["predicates"].items():
+        lines += [f"### `{name}`", "", p["means"], ""]
 text = "\n".join(lines)
 if "--check" in sys.argv:
     current = open(out).read() if os.path.exists(out) else ""

@@ -144,6 +144,14 @@ def main():
     docs = {f: json.load(open(os.path.join(args.rules, f))) for f in files}
     mutants = []
     for f in files:
+        if f == "predicates.json":
+            # A named condition is mutated once; the examples of every rule that uses it judge.
+            for name, pred in docs[f]["predicates"].items():
+                for kind, path, desc, fn in condition_mutants(pred["when"], "when"):
+                    if not args.only:
+                        mutants.append((kind, f, name, f"predicate {name}", path, desc,
+                                        lambda p, fn=fn: fn(p["when"])))
+            continue
         for ri, rule in enumerate(docs[f]["rules"]):
             for kind, path, desc, fn in rule_mutants(rule):
                 if not args.only or rule["id"] in args.only:
@@ -181,7 +189,7 @@ def main():
             return 1
         for kind, f, ri, rid, path, desc, fn in mutants:
             doc = copy.deepcopy(docs[f])
-            fn(doc["rules"][ri])
+            fn(doc["predicates"][ri] if f == "predicates.json" else doc["rules"][ri])
             with open(os.path.join(tmp, f), "w") as out:
                 json.dump(doc, out, indent=1)
             rc, found = problems(tmp)

@@ -44,6 +44,12 @@ const std::map<std::string_view, Op, std::less<>>& op_names() {
 
 const std::set<std::string, std::less<>> kParams = {"reserve_gib", "reserve_bytes"};
 
+/// Named conditions from rules/predicates.json: name -> the condition's JSON.
+using Predicates = std::map<std::string, nlohmann::json, std::less<>>;
+
+/// The file of named conditions, read before the rules files and never as one.
+constexpr std::string_view kPredicatesFile = "predicates.json";
+
 /// Context for error messages: file, rule line, rule id and a path inside the rule.
 struct Where {
   std::string_view file;
@@ -56,8 +62,9 @@ struct Where {
 
 class Parser {
 public:
-  Parser(const Where& where, const ProbeRegistry* registry, bool gpu_scope)
-      : w_(where), registry_(registry), gpu_scope_(gpu_scope) {}
+  Parser(const Where& where, const ProbeRegistry* registry, bool gpu_scope,
+         const Predicates* predicates = nullptr)
+      : w_(where), registry_(registry), gpu_scope_(gpu_scope), predicates_(predicates) {}
 
   void check_fact(const std::string& path, const std::string& key) const {
     if (key.empty()) w_.fail(path, "\"fact\" must be a non-empty string");
@@ -132,6 +139,19 @@ public:
 
   Condition condition(const std::string& path, const nlohmann::json& j) const {
     if (!j.is_object()) w_.fail(path, "a condition must be an object");
+    if (j.contains("predicate")) {
+      // A named condition from rules/predicates.json, expanded here: the rule then holds it as
+      // if written out (and its facts are checked in this rule's scope).
+      if (j.size() != 1 || !j["predicate"].is_string())
+        w_.fail(path, "{\"predicate\": NAME} stands alone");
+      const std::string name = j["predicate"].get<std::string>();
+      if (predicates_ == nullptr) w_.fail(path, fmt::format("unknown predicate '{}'", name));
+      const auto it = predicates_->find(name);
+      if (it == predicates_->end())
+        w_.fail(path, fmt::format("unknown predicate '{}' (rules/predicates.json)", name));
+      const Parser inner(w_, registry_, gpu_scope_, nullptr); // no predicate inside a predicate
+      return inner.condition(path + "(" + name + ")", it->second);
+    }
     Condition c;
     for (const char* group : {"all", "any", "none"}) {
       if (!j.contains(group)) continue;
@@ -169,6 +189,7 @@ private:
   const Where& w_;
   const ProbeRegistry* registry_;
   bool gpu_scope_;
+  const Predicates* predicates_;
 };
 
 std::size_t line_of_id(std::string_view text, std::string_view id) {
@@ -361,18 +382,19 @@ std::string embedded_rules_schema();
 
 namespace {
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry, bool examples, bool schema_check);
+                                   const ProbeRegistry* registry, bool examples, bool schema_check,
+                                   const Predicates* predicates);
 } // namespace
 
 std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples) {
-  return parse_rules_text(text, file, registry, examples, /*schema_check=*/true);
+  return parse_rules_text(text, file, registry, examples, /*schema_check=*/true, nullptr);
 }
 
 namespace {
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry, bool examples,
-                                   bool schema_check) {
+                                   const ProbeRegistry* registry, bool examples, bool schema_check,
+                                   const Predicates* predicates) {
   const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
 
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
@@ -420,7 +442,7 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
       else if (scope != "host")
         w.fail("scope", "must be \"host\" or \"gpu\"");
     }
-    const Parser p(w, registry, r.scope == Scope::gpu);
+    const Parser p(w, registry, r.scope == Scope::gpu, predicates);
     if (rj.contains("gpus")) {
       const auto& gj = rj["gpus"];
       if (r.scope != Scope::gpu) w.fail("gpus", "needs \"scope\": \"gpu\"");
@@ -492,17 +514,47 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
   return out;
 }
 
+/// Reads rules/predicates.json: {"predicates": {NAME: {"means": TEXT, "when": CONDITION}}}.
+/// Each condition is checked as a rule's would be (facts some probe provides; gpu.this allowed,
+/// since a per-GPU rule may use it); a predicate may not name another.
+Predicates parse_predicates(std::string_view text, std::string_view file,
+                            const ProbeRegistry* registry) {
+  const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
+  if (!doc.is_object() || doc.size() != 1 || !doc.contains("predicates") ||
+      !doc["predicates"].is_object())
+    throw InputError(
+        fmt::format("{}:1: a predicates file is {{\"predicates\": {{NAME: ...}}}}", file));
+  static const RE2 name_re("[a-z][a-z0-9]*(_[a-z0-9]+)*");
+  Predicates out;
+  for (const auto& [name, pj] : doc["predicates"].items()) {
+    const Where w{file, line_of_string(text, 0, name, 1), name};
+    if (!RE2::FullMatch(name, name_re)) w.fail("name", "predicate names are lower_snake_case");
+    if (!pj.is_object() || pj.size() != 2 || !pj.contains("means") || !pj["means"].is_string() ||
+        !pj.contains("when"))
+      w.fail("predicate", "needs exactly {\"means\": \"...\", \"when\": CONDITION}");
+    const Parser p(w, registry, /*gpu_scope=*/true, nullptr);
+    (void)p.condition("when", pj["when"]);
+    out.emplace(name, pj["when"]);
+  }
+  return out;
+}
+
 RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
                const ProbeRegistry* registry, bool examples, bool schema_check) {
   RuleSet set;
   set.version = std::move(version);
   std::map<std::string, std::string, std::less<>> seen;
   std::string all_text;
+  Predicates predicates;
+  for (const auto& [name, text] : files)
+    if (std::filesystem::path(name).filename() == kPredicatesFile)
+      predicates = parse_predicates(text, name, registry);
   for (const auto& [name, text] : files) {
     // The digest covers each file's name (not its directory) and contents: the same rules read
     // from rules/, /usr/share/halo-doctor/rules or the binary give the same digest.
     all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
-    for (auto& r : parse_rules_text(text, name, registry, examples, schema_check)) {
+    if (std::filesystem::path(name).filename() == kPredicatesFile) continue;
+    for (auto& r : parse_rules_text(text, name, registry, examples, schema_check, &predicates)) {
       auto [it, inserted] = seen.emplace(r.id, name);
       if (!inserted)
         throw InputError(fmt::format("{}:{}: rule id '{}' is also defined in {}", name, r.line,
@@ -521,6 +573,7 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
   if (!fs::is_directory(dir, ec))
     throw InputError(fmt::format("{}: the rules directory does not exist", dir));
   std::vector<fs::path> paths;
+  // predicates.json is read too; finish() tells it from the rules files.
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".json" && e.path().filename() != "schema.json")
       paths.push_back(e.path());

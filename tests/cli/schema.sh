@@ -40,8 +40,15 @@ import glob, os
 rules_dir = os.path.join(os.path.dirname(os.path.dirname(sys.argv[1])), "rules")
 rschema = json.load(open(os.path.join(rules_dir, "schema.json")))
 rvalidator = jsonschema.Draft202012Validator(rschema)
+# rules/predicates.json: each named condition is a condition of the rule language.
+cvalidator = jsonschema.Draft202012Validator({"$defs": rschema["$defs"], "$ref": "#/$defs/condition"})
+for name, pred in json.load(open(os.path.join(rules_dir, "predicates.json")))["predicates"].items():
+    errors = list(cvalidator.iter_errors(pred["when"]))
+    for e in errors[:5]:
+        print(f"FAIL predicates.json: {name}: {e.message[:200]}")
+    bad += bool(errors)
 for path in sorted(glob.glob(os.path.join(rules_dir, "*.json"))):
-    if path.endswith("schema.json"):
+    if path.endswith("schema.json") or path.endswith("predicates.json"):
         continue
     errors = list(rvalidator.iter_errors(json.load(open(path))))
     for e in errors[:5]:

@@ -239,3 +239,51 @@ TEST_CASE(
   // Every built-in rules file passes the schema (and so the loader and schema agree on them).
   CHECK_NOTHROW(load_rules_dir(HALO_RULES_DIR, &reg, true));
 }
+
+TEST_CASE("named predicates: defined once in predicates.json, expanded where a rule names them",
+          "[rules][predicates]") {
+  namespace fs = std::filesystem;
+  const ProbeRegistry reg = builtin_probes();
+  const fs::path dir = fs::temp_directory_path() / "halo-predicates-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+  };
+  write("predicates.json", R"({"predicates": {"big_memory": {"means": "at least 1000 bytes",
+    "when": {"fact": "mem.total_bytes", "ge": 1000}}}})");
+  write("demo.json", R"({"area": "memory", "rules": [
+  {"id": "demo-rule", "title": "demo", "pass_message": "fine", "why": "because",
+   "fail": [{"severity": "warning", "when": {"none": [{"predicate": "big_memory"}]},
+             "message": "small"}],
+   "sources": ["https://example.org"]}]})");
+  const RuleSet rs = load_rules_dir(dir.string(), &reg);
+  REQUIRE(rs.rules.size() == 1);
+  FactSet f;
+  f.put_ok("mem.total_bytes", std::int64_t{999}, "test");
+  CHECK(evaluate(rs, f, default_params()).at(0).status == Outcome::fail);
+  f.put_ok("mem.total_bytes", std::int64_t{1000}, "test");
+  CHECK(evaluate(rs, f, default_params()).at(0).status == Outcome::pass);
+  // The predicates file counts in the digest: changing a predicate changes the rule set.
+  const std::string digest = rs.digest;
+  write("predicates.json", R"({"predicates": {"big_memory": {"means": "at least 2000 bytes",
+    "when": {"fact": "mem.total_bytes", "ge": 2000}}}})");
+  CHECK(load_rules_dir(dir.string(), &reg).digest != digest);
+  // An unknown name, a predicate naming a fact no probe provides, a bad file: input errors.
+  write("predicates.json", R"({"predicates": {"other": {"means": "x",
+    "when": {"fact": "mem.total_bytes", "ge": 1}}}})");
+  CHECK_THROWS_WITH(load_rules_dir(dir.string(), &reg),
+                    Catch::Contains("unknown predicate 'big_memory' (rules/predicates.json)"));
+  write("predicates.json", R"({"predicates": {"big_memory": {"means": "x",
+    "when": {"fact": "mem.totl_bytes", "ge": 1}}}})");
+  CHECK_THROWS_WITH(load_rules_dir(dir.string(), &reg),
+                    Catch::Contains("no probe provides the fact 'mem.totl_bytes'"));
+  write("predicates.json", R"({"predicates": {"big_memory": {"means": "x",
+    "when": {"predicate": "big_memory"}}}})");
+  CHECK_THROWS_WITH(load_rules_dir(dir.string(), &reg),
+                    Catch::Contains("unknown predicate 'big_memory'"));
+  write("predicates.json",
+        R"({"predicates": {"Big": {"means": "x", "when": {"fact": "mem.total_bytes", "ge": 1}}}})");
+  CHECK_THROWS_WITH(load_rules_dir(dir.string(), &reg), Catch::Contains("lower_snake_case"));
+  fs::remove_all(dir);
+}
