@@ -94,7 +94,11 @@ std::optional<nlohmann::json> resolve(const Operand& o, const FactSet& facts, co
   nlohmann::json base;
   if (!o.param.empty()) {
     auto it = params.find(o.param);
-    if (it == params.end()) return std::nullopt;
+    if (it == params.end()) {
+      // min_kernel and min_rocm exist only when a policy sets them (docs/policy.md).
+      if (unknown != nullptr) unknown->push_back("policy thresholds." + o.param);
+      return std::nullopt;
+    }
     base = it->second;
   } else {
     const Fact* f = facts.find(o.fact);

@@ -42,7 +42,10 @@ const std::map<std::string_view, Op, std::less<>>& op_names() {
   return m;
 }
 
-const std::set<std::string, std::less<>> kParams = {"reserve_gib", "reserve_bytes"};
+/// Run parameters a rule may read: --reserve, and the versions a site policy sets
+/// (thresholds.min_kernel, thresholds.min_rocm; docs/policy.md).
+const std::set<std::string, std::less<>> kParams = {"reserve_gib", "reserve_bytes", "min_kernel",
+                                                    "min_rocm"};
 
 /// Named conditions from rules/predicates.json: name -> the condition's JSON.
 using Predicates = std::map<std::string, nlohmann::json, std::less<>>;

@@ -64,6 +64,9 @@ bool valid_date(const std::string& s) {
 
 } // namespace
 
+// Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
+std::string embedded_policy_schema();
+
 Policy parse_policy(std::string_view text, std::string_view origin) {
   // Depth-checked first: JsonPositions walks the text recursively.
   const nlohmann::json doc = parse_json_input(text, origin);
@@ -161,6 +164,10 @@ Policy parse_policy(std::string_view text, std::string_view origin) {
           std::move(list);
     }
   }
+  // docs/policy.schema.json is the published definition: what it refuses is refused, after the
+  // checks above have given their more precise messages.
+  static const nlohmann::json schema = nlohmann::json::parse(embedded_policy_schema());
+  validate_against_schema(schema, doc, text, origin);
   return p;
 }
 

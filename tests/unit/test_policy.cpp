@@ -149,3 +149,12 @@ TEST_CASE("policy: today's date has the YYYY-MM-DD shape", "[policy]") {
   CHECK(d[4] == '-');
   CHECK(d[7] == '-');
 }
+
+TEST_CASE("docs/policy.schema.json is enforced: what it refuses is refused with file and line",
+          "[policy]") {
+  // The hand checks do not look at "$schema"; the published schema says it is a string.
+  CHECK(error_of("{\n  \"$schema\": 5\n}") ==
+        "site.json:2: $schema: Value type not permitted by 'type' constraint. (schema)");
+  // The example the docs ship passes both.
+  CHECK(error_of(R"({"policy_version": 1, "thresholds": {"min_kernel": "6.14"}})") == "");
+}

@@ -287,3 +287,28 @@ TEST_CASE("named predicates: defined once in predicates.json, expanded where a r
   CHECK_THROWS_WITH(load_rules_dir(dir.string(), &reg), Catch::Contains("lower_snake_case"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a site rule compares with the policy's min_kernel, as docs/policy.md documents",
+          "[rules][policy]") {
+  const ProbeRegistry reg = builtin_probes();
+  RuleSet rs;
+  rs.rules = parse_rules_file(R"({"area": "kernel", "rules": [
+  {"id": "site-kernel-min", "title": "site minimum kernel", "pass_message": "ok", "why": "site",
+   "fail": [{"severity": "error", "when": {"fact": "kernel.version", "version_lt": {"param": "min_kernel"}},
+             "message": "kernel {kernel.version} is older than {param:min_kernel}"}],
+   "sources": ["https://example.org"]}]})",
+                              "site.json", &reg);
+  FactSet f;
+  f.put_ok("kernel.version", std::string("6.12.48"), "test");
+  Params p = default_params();
+  p["min_kernel"] = "6.14";
+  const Result low = evaluate(rs, f, p).at(0);
+  CHECK(low.status == Outcome::fail);
+  CHECK(low.message == "kernel 6.12.48 is older than 6.14");
+  p["min_kernel"] = "6.12";
+  CHECK(evaluate(rs, f, p).at(0).status == Outcome::pass);
+  // Without a policy the rule cannot judge, and says what is missing.
+  const Result unset = evaluate(rs, f, default_params()).at(0);
+  CHECK(unset.status == Outcome::error);
+  CHECK_THAT(unset.message, Catch::Contains("policy thresholds.min_kernel"));
+}
