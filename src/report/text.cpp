@@ -3,6 +3,7 @@
 #include <halo/sanitize.hpp>
 #include <halo/units.hpp>
 
+#include <fmt/color.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,16 +12,24 @@
 namespace halo {
 namespace {
 
+/// The report's colours through fmt/color.h; `on` is false for --color never, a pipe, or
+/// NO_COLOR (src/cli/common.cpp use_color).
 struct Palette {
   bool on;
-  std::string wrap(std::string_view code, std::string_view s) const {
-    return on ? fmt::format("\033[{}m{}\033[0m", code, s) : std::string(s);
+  std::string wrap(fmt::text_style style, std::string_view s) const {
+    return on ? fmt::format(style, "{}", s) : std::string(s);
   }
-  std::string red(std::string_view s) const { return wrap("31;1", s); }
-  std::string yellow(std::string_view s) const { return wrap("33;1", s); }
-  std::string green(std::string_view s) const { return wrap("32", s); }
-  std::string dim(std::string_view s) const { return wrap("2", s); }
-  std::string bold(std::string_view s) const { return wrap("1", s); }
+  std::string red(std::string_view s) const {
+    return wrap(fmt::fg(fmt::terminal_color::red) | fmt::emphasis::bold, s);
+  }
+  std::string yellow(std::string_view s) const {
+    return wrap(fmt::fg(fmt::terminal_color::yellow) | fmt::emphasis::bold, s);
+  }
+  std::string green(std::string_view s) const {
+    return wrap(fmt::fg(fmt::terminal_color::green), s);
+  }
+  std::string dim(std::string_view s) const { return wrap(fmt::emphasis::faint, s); }
+  std::string bold(std::string_view s) const { return wrap(fmt::emphasis::bold, s); }
 };
 
 std::string badge(const Result& r, const Palette& p) {
