@@ -31,8 +31,10 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 /// deeper than `max_depth` is an error naming the line), then nlohmann::json parses it (with
 /// comments when `comments`). Every parser failure, a number too large for a double (`1e400`:
 /// out_of_range 406) included, becomes an InputError "ORIGIN:LINE: not valid JSON: ..." (exit 2).
+/// `callback`, when given, is nlohmann's parser callback (returning false drops a value).
 nlohmann::json parse_json_input(std::string_view text, std::string_view origin,
-                                bool comments = false, std::size_t max_depth = kMaxJsonDepth);
+                                bool comments = false, std::size_t max_depth = kMaxJsonDepth,
+                                const nlohmann::json::parser_callback_t& callback = nullptr);
 
 /// Writes `text` to `path`, the way every report, fix script and bundle is written:
 /// - a missing path or a regular file (not a symlink: the last component is never followed) is

@@ -179,7 +179,8 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes) {
 }
 
 nlohmann::json parse_json_input(std::string_view text, std::string_view origin, bool comments,
-                                std::size_t max_depth) {
+                                std::size_t max_depth,
+                                const nlohmann::json::parser_callback_t& callback) {
   std::size_t depth = 0;
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -200,7 +201,7 @@ nlohmann::json parse_json_input(std::string_view text, std::string_view origin, 
     }
   }
   try {
-    return nlohmann::json::parse(text, nullptr, true, comments);
+    return nlohmann::json::parse(text, callback, true, comments);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(
         fmt::format("{}:{}: not valid JSON: {}", origin, line_of_offset(text, e.byte), e.what()));

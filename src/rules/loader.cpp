@@ -398,7 +398,15 @@ namespace {
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples, bool schema_check,
                                    const Predicates* predicates) {
-  const nlohmann::json doc = parse_json_input(text, file, /*comments=*/true);
+  // Without examples (every command but `rules --test`) their values are dropped while parsing:
+  // they are most of the rules' text.
+  const auto drop_examples = [](int /*depth*/, nlohmann::json::parse_event_t event,
+                                nlohmann::json& parsed) {
+    return event != nlohmann::json::parse_event_t::key || parsed != "examples";
+  };
+  const nlohmann::json doc =
+      parse_json_input(text, file, /*comments=*/true, kMaxJsonDepth,
+                       examples ? nlohmann::json::parser_callback_t(nullptr) : drop_examples);
 
   if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
     throw InputError(fmt::format("{}:1: a rules file is an object with a \"rules\" list", file));
@@ -543,7 +551,8 @@ Predicates parse_predicates(std::string_view text, std::string_view file,
 }
 
 RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
-               const ProbeRegistry* registry, bool examples, bool schema_check) {
+               const ProbeRegistry* registry, bool examples, bool schema_check,
+               std::string_view digest = {}) {
   RuleSet set;
   set.version = std::move(version);
   std::map<std::string, std::string, std::less<>> seen;
@@ -555,7 +564,8 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
   for (const auto& [name, text] : files) {
     // The digest covers each file's name (not its directory) and contents: the same rules read
     // from rules/, /usr/share/halo-doctor/rules or the binary give the same digest.
-    all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
+    if (digest.empty())
+      all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
     if (std::filesystem::path(name).filename() == kPredicatesFile) continue;
     for (auto& r : parse_rules_text(text, name, registry, examples, schema_check, &predicates)) {
       auto [it, inserted] = seen.emplace(r.id, name);
@@ -565,7 +575,7 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
       set.rules.push_back(std::move(r));
     }
   }
-  set.digest = "sha256:" + sha256_hex(all_text);
+  set.digest = digest.empty() ? "sha256:" + sha256_hex(all_text) : std::string(digest);
   return set;
 }
 } // namespace
@@ -598,10 +608,13 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
 // Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
 std::vector<std::pair<std::string, std::string>> embedded_rule_files();
 std::string embedded_rules_version();
+std::string embedded_rules_digest();
 
 RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples) {
-  return finish(embedded_rule_files(), embedded_rules_version(), registry, examples,
-                /*schema_check=*/examples);
+  // The built-in rules were checked when this binary was tested (`rules --test`: the schema,
+  // every fact provided by a probe, the examples); at start-up they are only read.
+  return finish(embedded_rule_files(), embedded_rules_version(), examples ? registry : nullptr,
+                examples, /*schema_check=*/examples, embedded_rules_digest());
 }
 
 } // namespace halo
