@@ -932,8 +932,22 @@ void derive_libdrm_per_gpu(FactSet& facts) {
   }
 }
 
+/// gpu.N.ras.*: the RAS counters (checks/ras.cpp) of GPU N's DRM card.
+void derive_ras_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(fmt::format("gpu.{}.card", i)).value_or("");
+    for (const char* field : {"supported", "ue_count", "ce_count", "de_count", "ue_blocks",
+                              "bad_pages_retired", "bad_pages_pending", "bad_pages_failed"})
+      alias(facts, fmt::format("gpu.{}.ras.{}", i, field),
+            card.empty() ? std::string() : fmt::format("ras.{}.{}", card, field),
+            "no amdgpu DRM card for this GPU, so no RAS counters");
+  }
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
+  derive_ras_per_gpu(facts);
   derive_render_access(facts);
   derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
@@ -970,6 +984,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.render_minor",
                                                                "gpu.*.render.*",
                                                                "gpu.render_nodes_present",
+                                                               "gpu.*.ras.*",
                                                                "gpu.*.mes_fw_version",
                                                                "gpu.*.mes_fw_version_hex",
                                                                "gpu.*.mes_feature_version",

@@ -191,9 +191,29 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     std::stable_sort(rs.begin(), rs.end(),
                      [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
     std::string block;
+    // Without --verbose, the passing results of one per-GPU rule share a line ("GPUs 0, 1, 2,
+    // 4: ..."): an 8-GPU node would otherwise print eight passes per rule.
+    std::map<std::string, std::vector<const Result*>> gpu_passes;
+    if (!opt.verbose)
+      for (const Result* r : rs)
+        if (r->gpu && r->status == Outcome::pass) gpu_passes[r->id].push_back(r);
     for (const Result* r : rs) {
       const bool detail = r->status == Outcome::fail || r->status == Outcome::error;
       if (!detail && opt.quiet) continue;
+      if (auto it = gpu_passes.find(r->id);
+          it != gpu_passes.end() && r->status == Outcome::pass && it->second.size() > 1) {
+        if (it->second.front() != r) continue;
+        std::vector<std::string> idx;
+        for (const Result* g : it->second)
+          idx.push_back(std::to_string(g->gpu->index));
+        block += fmt::format("  {} {:<28} GPUs {}: {} (--verbose: each GPU)\n", badge(*r, p), r->id,
+                             fmt::join(idx, ", "),
+                             std::all_of(it->second.begin(), it->second.end(),
+                                         [&](const Result* g) { return g->message == r->message; })
+                                 ? r->message
+                                 : std::string("pass"));
+        continue;
+      }
       block += fmt::format("  {} {:<28} {}{}{}\n", badge(*r, p), r->id,
                            r->gpu ? describe_gpu(*r->gpu) + ": " : std::string(), r->message,
                            r->pending_reboot ? p.yellow(" [pending reboot]") : "");

@@ -414,3 +414,27 @@ TEST_CASE("a per-GPU rule no GPU matches is skipped once, for the host", "[scena
   REQUIRE(none.size() == 1);
   CHECK(none[0]->message == "no AMD GPU found");
 }
+
+TEST_CASE("8x MI300X after an HBM fault: only GPU 3 fails the RAS rules, named by its slot",
+          "[scenario][gpu][ras]") {
+  const auto rs = run(fixture("mi300x-ras-errors"));
+  const auto ue = all_of(rs, "gpu-ras-uncorrectable");
+  REQUIRE(ue.size() == 8);
+  for (const Result* r : ue) {
+    INFO(r->gpu->index);
+    CHECK(r->status == (r->gpu->index == 3 ? Outcome::fail : Outcome::pass));
+  }
+  CHECK(ue[3]->gpu->pci_slot == "0000:5c:00.0");
+  CHECK_THAT(ue[3]->message, Catch::StartsWith("1 uncorrectable error(s)"));
+  const auto pages = all_of(rs, "gpu-bad-pages");
+  REQUIRE(pages.size() == 8);
+  CHECK(pages[3]->status == Outcome::fail);
+  CHECK(pages[3]->severity == Severity::warning);
+  CHECK(pages[6]->status == Outcome::pass); // corrected errors only: no action
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
+  // A Strix Halo has no RAS: the rule is skipped once, not passed.
+  const auto apu = run(fixture("strix-halo-fixed"));
+  const auto none = all_of(apu, "gpu-ras-uncorrectable");
+  REQUIRE(none.size() == 1);
+  CHECK(none[0]->status == Outcome::skip);
+}

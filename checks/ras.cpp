@@ -1,0 +1,160 @@
+// Probe: RAS (reliability, availability, serviceability) error counters of each AMD GPU, from
+// amdgpu's sysfs (drivers/gpu/drm/amd/amdgpu/amdgpu_ras.c;
+// https://docs.kernel.org/gpu/amdgpu/ras.html):
+//   /sys/class/drm/<card>/device/ras/<block>_err_count "ue: N\nce: N\n" (+ "de: N" on newer
+//                                                       kernels; "Query currently inaccessible"
+//                                                       while RAS is not ready, e.g. in a reset)
+//   /sys/class/drm/<card>/device/ras/gpu_vram_bad_pages one "pfn : size : R|P|F" line per page
+// Counters are cumulative since the driver loaded; reading them is safe (the driver moves the
+// hardware counts into software totals). A GPU without RAS (consumer parts, Strix Halo) has no
+// ras/ directory: that is "not supported", never "healthy".
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <re2/re2.h>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::size_t kMaxBlocks = 64;              // the driver has 17 RAS blocks
+constexpr std::size_t kMaxBadPagesBytes = 1U << 20; // 4 KiB pages, ~30 bytes a line
+
+/// One `<block>_err_count` file: ue, ce and (newer kernels) de counts.
+struct Counts {
+  std::int64_t ue = 0;
+  std::int64_t ce = 0;
+  std::int64_t de = 0;
+};
+
+/// Parses "ue: N\nce: N[\nde: N]\n"; std::nullopt for anything else (the caller reports it).
+std::optional<Counts> parse_counts(std::string_view text) {
+  static const RE2 line_re(R"(\s*(ue|ce|de):\s*(\d+)\s*)");
+  Counts c;
+  bool ue = false;
+  bool ce = false;
+  for (const auto& line : split_lines(text)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string name;
+    std::string digits;
+    if (!RE2::FullMatch(line, line_re, &name, &digits)) return std::nullopt;
+    const auto v = parse_int(digits);
+    if (!v) return std::nullopt;
+    (name == "ue" ? c.ue : name == "ce" ? c.ce : c.de) = *v;
+    ue = ue || name == "ue";
+    ce = ce || name == "ce";
+  }
+  if (!ue || !ce) return std::nullopt;
+  return c;
+}
+
+void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& card) {
+  const std::string dir = "/sys/class/drm/" + card + "/device/ras";
+  const std::string pre = "ras." + card + ".";
+  const std::vector<std::string> keys = {
+      "ue_count",          "ce_count",          "de_count",        "ue_blocks",
+      "bad_pages_retired", "bad_pages_pending", "bad_pages_failed"};
+  Status st = Status::ok;
+  const auto names = ctx.root.list(dir, &st);
+  if (!names) {
+    const bool absent = st == Status::missing;
+    facts.put_ok(pre + "supported", false,
+                 absent ? dir + " (absent: RAS not enabled for this GPU)" : dir);
+    for (const auto& k : keys)
+      facts.put_status(pre + k, absent ? Status::missing : st, dir,
+                       absent ? "this GPU has no RAS counters (no " + dir + ")"
+                              : "cannot list " + dir);
+    return;
+  }
+  facts.put_ok(pre + "supported", true, dir);
+  Counts total;
+  std::vector<std::string> ue_blocks;
+  std::string trouble; // the first counter that could not be read, and why
+  Status trouble_status = Status::ok;
+  std::size_t blocks = 0;
+  for (const auto& name : *names) {
+    static const std::string suffix = "_err_count";
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    if (++blocks > kMaxBlocks) break;
+    const std::string block = name.substr(0, name.size() - suffix.size());
+    const ReadResult r = ctx.root.read(dir + "/" + name);
+    if (!r.ok()) {
+      if (trouble.empty()) trouble = fmt::format("{}: {}", r.path, r.reason);
+      if (trouble_status == Status::ok) trouble_status = r.status;
+      continue;
+    }
+    const auto c = parse_counts(r.text);
+    if (!c) {
+      // "Query currently inaccessible": RAS is not ready (a GPU reset in progress).
+      if (trouble.empty())
+        trouble = fmt::format("{}: not 'ue: N / ce: N' ({})", r.path,
+                              split_lines(r.text).empty() ? "" : split_lines(r.text).front());
+      trouble_status = Status::error;
+      continue;
+    }
+    total.ue += c->ue;
+    total.ce += c->ce;
+    total.de += c->de;
+    if (c->ue > 0) ue_blocks.push_back(fmt::format("{} ({})", block, c->ue));
+  }
+  const std::string src = dir + "/*_err_count";
+  if (!trouble.empty()) {
+    // One unreadable block makes the totals unknown: a partial sum must not pass as zero.
+    for (const char* k : {"ue_count", "ce_count", "de_count", "ue_blocks"})
+      facts.put_status(pre + k, trouble_status, src, trouble);
+  } else {
+    facts.put_ok(pre + "ue_count", total.ue, src);
+    facts.put_ok(pre + "ce_count", total.ce, src);
+    facts.put_ok(pre + "de_count", total.de, src);
+    facts.put_ok(pre + "ue_blocks", ue_blocks, src);
+  }
+  // gpu_vram_bad_pages exists only while bad page retirement is on (bad_page_threshold != 0).
+  const std::string bp = dir + "/gpu_vram_bad_pages";
+  const ReadResult pages = ctx.root.read(bp, kMaxBadPagesBytes);
+  if (!pages.ok()) {
+    for (const char* k : {"bad_pages_retired", "bad_pages_pending", "bad_pages_failed"})
+      facts.put_status(pre + k, pages.status, bp,
+                       pages.status == Status::missing
+                           ? "no bad page list (retirement off: amdgpu.bad_page_threshold=0?)"
+                           : pages.reason);
+    return;
+  }
+  static const RE2 page_re(R"(\s*0x[0-9a-fA-F]+\s*:\s*0x[0-9a-fA-F]+\s*:\s*([RPF])\s*)");
+  std::int64_t retired = 0;
+  std::int64_t pending = 0;
+  std::int64_t failed = 0;
+  for (const auto& line : split_lines(pages.text)) {
+    std::string flag;
+    if (!RE2::FullMatch(line, page_re, &flag)) continue;
+    (flag == "R" ? retired : flag == "P" ? pending : failed) += 1;
+  }
+  facts.put_ok(pre + "bad_pages_retired", retired, bp);
+  facts.put_ok(pre + "bad_pages_pending", pending, bp);
+  facts.put_ok(pre + "bad_pages_failed", failed, bp);
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  // The AMD DRM cards the drm probe found (it runs earlier in checks/registry.cpp).
+  const auto cards = facts.get<std::vector<std::string>>("drm.amd_cards");
+  if (!cards) return;
+  for (const auto& card : *cards)
+    collect_card(ctx, facts, card);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_ras_probe() {
+  return std::make_unique<BasicProbe>(
+      "ras",
+      std::vector<std::string>{"ras.*.supported", "ras.*.ue_count", "ras.*.ce_count",
+                               "ras.*.de_count", "ras.*.ue_blocks", "ras.*.bad_pages_retired",
+                               "ras.*.bad_pages_pending", "ras.*.bad_pages_failed"},
+      std::vector<std::string>{"/sys/class/drm/card*/device/ras/*_err_count",
+                               "/sys/class/drm/card*/device/ras/gpu_vram_bad_pages"},
+      collect);
+}
+
+} // namespace halo::probes
