@@ -43,8 +43,10 @@ constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
 
 /// torch/version.py is about ten lines; anything near this size is not that file.
 constexpr std::size_t kMaxVersionPyBytes = std::size_t{16} * 1024;
-/// At most this many entries of a `lib/` directory are considered for `python3.*`.
-constexpr std::size_t kMaxDirEntries = 48;
+/// At most this many `python3.*` entries of one `lib/` directory are considered, among at most
+/// kMaxDirNames names (/usr/lib holds a few hundred).
+constexpr std::size_t kMaxPythonDirs = 48;
+constexpr std::size_t kMaxDirNames = 65536;
 /// At most this many site directories are searched in all.
 constexpr std::size_t kMaxSiteDirs = 24;
 /// At most this many file names of one kernel library directory are read for gfx names
@@ -62,13 +64,17 @@ struct PythonEnvVars {
   std::string virtual_env;
   std::string conda_prefix;
   std::string source;
+  std::string read_reason; ///< why /proc/self/environ could not be read; empty when it was
 };
 
 PythonEnvVars read_env(const Root& root) {
   PythonEnvVars out;
   ReadResult r = root.read("/proc/self/environ", std::size_t{1024} * 1024);
   out.source = r.path;
-  if (!r.ok()) return out;
+  if (!r.ok()) {
+    out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
+    return out;
+  }
   std::size_t start = 0;
   while (start < r.text.size()) {
     std::size_t end = r.text.find('\0', start);
@@ -97,8 +103,8 @@ std::string join(std::string_view dir, std::string_view tail) {
   return out;
 }
 
-/// Expands `PREFIX/python3.*/TAIL`: the python3.N entries of PREFIX (at most kMaxDirEntries
-/// considered), newest Python first.
+/// Expands `PREFIX/python3.*/TAIL`: the python3.N entries of PREFIX (at most kMaxPythonDirs),
+/// newest Python first.
 std::vector<std::string> expand_python_dirs(const Root& root, const std::string& prefix,
                                             std::string_view tail) {
   static const RE2 kPython(R"(python3\.([0-9]{1,3})t?)");
@@ -107,7 +113,7 @@ std::vector<std::string> expand_python_dirs(const Root& root, const std::string&
   if (!names) return {};
   std::size_t seen = 0;
   for (const auto& name : *names) {
-    if (++seen > kMaxDirEntries) break;
+    if (++seen > kMaxDirNames || found.size() >= kMaxPythonDirs) break;
     int minor = 0;
     if (RE2::FullMatch(name, kPython, &minor)) found.emplace_back(minor, name);
   }
@@ -156,6 +162,9 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env) {
     add(join(env.conda_prefix, "lib"), "site-packages");
     system = false;
     p.basis = fmt::format("CONDA_PREFIX={} ({})", env.conda_prefix, env.source);
+  } else if (!env.read_reason.empty()) {
+    p.basis = fmt::format("the system site directories ({} could not be read: {})", env.source,
+                          env.read_reason);
   } else {
     p.basis = "the system site directories (no VIRTUAL_ENV or CONDA_PREFIX in " + env.source + ")";
   }

@@ -109,6 +109,19 @@ TEST_CASE("framework probe: system site dirs, newest Python first, CUDA wheel",
         std::string::npos);
 }
 
+TEST_CASE("framework probe: /usr/lib with hundreds of entries still finds python3.N",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  for (int i = 0; i < 300; ++i)
+    t.dir("/usr/lib/a" + std::to_string(1000 + i));
+  t.file("/usr/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(str(f, "framework.python_env") == "/usr/lib/python3.11/site-packages");
+  CHECK(str(f, "framework.torch.build") == "rocm");
+}
+
 TEST_CASE("framework probe: TheRock wheel keeps ROCm in _rocm_sdk_libraries_*",
           "[probe][framework]") {
   FixtureTree t;
@@ -137,11 +150,12 @@ TEST_CASE("framework probe: no torch is missing with where it looked", "[probe][
   CHECK(v->reason.find("/usr/local/lib/python3.*/dist-packages") != std::string::npos);
   CHECK(v->reason.find("/usr/lib/python3/dist-packages") != std::string::npos);
   CHECK(f.find("framework.torch.build") == nullptr);
-  // No /proc/self/environ at all: still the system dirs, still a fact.
+  // No /proc/self/environ at all: still the system dirs, still a fact, and the reason says so.
   FixtureTree bare;
   bare.dir("/usr");
-  CHECK(probe_one(bare.path(), "framework").find("framework.torch.version")->status ==
-        Status::missing);
+  const Fact* b = probe_one(bare.path(), "framework").find("framework.torch.version");
+  CHECK(b->status == Status::missing);
+  CHECK(b->reason.find("/proc/self/environ could not be read") != std::string::npos);
 }
 
 TEST_CASE("framework probe: malformed version.py is an error naming file and line",
