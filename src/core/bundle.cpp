@@ -144,7 +144,8 @@ public:
     return text;
   }
 
-  /// Runtime facts whose key names a serial number or UUID lose their value.
+  /// Runtime facts whose key names a serial number or UUID lose their value; home directories
+  /// in stored facts (a venv's path) name `user1` as the environment does.
   void apply(FactSet& facts) {
     if (!on_) return;
     FactSet out;
@@ -156,7 +157,13 @@ public:
         out.put(std::move(r));
         notes_.push_back("runtime fact " + k + ": serial/UUID");
       } else {
-        out.put(f);
+        Fact r = f;
+        if (auto* v = std::get_if<std::string>(&r.value)) *v = home(*v);
+        r.source = home(r.source);
+        r.reason = home(r.reason);
+        if (r.value != f.value || r.source != f.source || r.reason != f.reason)
+          notes_.push_back("runtime fact " + k + ": user name in a home directory");
+        out.put(std::move(r));
       }
     }
     facts = std::move(out);
@@ -333,11 +340,14 @@ std::string node_sidecar(const Root& root) {
   return dump_json(j, 2) + "\n";
 }
 
-/// Facts no file holds: those of the runtime probes (ROCr, libdrm).
+/// Facts no file in the bundle holds: those of the runtime probes (ROCr, libdrm), and the
+/// framework probe's (checks/framework.cpp), which reads a Python environment named by
+/// VIRTUAL_ENV/CONDA_PREFIX and the file names of kernel libraries of hundreds of MB.
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
-    if (k.starts_with("hsa.") || k.starts_with("libdrm.")) out.put(f);
+    if (k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework."))
+      out.put(f);
   return out;
 }
 

@@ -191,17 +191,20 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     std::stable_sort(rs.begin(), rs.end(),
                      [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
     std::string block;
-    // Without --verbose, the passing results of one per-GPU rule share a line ("GPUs 0, 1, 2,
-    // 4: ..."): an 8-GPU node would otherwise print eight passes per rule.
-    std::map<std::string, std::vector<const Result*>> gpu_passes;
+    // Without --verbose, the passing (or skipped) results of one per-GPU rule share a line
+    // ("GPUs 0, 1, 2, 4: ..."): an 8-GPU node would otherwise print eight per rule.
+    std::map<std::pair<std::string, Outcome>, std::vector<const Result*>> gpu_passes;
+    auto foldable = [](const Result* r) {
+      return r->gpu && (r->status == Outcome::pass || r->status == Outcome::skip);
+    };
     if (!opt.verbose)
       for (const Result* r : rs)
-        if (r->gpu && r->status == Outcome::pass) gpu_passes[r->id].push_back(r);
+        if (foldable(r)) gpu_passes[{r->id, r->status}].push_back(r);
     for (const Result* r : rs) {
       const bool detail = r->status == Outcome::fail || r->status == Outcome::error;
       if (!detail && opt.quiet) continue;
-      if (auto it = gpu_passes.find(r->id);
-          it != gpu_passes.end() && r->status == Outcome::pass && it->second.size() > 1) {
+      if (auto it = gpu_passes.find({r->id, r->status});
+          foldable(r) && it != gpu_passes.end() && it->second.size() > 1) {
         if (it->second.front() != r) continue;
         std::vector<std::string> idx;
         for (const Result* g : it->second)
@@ -211,7 +214,7 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
                              std::all_of(it->second.begin(), it->second.end(),
                                          [&](const Result* g) { return g->message == r->message; })
                                  ? r->message
-                                 : std::string("pass"));
+                                 : std::string(to_string(r->status)));
         continue;
       }
       block += fmt::format("  {} {:<28} {}{}{}\n", badge(*r, p), r->id,

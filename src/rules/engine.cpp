@@ -151,7 +151,9 @@ Tri compare_one(const Fact& f, const Condition& c, const nlohmann::json& rhs) {
     }
   case Op::contains:
     if (lhs.is_array()) return std::find(lhs.begin(), lhs.end(), rhs) != lhs.end();
-    if (lhs.is_string())
+    // The operand may be another fact (`{"fact": "gpu.this.gfx_target"}`) whose value is not
+    // a string: then the substring test cannot be made, and the leaf is unknown.
+    if (lhs.is_string() && rhs.is_string())
       return lhs.get<std::string>().find(rhs.get<std::string>()) != std::string::npos;
     return std::nullopt;
   case Op::contains_any:

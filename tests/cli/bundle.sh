@@ -2,8 +2,8 @@
 # Capture bundles: capture every fixture root and this machine, replay with --bundle and with
 # --root on the extracted tree, and compare the facts and verdicts with the original:
 # - --no-redact: every fact is identical (key, status, value) and so is every verdict;
-# - redacted: only host, user and environment facts may differ, and the bundle holds no host
-#   name or human user name of the source.
+# - redacted: only host, user and environment facts (and a venv's path under /home) may differ,
+#   and the bundle holds no host name or human user name of the source.
 set -u
 bin=$(realpath "$1")
 fixtures=$(realpath "$2")
@@ -64,10 +64,12 @@ check_root() { # name root [probe options...]
 
   "$bin" capture --root "$root" "$@" -o "$tmp/$name.red.tar.gz" >/dev/null || { bad "$name: capture"; return; }
   "$bin" facts --bundle "$tmp/$name.red.tar.gz" "$@" --format json >"$tmp/$name.red.facts.json"
-  compare "$tmp/$name.facts.json" "$tmp/$name.red.facts.json" "^(host|user|env)\\.${HALO_VOLATILE:+|$HALO_VOLATILE}" || bad "$name: redaction changed facts beyond host/user/env"
+  compare "$tmp/$name.facts.json" "$tmp/$name.red.facts.json" "^(host|user|env)\\.|^framework\\.(python_env|torch\\.path)\$${HALO_VOLATILE:+|$HALO_VOLATILE}" || bad "$name: redaction changed facts beyond host/user/env and the venv's path"
   local host
   host=$(cat "$root/proc/sys/kernel/hostname" 2>/dev/null)
-  if [ -n "$host" ] && [ ${#host} -ge 3 ] && tar -xzOf "$tmp/$name.red.tar.gz" | grep -aq -- "$host"; then
+  # Fact keys (framework.torch.version) are not the host name, even on a host called "framework".
+  if [ -n "$host" ] && [ ${#host} -ge 3 ] &&
+    tar -xzOf "$tmp/$name.red.tar.gz" | sed -E 's/framework\.[a-z_.]+//g' | grep -aq -- "$host"; then
     bad "$name: host name '$host' is in the redacted bundle"
   fi
   mkdir -p "$tmp/$name.red"

@@ -77,6 +77,26 @@ TEST_CASE("operands can scale another fact", "[engine]") {
   CHECK(eval(c, f) == false);
 }
 
+TEST_CASE("contains takes another fact as its operand", "[engine]") {
+  // torch-missing-gfx-target: does the wheel's target list hold the judged GPU's target?
+  FactSet f = sample();
+  f.put_ok("framework.torch.gfx_targets", std::vector<std::string>{"gfx1100", "gfx942"}, "t");
+  auto contains_fact = [](std::string fact, std::string operand) {
+    Condition c = leaf(std::move(fact), Op::contains, nullptr);
+    c.operand.literal.reset();
+    c.operand.fact = std::move(operand);
+    return c;
+  };
+  CHECK(eval(contains_fact("framework.torch.gfx_targets", "gpu.0.gfx_target"), f) == true);
+  CHECK(eval(contains_fact("framework.torch.gfx_targets", "gpu.1.gfx_target"), f) == false);
+  // A string holds another fact's string as a substring.
+  CHECK(eval(contains_fact("kernel.version", "kernel.version"), f) == true);
+  // An operand fact that is missing, or not a string for a string, is unknown, never a throw.
+  CHECK_FALSE(eval(contains_fact("framework.torch.gfx_targets", "gpu.7.gfx_target"), f));
+  CHECK_FALSE(eval(contains_fact("kernel.version", "mem.total_bytes"), f).has_value());
+  CHECK_FALSE(eval(contains_fact("kernel.version", "kernel.cmdline.names"), f).has_value());
+}
+
 TEST_CASE("missing facts make conditions unknown, and logic is three-valued", "[engine]") {
   FactSet f = sample();
   Condition unknown = leaf("ttm.configured.pages_limit_bytes", Op::gt, 0);

@@ -87,6 +87,13 @@ TEST_CASE("semantic errors in a rule name the file, the rule's line and the path
   CHECK_THROWS_WITH(parse_rules_file(bad("\"lt\": 1", "\"matches\": \"([\""), "r.json", &reg),
                     Catch::Contains("bad regular expression"));
   CHECK_NOTHROW(parse_rules_file(kOkRule, "r.json", &reg));
+  // contains takes another fact as its operand (torch-missing-gfx-target), but not a scaled one.
+  CHECK_NOTHROW(parse_rules_file(bad("\"lt\": 1", R"("contains": {"fact": "kernel.version"})"),
+                                 "r.json", &reg));
+  CHECK_THROWS_WITH(
+      parse_rules_file(bad("\"lt\": 1", R"("contains": {"fact": "kernel.version", "times": 2})"),
+                       "r.json", &reg),
+      Catch::Contains("(schema)"));
 }
 
 TEST_CASE("a rules directory rejects duplicate ids and missing directories", "[rules]") {

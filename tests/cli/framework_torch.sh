@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The static framework probe against a real interpreter's torch (issue 14): Debian 12's python3-torch
+# (1.13.1+dfsg, a CPU build; its torch/version.py says __version__ = '1.13.0a0', hip = None), found in
+# /usr/lib/python3/dist-packages on the live root without running Python. Its facts, merged with
+# the GPU facts of a Strix Halo fixture, make torch-not-rocm fail: a CPU wheel beside an AMD GPU.
+# Usage: framework_torch.sh HALO_DOCTOR FIXTURES. Exit 77 (skipped) without python3-torch.
+set -euo pipefail
+bin=$(realpath "$1")
+fixtures=$(realpath "$2")
+torch=/usr/lib/python3/dist-packages/torch
+if [ ! -f "$torch/version.py" ]; then
+  echo "SKIP: $torch is absent (apt-get install python3-torch; scripts/setup.sh lists it)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The environment training will see: no venv or conda env, so the system site directories.
+env -u VIRTUAL_ENV -u CONDA_PREFIX "$bin" facts --no-runtime --format json -o "$tmp/live.json"
+"$bin" facts --root "$fixtures/strix-halo-fixed" --no-runtime --format json -o "$tmp/halo.json"
+python3 - "$tmp/live.json" "$tmp/halo.json" "$tmp/merged.json" "$torch" <<'PY'
+import json, sys
+live = json.load(open(sys.argv[1]))
+facts = live["facts"]
+torch = sys.argv[4]
+version = facts["framework.torch.version"]
+assert version["status"] == "ok", version
+# What the file says (Debian builds 1.13.1 from a tree whose version.py reads 1.13.0a0).
+text = open(torch + "/version.py").read()
+assert f"__version__ = '{version['value']}'" in text, (version, text)
+assert version["value"].startswith("1.13"), version
+assert version["source"].startswith(torch + "/version.py:"), version
+assert facts["framework.torch.build"]["value"] == "cpu", facts["framework.torch.build"]
+assert facts["framework.torch.hip_version"]["status"] == "missing", facts["framework.torch.hip_version"]
+assert facts["framework.torch.path"]["value"] == torch, facts["framework.torch.path"]
+assert facts["framework.python_env"]["value"] == "/usr/lib/python3/dist-packages"
+merged = json.load(open(sys.argv[2]))
+assert merged["facts"]["framework.torch.version"]["status"] == "missing"  # the fixture has no torch
+for key, fact in facts.items():
+    if key.startswith("framework."):
+        merged["facts"][key] = fact
+json.dump(merged, open(sys.argv[3], "w"))
+print("ok: live torch", version["value"], "build", facts["framework.torch.build"]["value"])
+PY
+set +e
+"$bin" check --facts "$tmp/merged.json" --only torch-not-rocm --format json >"$tmp/report.json"
+code=$?
+set -e
+[ "$code" = 1 ] || { echo "FAIL: check exited $code, expected 1"; cat "$tmp/report.json"; exit 1; }
+python3 - "$tmp/report.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+r = [x for x in results if x["id"] == "torch-not-rocm"]
+assert len(r) == 1, results
+r = r[0]
+assert r["status"] == "fail" and r["severity"] == "error", r
+assert "is a cpu build" in r["message"] and "1.13" in r["message"], r["message"]
+print("ok: torch-not-rocm:", r["message"])
+PY

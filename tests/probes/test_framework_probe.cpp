@@ -1,0 +1,197 @@
+// The static framework probe (checks/framework.cpp): which torch the training environment holds,
+// read from torch/version.py and the wheel's kernel library file names, through the Root.
+#include "fixture_tree.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace halo;
+using halo::test::FixtureTree;
+using halo::test::probe_one;
+
+namespace {
+
+// The text PyTorch's tools/generate_torch_version.py writes (2.x).
+std::string version_py(const std::string& version, const std::string& cuda,
+                       const std::string& hip) {
+  return "from typing import Optional\n\n"
+         "__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'rocm', 'xpu']\n"
+         "__version__ = '" +
+         version +
+         "'\n"
+         "debug = False\n"
+         "cuda: Optional[str] = " +
+         cuda +
+         "\n"
+         "git_version = '1eba9b3aa3c43f86f4a2c807ac8e12c4a7767340'\n"
+         "hip: Optional[str] = " +
+         hip +
+         "\n"
+         "rocm: Optional[str] = None\n"
+         "xpu: Optional[str] = None\n";
+}
+
+void set_environ(FixtureTree& t, const std::string& vars) {
+  t.file("/proc/self/environ", "PATH=/usr/bin:/bin" + std::string(1, '\0') + vars);
+}
+
+std::string str(const FactSet& f, const char* key) {
+  return f.get<std::string>(key).value_or("<none>");
+}
+
+} // namespace
+
+TEST_CASE("framework probe: a ROCm wheel in the active venv, targets from rocBLAS file names",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, std::string("VIRTUAL_ENV=/home/dev/venv") + '\0');
+  const std::string site = "/home/dev/venv/lib/python3.12/site-packages";
+  t.file(site + "/torch/version.py", version_py("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"));
+  t.file(site + "/torch/lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat", "");
+  t.file(site + "/torch/lib/rocblas/library/Kernels.so-000-gfx90a-xnack+.hsaco", "");
+  t.file(site + "/torch/lib/rocblas/library/TensileLibrary_Type_HH_Contraction_gfx942.co", "");
+  t.file(site + "/torch/lib/hipblaslt/library/extop_gfx1100.co", "");
+  t.file(site + "/torch/lib/hipblaslt/library/TensileLibrary_gfx11-generic.co", "");
+  // A system torch that the venv does not see (no include-system-site-packages).
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.0", "None", "None"));
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(str(f, "framework.python_env") == site);
+  CHECK(f.find("framework.python_env")->source.find("VIRTUAL_ENV=/home/dev/venv") !=
+        std::string::npos);
+  CHECK(str(f, "framework.torch.path") == site + "/torch");
+  CHECK(str(f, "framework.torch.version") == "2.5.1+rocm6.2");
+  CHECK(f.find("framework.torch.version")->source == site + "/torch/version.py:4");
+  CHECK(str(f, "framework.torch.hip_version") == "6.2.41133-dd7f95766");
+  CHECK(f.find("framework.torch.cuda_version")->status == Status::missing);
+  CHECK(f.find("framework.torch.cuda_version")->reason == "not a CUDA build");
+  CHECK(str(f, "framework.torch.git_version") == "1eba9b3aa3c43f86f4a2c807ac8e12c4a7767340");
+  CHECK(str(f, "framework.torch.build") == "rocm");
+  // Distinct targets, :xnack/-xnack suffixes stripped, gfx11-generic is not a GPU's target.
+  CHECK(f.get<std::vector<std::string>>("framework.torch.gfx_targets") ==
+        std::vector<std::string>{"gfx1100", "gfx90a", "gfx942"});
+}
+
+TEST_CASE("framework probe: pyvenv.cfg include-system-site-packages opens the system dirs",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, std::string("VIRTUAL_ENV=/opt/venv") + '\0');
+  t.dir("/opt/venv/lib/python3.11/site-packages");
+  t.file("/usr/lib/python3/dist-packages/torch/version.py",
+         "__version__ = '1.13.0a0'\ndebug = False\ncuda = None\ngit_version = 'Unknown'\n"
+         "hip = None\n");
+  FactSet closed = probe_one(t.path(), "framework");
+  CHECK(closed.find("framework.torch.version")->status == Status::missing);
+  t.file("/opt/venv/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = true\n");
+  FactSet open = probe_one(t.path(), "framework");
+  // Debian's python3-torch 1.13 shape: no annotations, hip = None -> a CPU build.
+  CHECK(str(open, "framework.torch.version") == "1.13.0a0");
+  CHECK(str(open, "framework.torch.build") == "cpu");
+  CHECK(open.find("framework.torch.hip_version")->reason == "not a ROCm build");
+  CHECK(open.find("framework.torch.gfx_targets")->status == Status::missing);
+  CHECK(str(open, "framework.python_env") == "/usr/lib/python3/dist-packages");
+}
+
+TEST_CASE("framework probe: system site dirs, newest Python first, CUDA wheel",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  t.file("/usr/local/lib/python3.10/dist-packages/torch/version.py",
+         version_py("2.0.0+cu117", "'11.7'", "None"));
+  t.file("/usr/local/lib/python3.12/dist-packages/torch/version.py",
+         version_py("2.5.1+cu124", "'12.4'", "None"));
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(str(f, "framework.torch.version") == "2.5.1+cu124");
+  CHECK(str(f, "framework.torch.cuda_version") == "12.4");
+  CHECK(str(f, "framework.torch.build") == "cuda");
+  CHECK(f.find("framework.torch.hip_version")->status == Status::missing);
+  CHECK(f.find("framework.python_env")->source.find("system site directories") !=
+        std::string::npos);
+}
+
+TEST_CASE("framework probe: /usr/lib with hundreds of entries still finds python3.N",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  for (int i = 0; i < 300; ++i)
+    t.dir("/usr/lib/a" + std::to_string(1000 + i));
+  t.file("/usr/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(str(f, "framework.python_env") == "/usr/lib/python3.11/site-packages");
+  CHECK(str(f, "framework.torch.build") == "rocm");
+}
+
+TEST_CASE("framework probe: TheRock wheel keeps ROCm in _rocm_sdk_libraries_*",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, std::string("CONDA_PREFIX=/opt/conda/envs/train") + '\0');
+  const std::string site = "/opt/conda/envs/train/lib/python3.12/site-packages";
+  t.file(site + "/torch/version.py",
+         version_py("2.10.0+rocm7.13.0a20260318", "None", "'7.13.26111'"));
+  FactSet none = probe_one(t.path(), "framework");
+  CHECK(none.find("framework.torch.gfx_targets")->status == Status::missing);
+  CHECK(none.find("framework.torch.gfx_targets")->reason.find("no rocBLAS") != std::string::npos);
+  t.file(site + "/_rocm_sdk_libraries_gfx1151/lib/rocblas/library/TensileLibrary_lazy_gfx1151.dat",
+         "");
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(f.get<std::vector<std::string>>("framework.torch.gfx_targets") ==
+        std::vector<std::string>{"gfx1151"});
+}
+
+TEST_CASE("framework probe: no torch is missing with where it looked", "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  t.dir("/usr/local/lib/python3.11/dist-packages");
+  FactSet f = probe_one(t.path(), "framework");
+  const Fact* v = f.find("framework.torch.version");
+  REQUIRE(v != nullptr);
+  CHECK(v->status == Status::missing);
+  CHECK(v->reason.find("/usr/local/lib/python3.*/dist-packages") != std::string::npos);
+  CHECK(v->reason.find("/usr/lib/python3/dist-packages") != std::string::npos);
+  CHECK(f.find("framework.torch.build") == nullptr);
+  // No /proc/self/environ at all: still the system dirs, still a fact, and the reason says so.
+  FixtureTree bare;
+  bare.dir("/usr");
+  const Fact* b = probe_one(bare.path(), "framework").find("framework.torch.version");
+  CHECK(b->status == Status::missing);
+  CHECK(b->reason.find("/proc/self/environ could not be read") != std::string::npos);
+}
+
+TEST_CASE("framework probe: malformed version.py is an error naming file and line",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  const std::string py = "/usr/lib/python3/dist-packages/torch/version.py";
+  t.file(py, "__version__ = '2.5.1'\ncuda = None\nhip = get_hip()\n");
+  FactSet f = probe_one(t.path(), "framework");
+  const Fact* v = f.find("framework.torch.version");
+  CHECK(v->status == Status::error);
+  CHECK(v->reason.find(py + ":3: hip is not a quoted string or None") != std::string::npos);
+  CHECK(f.find("framework.torch.build") == nullptr);
+  t.file(py, "cuda = None\nhip = None\n");
+  CHECK(probe_one(t.path(), "framework")
+            .find("framework.torch.version")
+            ->reason.find("no __version__") != std::string::npos);
+  // Bounded read: a "version.py" of 64 KiB is not read whole.
+  t.file(py, "__version__ = '2.5.1'\n" + std::string(64 * 1024, '#') + "\n");
+  CHECK(probe_one(t.path(), "framework").find("framework.torch.version")->status == Status::error);
+}
+
+TEST_CASE("framework probe: a symlink out of the root is resolved inside it",
+          "[probe][framework]") {
+  FixtureTree host; // stands for a directory on the machine running the doctor
+  host.file("/torch/version.py", version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  FixtureTree t;
+  set_environ(t, "");
+  t.dir("/usr/lib/python3/dist-packages");
+  t.link("/usr/lib/python3/dist-packages/torch", (host.path() / "torch").string());
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(f.find("framework.torch.version")->status == Status::missing);
+  // A link inside the root is followed.
+  FixtureTree u;
+  set_environ(u, "");
+  u.file("/opt/torch-real/version.py", version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  u.link("/usr/lib/python3/dist-packages/torch", "/opt/torch-real");
+  CHECK(str(probe_one(u.path(), "framework"), "framework.torch.version") == "2.10.0+rocm7.1");
+}
