@@ -578,7 +578,11 @@ std::string describe_gpu(const GpuRef& g) {
 std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const Params& params) {
   std::vector<Result> out;
   out.reserve(rules.rules.size());
-  const std::int64_t gpus = std::max<std::int64_t>(0, facts.get_int(keys::gpu_count).value_or(0));
+  // gpu.count comes from facts that may be a replayed file: bounded, so a forged count cannot
+  // make the engine loop for hours (KFD itself has at most a few hundred nodes).
+  constexpr std::int64_t kMaxGpus = 1024;
+  const std::int64_t gpus =
+      std::clamp<std::int64_t>(facts.get_int(keys::gpu_count).value_or(0), 0, kMaxGpus);
   for (const Rule& r : rules.rules) {
     if (r.scope == Scope::host) {
       out.push_back(evaluate_rule(r, facts, params));

@@ -1,3 +1,4 @@
+#include <halo/probe.hpp>
 #include <halo/rules.hpp>
 
 #include <catch2/catch.hpp>
@@ -216,4 +217,19 @@ TEST_CASE("the gate exit code follows --fail-on and pending reboots", "[engine]"
   CHECK(gate_exit_code({pending}, FailOn::error) == 4);
   CHECK(gate_exit_code({pending, err}, FailOn::error) == 1);
   CHECK(gate_exit_code({skipped}, FailOn::info) == 0);
+}
+
+TEST_CASE("a forged gpu.count cannot make a per-GPU rule loop without bound", "[rules][gpu]") {
+  const ProbeRegistry reg = builtin_probes();
+  RuleSet rs;
+  rs.rules = parse_rules_file(R"({"area": "a", "rules": [
+  {"id": "per-gpu", "title": "t", "pass_message": "ok", "why": "w", "scope": "gpu",
+   "fail": [{"severity": "error", "when": {"fact": "gpu.this.apu", "eq": true}, "message": "m"}],
+   "sources": ["https://example.org"]}]})",
+                              "r.json", &reg);
+  FactSet f;
+  f.put_ok("gpu.count", std::int64_t{1} << 40, "forged");
+  const auto results = evaluate(rs, f, default_params());
+  CHECK(results.size() == 1024);
+  CHECK(results.back().gpu->index == 1023);
 }
