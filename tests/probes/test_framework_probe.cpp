@@ -153,7 +153,8 @@ TEST_CASE("framework probe: no torch is missing with where it looked", "[probe][
   // No /proc/self/environ at all: still the system dirs, still a fact, and the reason says so.
   FixtureTree bare;
   bare.dir("/usr");
-  const Fact* b = probe_one(bare.path(), "framework").find("framework.torch.version");
+  const FactSet bare_facts = probe_one(bare.path(), "framework");
+  const Fact* b = bare_facts.find("framework.torch.version");
   CHECK(b->status == Status::missing);
   CHECK(b->reason.find("/proc/self/environ could not be read") != std::string::npos);
 }
