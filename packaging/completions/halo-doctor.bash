@@ -37,6 +37,7 @@ _halo_doctor() {
       else
         COMPREPLY=($(compgen -W "health-check prolog epilog --help" -- "$cur"))
       fi ;;
+    rules) COMPREPLY=($(compgen -W "--rules --test --help" -- "$cur")) ;;
     explain) COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
   esac
