@@ -870,30 +870,41 @@ void derive_suspects(FactSet& facts) {
 /// gpu.N.render.{path,exists,rw,gid,group,mode}: the access facts (checks/device_access.cpp) of
 /// GPU N's own render node, /dev/dri/renderD<gpu.N.render_minor>, so that a per-GPU rule judges
 /// each GPU's node (ROCr opens the render node of every GPU agent it exposes).
+/// The key prefix ("access.render.1") of the member of a fact family (pattern
+/// "access.render.*.path") whose string value is `value`; empty when none is. Joins a family
+/// another probe indexed its own way to gpu.N.
+std::string member_with(const FactSet& facts, std::string_view pattern, std::string_view value) {
+  const std::string_view field = pattern.substr(pattern.rfind('.'));
+  for (const Fact* f : facts.match(pattern))
+    if (f->ok() && std::get_if<std::string>(&f->value) != nullptr &&
+        std::get<std::string>(f->value) == value)
+      return f->key.substr(0, f->key.size() - field.size());
+  return {};
+}
+
+/// Copies `from.<field>` to `to.<field>` for each field (alias()); with `from` empty, each is
+/// missing with `why`.
+void alias_fields(FactSet& facts, const std::string& to, const std::string& from,
+                  std::initializer_list<const char*> fields, const std::string& why) {
+  for (const char* field : fields)
+    alias(facts, to + "." + field, from.empty() ? std::string() : from + "." + field, why);
+}
+
 void derive_render_access(FactSet& facts) {
-  static constexpr std::array<const char*, 6> kFields = {"path", "exists", "rw",
-                                                         "gid",  "group",  "mode"};
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
-  const auto listed = facts.match("access.render.*.path");
   std::int64_t present = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string pre = fmt::format("gpu.{}.render.", i);
+    const std::string pre = fmt::format("gpu.{}.render", i);
     const auto minor = facts.get_int(fmt::format("gpu.{}.render_minor", i));
-    std::string found;
-    if (minor) {
-      const std::string path = fmt::format("/dev/dri/renderD{}", *minor);
-      for (const Fact* f : listed)
-        if (f->ok() && std::get_if<std::string>(&f->value) != nullptr &&
-            std::get<std::string>(f->value) == path)
-          found = f->key.substr(0, f->key.size() - std::string_view(".path").size());
-    }
+    const std::string found = minor ? member_with(facts, "access.render.*.path",
+                                                  fmt::format("/dev/dri/renderD{}", *minor))
+                                    : std::string();
     const std::string why =
         !minor ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
         : found.empty() ? "the device access probe did not look at this GPU's render node"
                         : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
-    for (const char* field : kFields)
-      alias(facts, pre + field, found.empty() ? std::string() : found + "." + field, why);
-    if (facts.get<bool>(pre + "exists") == true) ++present;
+    alias_fields(facts, pre, found, {"path", "exists", "rw", "gid", "group", "mode"}, why);
+    if (facts.get<bool>(pre + ".exists") == true) ++present;
   }
   // How many GPUs' render nodes exist here: 0 in a container started without /dev/dri, fewer
   // than gpu.count where only some were passed in on purpose (--device=/dev/dri/renderD<N>).
@@ -904,14 +915,9 @@ void derive_render_access(FactSet& facts) {
 /// device whose PCI bus id (drmGetDevices2) is GPU N's slot; libdrm's device order is its own.
 void derive_libdrm_per_gpu(FactSet& facts) {
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
-  const auto listed = facts.match("libdrm.dev.*.bus_id");
   for (std::int64_t i = 0; i < n; ++i) {
     const auto slot = facts.get<std::string>(fmt::format("gpu.{}.pci_slot", i));
-    std::string found;
-    for (const Fact* f : listed)
-      if (slot && f->ok() && std::get_if<std::string>(&f->value) != nullptr &&
-          std::get<std::string>(f->value) == *slot)
-        found = f->key.substr(0, f->key.size() - std::string_view(".bus_id").size());
+    const std::string found = slot ? member_with(facts, "libdrm.dev.*.bus_id", *slot) : "";
     // Without a match, copy libdrm's own status (not probed, not installed) where it has one.
     const Fact* status = facts.find("libdrm.status");
     const std::string why =
@@ -937,11 +943,10 @@ void derive_ras_per_gpu(FactSet& facts) {
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string card = facts.get<std::string>(fmt::format("gpu.{}.card", i)).value_or("");
-    for (const char* field : {"supported", "ue_count", "ce_count", "de_count", "ue_blocks",
-                              "bad_pages_retired", "bad_pages_pending", "bad_pages_failed"})
-      alias(facts, fmt::format("gpu.{}.ras.{}", i, field),
-            card.empty() ? std::string() : fmt::format("ras.{}.{}", card, field),
-            "no amdgpu DRM card for this GPU, so no RAS counters");
+    alias_fields(facts, fmt::format("gpu.{}.ras", i), card.empty() ? std::string() : "ras." + card,
+                 {"supported", "ue_count", "ce_count", "de_count", "ue_blocks", "bad_pages_retired",
+                  "bad_pages_pending", "bad_pages_failed"},
+                 "no amdgpu DRM card for this GPU, so no RAS counters");
   }
 }
 
