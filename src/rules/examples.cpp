@@ -34,21 +34,21 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules) {
     for (const RuleExample& ex : r.examples) {
       const Rule bound = per_gpu ? bind_to_gpu(r, ex.gpu) : r;
       const Result res = evaluate_rule(bound, ex.facts, ex.params);
+      const std::string where =
+          fmt::format("{}:{}: rule '{}' example '{}'", r.file, ex.line, r.id, ex.name);
       const bool pending = res.status == Outcome::fail && res.pending_reboot;
       const std::optional<Severity> sev =
           res.status == Outcome::fail ? std::optional<Severity>(res.severity) : std::nullopt;
       if (res.status != ex.expect || sev != ex.severity ||
           (ex.expect == Outcome::fail && pending != ex.pending_reboot)) {
-        out.push_back({fmt::format("{}:{}: rule '{}' example '{}'", r.file, ex.line, r.id, ex.name),
-                       fmt::format("expected {}, got {}: {}",
-                                   describe(ex.expect, ex.severity, ex.pending_reboot),
-                                   describe(res.status, sev, pending), res.message)});
+        out.push_back({where, fmt::format("expected {}, got {}: {}",
+                                          describe(ex.expect, ex.severity, ex.pending_reboot),
+                                          describe(res.status, sev, pending), res.message)});
         continue;
       }
       if (!ex.message.empty() && res.message.find(ex.message) == std::string::npos) {
-        out.push_back(
-            {fmt::format("{}:{}: rule '{}' example '{}'", r.file, ex.line, r.id, ex.name),
-             fmt::format("expected a message with \"{}\", got: {}", ex.message, res.message)});
+        out.push_back({where, fmt::format("expected a message with \"{}\", got: {}", ex.message,
+                                          res.message)});
         continue;
       }
       for (std::size_t i = 0; i < bound.applies.size(); ++i)

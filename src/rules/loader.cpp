@@ -386,17 +386,6 @@ std::string embedded_rules_schema();
 namespace {
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples, bool schema_check,
-                                   const Predicates* predicates);
-} // namespace
-
-std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry, bool examples) {
-  return parse_rules_text(text, file, registry, examples, /*schema_check=*/true, nullptr);
-}
-
-namespace {
-std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
-                                   const ProbeRegistry* registry, bool examples, bool schema_check,
                                    const Predicates* predicates) {
   // Without examples (every command but `rules --test`) their values are dropped while parsing:
   // they are most of the rules' text.
@@ -579,6 +568,11 @@ RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::stri
   return set;
 }
 } // namespace
+
+std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
+                                   const ProbeRegistry* registry, bool examples) {
+  return parse_rules_text(text, file, registry, examples, /*schema_check=*/true, nullptr);
+}
 
 RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bool examples) {
   namespace fs = std::filesystem;
