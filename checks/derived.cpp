@@ -424,6 +424,20 @@ void derive_visibility(FactSet& facts) {
   alias(
       facts, "apu.carveout_min_bytes", "drm." + card + ".uma_carveout_min_bytes",
       "the firmware lists no carve-out options (uma/carveout_options: kernel 7.0+, some machines)");
+  // gpu.N.hsa_coarse_pool_bytes: ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's
+  // agent is its position in that list.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "hsa_coarse_pool_bytes");
+    const auto at = std::find(rocr.begin(), rocr.end(), i);
+    const Fact* hs = facts.find("hsa.status");
+    if (at == rocr.end())
+      facts.put_status(key, Status::missing, kDerived, "ROCR_VISIBLE_DEVICES hides this GPU");
+    else if (hs != nullptr && hs->not_probed())
+      facts.put_status(key, Status::missing, hs->source, hs->reason);
+    else
+      alias(facts, key, fmt::format("hsa.gpu.{}.coarse_pool_bytes", at - rocr.begin()),
+            "the runtime probe did not report this GPU agent");
+  }
   // ROCr's GPU agents are the ROCR-visible GPUs in order: the APU's agent is its position there.
   const auto pos = apu ? std::find(rocr.begin(), rocr.end(), *apu) : rocr.end();
   const Fact* hsa_status = facts.find("hsa.status");
@@ -950,6 +964,71 @@ void derive_ras_per_gpu(FactSet& facts) {
   }
 }
 
+/// gpu.N.usable_bytes: the memory a process on GPU N can allocate, the capacity `plan` sets a
+/// run against. ROCr's coarse-grained pool when the runtime was asked (HIP's totalGlobalMem is
+/// that pool: rocm-systems PR 8475); else, from sysfs: a discrete GPU's VRAM; an APU whose GTT is
+/// larger than its carve-out allocates from GTT up to the TTM limit (the kernel's apu_prefer_gtt,
+/// commit 759e764; reference/framework-facts.md 2), else from the carve-out.
+void derive_usable_memory(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "usable_bytes");
+    if (auto pool = facts.get_int(keys::gpu(i, "hsa_coarse_pool_bytes"))) {
+      facts.put_ok(key, *pool, "derived: ROCr's coarse-grained GPU pool (hsa_coarse_pool_bytes)");
+      continue;
+    }
+    const auto vram = facts.get_int(keys::gpu(i, "vram_total_bytes"));
+    if (!vram) {
+      facts.put_status(key, Status::missing, kDerived, "the GPU's VRAM size is unknown");
+      continue;
+    }
+    if (facts.get<bool>(keys::gpu(i, "apu")) != true) {
+      facts.put_ok(key, *vram, "derived: the GPU's VRAM (mem_info_vram_total)");
+      continue;
+    }
+    const auto gtt = facts.get_int(keys::gpu(i, "gtt_total_bytes"));
+    const auto ttm = facts.get_int("ttm.pages_limit_bytes");
+    if (!gtt || *gtt <= *vram) {
+      facts.put_ok(key, *vram, "derived: APU carve-out (GTT is not larger than it)");
+      continue;
+    }
+    const std::int64_t gpu_side = ttm ? std::min(*gtt, *ttm) : *gtt;
+    facts.put_ok(key, std::max(*vram, gpu_side),
+                 ttm ? "derived: APU: max(carve-out, min(GTT, TTM pages_limit))"
+                     : "derived: APU: max(carve-out, GTT) (TTM limit unknown)");
+  }
+}
+
+/// The GPU a plan runs on (HIP device 0) and its capacity; on an APU also the capacity with the
+/// recommended TTM limit (ttm.recommended_bytes), which `halo-doctor fix` sets.
+void derive_plan(FactSet& facts) {
+  if (facts.get<bool>("plan.present") != true) {
+    for (const char* k : {"plan.gpu", "plan.capacity_bytes", "plan.capacity_with_ttm_fix_bytes",
+                          "plan.apu", "plan.gfx_target"})
+      facts.put_status(k, Status::missing, kDerived, "no training run given (--model)");
+    return;
+  }
+  const auto dev0 = facts.get_int("gpu.device0");
+  if (!dev0) {
+    for (const char* k : {"plan.gpu", "plan.capacity_bytes", "plan.capacity_with_ttm_fix_bytes",
+                          "plan.apu", "plan.gfx_target"})
+      facts.put_status(k, Status::missing, kDerived, "no GPU is visible to HIP");
+    return;
+  }
+  facts.put_ok("plan.gpu", *dev0, "derived: HIP device 0 (gpu.device0)");
+  alias(facts, "plan.capacity_bytes", keys::gpu(*dev0, "usable_bytes"), "unknown");
+  alias(facts, "plan.apu", keys::gpu(*dev0, "apu"), "unknown");
+  alias(facts, "plan.gfx_target", keys::gpu(*dev0, "gfx_target"), "unknown");
+  const auto vram = facts.get_int(keys::gpu(*dev0, "vram_total_bytes"));
+  const auto rec = facts.get_int("ttm.recommended_bytes");
+  if (facts.get<bool>(keys::gpu(*dev0, "apu")) == true && vram && rec)
+    facts.put_ok("plan.capacity_with_ttm_fix_bytes", std::max(*vram, *rec),
+                 "derived: APU with the TTM limit at ttm.recommended_bytes");
+  else
+    facts.put_status("plan.capacity_with_ttm_fix_bytes", Status::missing, kDerived,
+                     "not an APU, or MemTotal unknown");
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
   derive_ras_per_gpu(facts);
@@ -964,6 +1043,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_ttm(facts, ctx.options);
   derive_gttsize(facts);
   derive_suspects(facts);
+  derive_usable_memory(facts);
+  derive_plan(facts);
 }
 
 } // namespace
@@ -987,6 +1068,13 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.pci_slot",
                                                                "gpu.*.hip_device",
                                                                "gpu.*.render_minor",
+                                                               "gpu.*.hsa_coarse_pool_bytes",
+                                                               "gpu.*.usable_bytes",
+                                                               "plan.gpu",
+                                                               "plan.capacity_bytes",
+                                                               "plan.capacity_with_ttm_fix_bytes",
+                                                               "plan.apu",
+                                                               "plan.gfx_target",
                                                                "gpu.*.render.*",
                                                                "gpu.render_nodes_present",
                                                                "gpu.*.ras.*",

@@ -51,6 +51,7 @@ std::unique_ptr<Probe> make_hsa_probe();           // checks/hsa.cpp (ROCr, in a
 std::unique_ptr<Probe> make_libdrm_probe();        // checks/libdrm.cpp (libdrm_amdgpu queries)
 std::unique_ptr<Probe> make_boot_stack_probe();    // checks/boot_stack.cpp
 std::unique_ptr<Probe> make_framework_probe();     // checks/framework.cpp (PyTorch, from files)
+std::unique_ptr<Probe> make_plan_probe();          // checks/plan.cpp (the training run given)
 std::unique_ptr<Probe> make_derived_probe();       // checks/derived.cpp (runs last)
 
 } // namespace halo::probes

@@ -6,6 +6,7 @@ packages=(
   build-essential cmake pkg-config git
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev libvalijson-dev
+  libyaml-cpp-dev
   catch2
   # tests/fuzz: libFuzzer targets (clang; libFuzzer itself is in libclang-rt-14-dev)
   clang libclang-rt-14-dev

@@ -13,6 +13,10 @@
 
 namespace halo {
 
+namespace plan {
+struct Plan;
+} // namespace plan
+
 /// Options that change what probes and derivations compute.
 struct ProbeOptions {
   /// Memory left to the OS when computing the recommended TTM limit, in GiB (`--reserve`).
@@ -26,6 +30,9 @@ struct ProbeOptions {
   /// The host's root directory as seen from here (`--host-root DIR`); empty: detected
   /// (detect_host_root).
   std::string host_root;
+  /// The training run to judge (`plan`, `check --model`): the plan probe (checks/plan.cpp)
+  /// turns it into `plan.*` facts; nullptr: no run given, and `plan.present` is false.
+  std::shared_ptr<const plan::Plan> plan;
 };
 
 /// Where the host's boot configuration is read from. Kernel state (/proc, /sys, /dev) is the
@@ -97,8 +104,9 @@ public:
   /// Runs every probe in order; a probe that throws is recorded as `probe.<id>.status` error.
   /// Without ctx.host, the host root is chosen by detect_host_root(ctx.root, host_root option).
   FactSet collect(const ProbeContext& ctx) const;
-  /// Re-runs only derivations (the probe with id "derived") on an existing fact set, e.g. one
-  /// replayed from `--facts FILE`, so `--reserve` still applies.
+  /// Re-runs only the probes that read no machine (the training plan, id "plan") and the
+  /// derivations (id "derived") on an existing fact set, e.g. one replayed from `--facts FILE`,
+  /// so `--reserve` and `--model` still apply.
   void rederive(const ProbeContext& ctx, FactSet& facts) const;
 
 private:

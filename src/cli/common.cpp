@@ -3,6 +3,7 @@
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
 #include <halo/io.hpp>
+#include <halo/plan.hpp>
 #include <halo/policy.hpp>
 
 #include <fmt/format.h>
@@ -74,6 +75,7 @@ ProbeOptions probe_options(const CommonOptions& o) {
   po.hsa_library = o.hsa_library;
   po.runtime_timeout_s = o.runtime_timeout_s;
   po.host_root = o.host_root;
+  po.plan = o.plan;
   return po;
 }
 
@@ -160,6 +162,9 @@ Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool
   }
   Evaluation ev;
   ev.rules = load_rules(o, reg);
+  // Without a training run the plan rules would only skip: leave them out of the report.
+  if (!o.plan && o.only.empty())
+    std::erase_if(ev.rules.rules, [](const Rule& r) { return r.area == plan::kRuleArea; });
   ev.facts = gather(o, reg);
   Params params = rule_params(o);
   if (policy) add_policy_params(*policy, params);

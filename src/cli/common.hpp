@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct CommonOptions {
   bool rule_examples = false;
   std::vector<std::string> only;
   std::vector<std::string> skip;
+  /// The training run (`plan`, `check --model`): given, the rules of area "plan" are evaluated;
+  /// without it they are left out unless --only names them (docs/plan.md).
+  std::shared_ptr<const plan::Plan> plan;
 };
 
 /// A CLI11 validator accepting only a finite decimal number: CLI::Range alone lets "nan" through

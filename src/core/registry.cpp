@@ -75,7 +75,7 @@ FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
 
 void ProbeRegistry::rederive(const ProbeContext& ctx, FactSet& facts) const {
   for (const auto& p : probes_)
-    if (p->id() == "derived") run_one(*p, ctx, facts);
+    if (p->id() == "plan" || p->id() == "derived") run_one(*p, ctx, facts);
 }
 
 } // namespace halo

@@ -1,0 +1,118 @@
+// Probe: the training run given with `plan` or `check --model` (include/halo/plan.hpp), as facts.
+// It reads no machine: the model and training configurations were read (and refused when bad)
+// before probing; this turns the plan into `plan.*` facts whose source is the file and line, the
+// option or the default each came from. Without a plan, plan.present is false and the rules of
+// rules/plan.json skip.
+#include "probes.hpp"
+
+#include <halo/plan.hpp>
+
+#include <fmt/format.h>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::string_view kPresent = "plan.present";
+
+std::string source(const plan::Origin& o) {
+  switch (o.kind) {
+  case plan::Origin::Kind::file:
+    return o.text;
+  case plan::Origin::Kind::command_line:
+    return "command line " + o.text;
+  case plan::Origin::Kind::default_value:
+    return "default: " + o.text;
+  case plan::Origin::Kind::assumed:
+    return "assumed: " + o.text;
+  }
+  return o.text;
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const auto& p = ctx.options.plan;
+  if (!p) {
+    facts.put_ok(std::string(kPresent), false, "halo-doctor (no --model given)");
+    return;
+  }
+  facts.put_ok(std::string(kPresent), true, "halo-doctor --model " + p->model.path);
+  const std::string& cfg = p->model.path;
+  facts.put_ok("plan.model.name", p->model.name, cfg);
+  facts.put_ok("plan.model.type", p->model.model_type, cfg);
+  facts.put_ok("plan.model.parameters", p->params.total,
+               fmt::format("derived: {} ({})", p->params.formula,
+                           p->params.exact ? "exact" : "unknown model_type: Llama-style count"));
+  facts.put_ok("plan.model.parameters_exact", p->params.exact, cfg);
+  if (p->model.index_total_bytes)
+    facts.put_ok("plan.model.weights_file_bytes", *p->model.index_total_bytes,
+                 p->model.index_path + " (metadata.total_size)");
+  else
+    facts.put_status("plan.model.weights_file_bytes", Status::missing, cfg,
+                     "no model.safetensors.index.json beside the config");
+  const plan::TrainSettings& s = p->settings;
+  facts.put_ok("plan.config_format", s.config_format,
+               s.config_path.empty() ? std::string("no --config") : s.config_path);
+  facts.put_ok("plan.method", plan::to_string(s.method.value), source(s.method.origin));
+  facts.put_ok("plan.micro_batch", s.micro_batch.value, source(s.micro_batch.origin));
+  facts.put_ok("plan.eval_batch", s.eval_batch.value, source(s.eval_batch.origin));
+  facts.put_ok("plan.grad_accum", s.grad_accum.value, source(s.grad_accum.origin));
+  facts.put_ok("plan.effective_batch",
+               s.micro_batch.value * s.grad_accum.value * s.num_processes.value,
+               "derived: micro-batch x gradient accumulation x processes");
+  facts.put_ok("plan.seq_len", s.seq_len.value, source(s.seq_len.origin));
+  facts.put_ok("plan.bf16", s.bf16.value, source(s.bf16.origin));
+  facts.put_ok("plan.fp16", s.fp16.value, source(s.fp16.origin));
+  facts.put_ok("plan.tf32", s.tf32.value, source(s.tf32.origin));
+  facts.put_ok("plan.load_dtype", s.load_dtype.value, source(s.load_dtype.origin));
+  facts.put_ok("plan.gradient_checkpointing", s.gradient_checkpointing.value,
+               source(s.gradient_checkpointing.origin));
+  facts.put_ok("plan.optim", s.optim.value, source(s.optim.origin));
+  facts.put_ok("plan.attention", plan::to_string(s.attention.value), source(s.attention.origin));
+  facts.put_ok("plan.dataloader_workers", s.dataloader_workers.value,
+               source(s.dataloader_workers.origin));
+  facts.put_ok("plan.pin_memory", s.pin_memory.value, source(s.pin_memory.origin));
+  facts.put_ok("plan.torch_compile", s.torch_compile.value, source(s.torch_compile.origin));
+  facts.put_ok("plan.num_processes", s.num_processes.value, source(s.num_processes.origin));
+  facts.put_ok("plan.ignored_keys", s.ignored_keys,
+               s.config_path.empty() ? std::string("no --config") : s.config_path);
+  for (const auto& it : p->estimate.items)
+    facts.put_ok(fmt::format("plan.memory.{}_bytes", it.key), it.bytes, "derived: " + it.basis);
+  facts.put_ok("plan.memory.required_bytes", p->estimate.required_bytes,
+               "derived: the sum of plan.memory.*_bytes (docs/plan.md)");
+  facts.put_ok("plan.memory.lora_required_bytes", p->lora_required_bytes,
+               "derived: the same run as bf16 LoRA (docs/plan.md)");
+  facts.put_ok("plan.trainable_parameters", p->estimate.trainable_params,
+               "derived: all parameters (full) or the LoRA adapters");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_plan_probe() {
+  return std::make_unique<BasicProbe>(
+      "plan",
+      std::vector<std::string>{"plan.present",
+                               "plan.model.*",
+                               "plan.config_format",
+                               "plan.method",
+                               "plan.micro_batch",
+                               "plan.eval_batch",
+                               "plan.grad_accum",
+                               "plan.effective_batch",
+                               "plan.seq_len",
+                               "plan.bf16",
+                               "plan.fp16",
+                               "plan.tf32",
+                               "plan.load_dtype",
+                               "plan.gradient_checkpointing",
+                               "plan.optim",
+                               "plan.attention",
+                               "plan.dataloader_workers",
+                               "plan.pin_memory",
+                               "plan.torch_compile",
+                               "plan.num_processes",
+                               "plan.ignored_keys",
+                               "plan.memory.*",
+                               "plan.trainable_parameters"},
+      std::vector<std::string>{"--model DIR/config.json", "--config FILE"}, collect);
+}
+
+} // namespace halo::probes

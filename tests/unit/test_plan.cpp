@@ -1,0 +1,247 @@
+// halo-doctor plan: parameter counts of real public configs against their published totals, the
+// memory estimate against its formulas, and the training-configuration readers against the real
+// files in tests/plan (each with a SOURCE.md naming where it came from).
+#include <halo/error.hpp>
+#include <halo/plan.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace halo;
+
+namespace {
+const std::string kPlan = HALO_PLAN_DIR;
+
+std::int64_t count(const std::string& name) {
+  return plan::count_parameters(plan::load_model(kPlan + "/models/" + name)).total;
+}
+
+std::filesystem::path temp_dir() {
+  char tmpl[] = "/tmp/halo-plan-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  REQUIRE(d != nullptr);
+  return d;
+}
+
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+} // namespace
+
+TEST_CASE("parameter counts equal the published totals of real configs", "[plan]") {
+  // Each total is in tests/plan/models/NAME/SOURCE.md with its source (a safetensors index's
+  // metadata.total_size divided by the bytes per parameter, or a measured sum).
+  CHECK(count("llama-3-8b") == 8'030'261'248);
+  CHECK(count("mistral-7b-v0.1") == 7'241'732'096);
+  CHECK(count("gpt2") == 124'439'808);
+  CHECK(count("mixtral-8x7b-v0.1") == 46'702'792'704);
+  CHECK(count("qwen2.5-0.5b") == 494'032'768);
+  CHECK(count("gemma-7b") == 8'537'680'896);
+  CHECK(count("llama-3.2-1b") == 1'235'814'400);
+  CHECK(count("tinyllama-1.1b-chat-v1.0") == 1'100'048'384);
+  CHECK(count("qwen3-30b-a3b") == 30'532'122'624);
+}
+
+TEST_CASE("MoE active parameters and the index's total size", "[plan]") {
+  const auto q = plan::load_model(kPlan + "/models/qwen3-30b-a3b/config.json");
+  // Qwen3-30B-A3B: "3.3B activated" (8 of 128 experts); the GGUF count in SOURCE.md.
+  CHECK(plan::count_parameters(q).active == 3'353'032'704);
+  const auto m = plan::load_model(kPlan + "/models/mixtral-8x7b-v0.1");
+  REQUIRE(m.index_total_bytes.has_value());
+  CHECK(*m.index_total_bytes == 93'405'585'408);
+  CHECK(*m.index_total_bytes / 2 == plan::count_parameters(m).total);
+}
+
+TEST_CASE("tie_word_embeddings left out takes the model class's default", "[plan]") {
+  const auto g = plan::load_model(kPlan + "/models/gpt2");
+  CHECK(g.tie_from_default);
+  CHECK(g.tie_word_embeddings); // GPT2Config inherits PretrainedConfig's True
+  const auto p = plan::count_parameters(g);
+  CHECK(p.lm_head == 0);
+}
+
+TEST_CASE("a model config that is not one is refused with its file and line", "[plan]") {
+  const auto dir = temp_dir();
+  write(dir / "bad" / "config.json",
+        "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096\n}\n");
+  CHECK_THROWS_WITH(plan::load_model((dir / "bad").string()),
+                    Catch::Contains("not a decoder model's config: no num_hidden_layers"));
+  write(dir / "tok" / "config.json", "{\"do_lower_case\": true, \"vocab_size\": 30522}");
+  CHECK_THROWS_WITH(plan::load_model((dir / "tok").string()),
+                    Catch::Contains("neither model_type nor architectures"));
+  write(dir / "neg" / "config.json",
+        "{\"model_type\": \"llama\",\n\"hidden_size\": -4096, \"num_hidden_layers\": 2}");
+  CHECK_THROWS_WITH(plan::load_model((dir / "neg").string()),
+                    Catch::Contains("config.json:2: hidden_size: -4096 is not a whole number"));
+  write(dir / "big" / "config.json",
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 32, "
+        "\"num_attention_heads\": 32, \"vocab_size\": 1e30, \"intermediate_size\": 1}");
+  CHECK_THROWS_AS(plan::load_model((dir / "big").string()), InputError);
+  CHECK_THROWS_WITH(plan::load_model((dir / "missing").string()),
+                    Catch::Contains("no such file or directory"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a hub cache directory resolves refs/main; links never lead outside", "[plan]") {
+  const auto dir = temp_dir();
+  const auto repo = dir / "models--meta-llama--Meta-Llama-3-8B";
+  const std::string hash = "62bd457b6fe961a42a631306577e622c83876cb6";
+  std::filesystem::create_directories(repo / "blobs");
+  std::filesystem::copy_file(kPlan + "/models/llama-3-8b/config.json", repo / "blobs" / "abc");
+  write(repo / "refs" / "main", hash);
+  std::filesystem::create_directories(repo / "snapshots" / hash);
+  std::filesystem::create_symlink("../../blobs/abc", repo / "snapshots" / hash / "config.json");
+  CHECK(plan::count_parameters(plan::load_model(repo.string())).total == 8'030'261'248);
+  CHECK(plan::count_parameters(plan::load_model((repo / "snapshots" / hash).string())).total ==
+        8'030'261'248);
+  // A config.json that links out of the model's directory is not followed.
+  write(dir / "secret.json", "{}");
+  std::filesystem::create_directories(dir / "evil");
+  std::filesystem::create_symlink(dir / "secret.json", dir / "evil" / "config.json");
+  CHECK_THROWS_WITH(plan::load_model((dir / "evil").string()), Catch::Contains("leads outside"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("training configurations: real axolotl, torchtune, TrainingArguments files", "[plan]") {
+  const auto ax = plan::load_train_settings({kPlan + "/train/axolotl-llama3-qlora.yml"}, {});
+  CHECK(ax.config_format == "axolotl");
+  CHECK(ax.method.value == plan::Method::qlora);
+  CHECK(ax.seq_len.value == 4096);
+  CHECK(ax.micro_batch.value == 2);
+  CHECK(ax.grad_accum.value == 4);
+  CHECK(ax.lora_r.value == 32);
+  CHECK(ax.lora_targets.value == std::vector<std::string>{"all-linear"});
+  CHECK(ax.optim.value == "paged_adamw_32bit");
+  CHECK(ax.gradient_checkpointing.value);
+  CHECK(ax.bf16.value); // bf16: auto
+  CHECK(ax.attention.value == plan::Attention::flash_attention_2);
+  CHECK_THAT(ax.seq_len.origin.text, Catch::Contains("axolotl-llama3-qlora.yml:"));
+
+  const auto tt = plan::load_train_settings(
+      {kPlan + "/train/torchtune-llama3_1-8B_qlora_single_device.yaml"}, {});
+  CHECK(tt.config_format == "torchtune");
+  CHECK(tt.method.value == plan::Method::qlora);
+  CHECK(tt.micro_batch.value == 2);
+  CHECK(tt.grad_accum.value == 8);
+  CHECK(tt.lora_r.value == 8);
+  CHECK(tt.lora_targets.value == std::vector<std::string>{"q_proj", "v_proj", "o_proj", "gate_proj",
+                                                          "up_proj", "down_proj"});
+
+  const auto hf =
+      plan::load_train_settings({kPlan + "/train/hf-trainingarguments-grpo-unsloth.json"}, {});
+  CHECK(hf.config_format == "transformers");
+}
+
+TEST_CASE("the command line overrides the file; defaults say so", "[plan]") {
+  plan::Overrides o;
+  o.micro_batch = 1;
+  o.seq_len = 8192;
+  const auto s = plan::load_train_settings({kPlan + "/train/axolotl-llama3-qlora.yml"}, o);
+  CHECK(s.micro_batch.value == 1);
+  CHECK(s.micro_batch.origin.kind == plan::Origin::Kind::command_line);
+  CHECK(s.seq_len.value == 8192);
+  const auto d = plan::load_train_settings({}, {});
+  CHECK(d.micro_batch.value == 8);
+  CHECK(d.micro_batch.origin.kind == plan::Origin::Kind::default_value);
+  CHECK(d.pin_memory.value);
+}
+
+TEST_CASE("a misspelled key is refused with a suggestion; bad values name the line", "[plan]") {
+  const auto dir = temp_dir();
+  write(dir / "a.yml", "base_model: x\nsequence_len: 2048\ngradient_checkpoint: true\n");
+  CHECK_THROWS_WITH(plan::load_train_settings({(dir / "a.yml").string()}, {}),
+                    Catch::Contains("a.yml:3: unknown axolotl key 'gradient_checkpoint' (did "
+                                    "you mean 'gradient_checkpointing'?)"));
+  write(dir / "b.yml", "base_model: x\nmicro_batch_size: -2\n");
+  CHECK_THROWS_WITH(plan::load_train_settings({(dir / "b.yml").string()}, {}),
+                    Catch::Contains("b.yml:2: micro_batch_size: '-2' is not a whole number"));
+  write(dir / "c.json", "{\"per_device_train_batch_size\": 4,\n \"bf16\": \"yes please\"}");
+  CHECK_THROWS_WITH(plan::load_train_settings({(dir / "c.json").string()}, {}),
+                    Catch::Contains("c.json:2: bf16"));
+  write(dir / "d.json", "{\"per_device_train_batch_size\": 4,");
+  CHECK_THROWS_WITH(plan::load_train_settings({(dir / "d.json").string()}, {}),
+                    Catch::Contains("not valid JSON"));
+  write(dir / "e.yml", "foo: 1\nbar: 2\n");
+  CHECK_THROWS_WITH(plan::load_train_settings({(dir / "e.yml").string()}, {}),
+                    Catch::Contains("not a training configuration halo-doctor knows"));
+  write(dir / "f.yml", "base_model: x\nmy_plugin_setting: 3\n");
+  CHECK(plan::load_train_settings({(dir / "f.yml").string()}, {}).ignored_keys ==
+        std::vector<std::string>{"my_plugin_setting"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the memory estimate follows its formulas", "[plan]") {
+  const auto m = plan::load_model(kPlan + "/models/llama-3-8b");
+  const auto p = plan::count_parameters(m);
+  plan::Overrides o;
+  o.method = plan::Method::full;
+  o.micro_batch = 1;
+  o.seq_len = 2048;
+  o.load_dtype = "bfloat16";
+  auto s = plan::load_train_settings({}, o);
+  s.bf16.value = true;
+  const auto e = plan::estimate_memory(m, p, s);
+  auto item = [&](const std::string& k) {
+    for (const auto& it : e.items)
+      if (it.key == k) return it.bytes;
+    FAIL("no item " << k);
+    return std::int64_t{0};
+  };
+  // Pure bf16 with torch AdamW: 2 B weights, 2 B gradients, 2 states x 2 B.
+  CHECK(item("weights") == 2 * p.total);
+  CHECK(item("gradients") == 2 * p.total);
+  CHECK(item("optimizer") == 4 * p.total);
+  // Activations per token and layer (elements): 2h norms + (h + q + 2kv + q) + (h + 4I);
+  // Llama-3-8B: h 4096, q 4096, kv 1024, I 14336 -> 8192 + 14336 + 61440 = 83968, x 2 B, x 32
+  // layers, x 2048 tokens, + 2h x 2048 x 2 B for the embedding output and the final norm.
+  CHECK(item("activations") == 83968LL * 2 * 32 * 2048 + 2LL * 4096 * 2048 * 2);
+  // Logits: s * V * (2 + 4).
+  CHECK(item("logits") == 2048LL * 128256 * 6);
+  // Mixed precision on an fp32 load: the HF anatomy's 6 + 4 + 8 B/param.
+  s.load_dtype.value = "float32";
+  const auto amp = plan::estimate_memory(m, p, s);
+  CHECK(amp.items[0].bytes == 6 * p.total);
+  CHECK(amp.items[1].bytes == 4 * p.total);
+  CHECK(amp.items[2].bytes == 8 * p.total);
+  // Gradient checkpointing keeps one layer input per layer.
+  s.load_dtype.value = "bfloat16";
+  s.gradient_checkpointing.value = true;
+  const auto ck = plan::estimate_memory(m, p, s);
+  CHECK(ck.activations_per_sequence_bytes ==
+        32LL * 4096 * 2048 * 2 + 83968LL * 2 * 2048 + 2LL * 4096 * 2048 * 2);
+}
+
+TEST_CASE("QLoRA stores the layers' linear weights in NF4", "[plan]") {
+  const auto m = plan::load_model(kPlan + "/models/llama-3-8b");
+  const auto p = plan::count_parameters(m);
+  // The layers' linear weights: 32 x (4096*4096*2 + 4096*1024*2 + 3*4096*14336).
+  CHECK(p.linear == 32LL * (4096LL * 4096 * 2 + 4096LL * 1024 * 2 + 3LL * 4096 * 14336));
+  plan::Overrides o;
+  o.method = plan::Method::qlora;
+  o.lora_r = 16;
+  const auto s = plan::load_train_settings({}, o);
+  const auto e = plan::estimate_memory(m, p, s);
+  const double expect = static_cast<double>(p.linear) * (0.5 + 1.0 / 64 + 4.0 / (64.0 * 256.0)) +
+                        static_cast<double>(p.total - p.linear) * 2;
+  CHECK(std::llabs(e.items[0].bytes - static_cast<std::int64_t>(expect)) <= 1);
+  // r=16 on q_proj and v_proj (PEFT's default): 16 * ((4096+4096) + (4096+1024)) per layer.
+  CHECK(e.trainable_params == 32LL * 16 * (8192 + 5120));
+}
+
+TEST_CASE("the largest micro-batch that fits is the bisection's boundary", "[plan]") {
+  const auto pl = plan::make_plan(kPlan + "/models/llama-3-8b",
+                                  {kPlan + "/train/axolotl-llama3-qlora.yml"}, {});
+  const std::int64_t budget = 40LL << 30;
+  const auto lim = plan::find_limits(pl, budget);
+  REQUIRE(lim.max_micro_batch > 0);
+  auto s = pl.settings;
+  s.micro_batch.value = lim.max_micro_batch;
+  CHECK(plan::estimate_memory(pl.model, pl.params, s).required_bytes <= budget);
+  s.micro_batch.value = lim.max_micro_batch + 1;
+  CHECK(plan::estimate_memory(pl.model, pl.params, s).required_bytes > budget);
+}
