@@ -111,6 +111,13 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 namespace keys {
 /// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
 inline constexpr std::string_view gpu_count = "gpu.count";
+/// The GPU a training plan runs on (HIP device 0), integer (derived; checks/derived.cpp).
+inline constexpr std::string_view plan_gpu = "plan.gpu";
+/// Bytes a process on that GPU can allocate (derived: gpu.N.usable_bytes).
+inline constexpr std::string_view plan_capacity_bytes = "plan.capacity_bytes";
+/// On an APU, the bytes it could allocate with the recommended TTM limit (derived).
+inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
+    "plan.capacity_with_ttm_fix_bytes";
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
 std::string gpu(std::int64_t index, std::string_view field);
 } // namespace keys

@@ -16,6 +16,9 @@ namespace halo::plan {
 
 /// The rule area of rules/plan.json: `check` evaluates those rules only with a training run.
 inline constexpr std::string_view kRuleArea = "plan";
+/// The rule whose result is the plan's verdict (rules/plan.json): pass = fits, a warning = tight,
+/// an error = does not fit.
+inline constexpr std::string_view kFitRuleId = "plan-memory-fit";
 
 /// Where a setting's value came from: a file and line ("train.yaml:12"), a command-line option
 /// ("--batch"), or a framework default or an assumption, said in words ("default of
@@ -114,6 +117,11 @@ struct TrainSettings {
   Setting<bool> fp16;
   Setting<bool> tf32;
   Setting<std::string> load_dtype; ///< dtype the base weights are loaded in
+  /// LoRA on a base quantised to 8 bit (bitsandbytes LLM.int8: `load_in_8bit`).
+  Setting<bool> load_in_8bit;
+  /// The loss computes the logits a chunk at a time and never holds all of them (torchtune's
+  /// LinearCrossEntropyLoss and CEWithChunkedOutputLoss, 8 chunks by default).
+  Setting<bool> chunked_loss;
   Setting<bool> gradient_checkpointing;
   Setting<std::string> optim; ///< TrainingArguments.optim spelling ("adamw_torch", ...)
   Setting<std::int64_t> lora_r;

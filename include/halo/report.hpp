@@ -2,6 +2,7 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/plan.hpp>
 #include <halo/result.hpp>
 #include <halo/rules.hpp>
 
@@ -9,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,29 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
 /// Renders a structured fix as the commands and lines a person would type (used by the text
 /// report and `explain`).
 std::vector<std::string> render_fix_lines(const nlohmann::json& fix);
+
+/// What the plan report shows: the plan (plan::make_plan), the facts with the derived capacity,
+/// the results of the plan rules, and the largest micro-batch and sequence that fit (absent when
+/// the capacity is unknown).
+struct PlanReportData {
+  const plan::Plan& plan;
+  const FactSet& facts;
+  const std::vector<Result>& results;
+  std::optional<plan::Limits> limits;
+};
+
+/// The plan's verdict from the result of plan::kFitRuleId: "fits" (pass), "tight" (a warning),
+/// "does not fit" (an error) or "unknown" (not evaluated, or the capacity was unknown).
+std::string plan_verdict(const std::vector<Result>& results);
+
+/// `halo-doctor plan` for people: model, settings with their origins, the itemised estimate in
+/// GiB, capacity, verdict, limits, the changes that need less, then the text report of `results`.
+std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
+                             const TextOptions& opt);
+
+/// `halo-doctor plan --format json` (docs/plan.schema.json): sizes in bytes; `report` is the
+/// check's JSON report of the plan rules.
+nlohmann::json plan_json_report(const PlanReportData& d, const ReportContext& ctx);
 
 /// The facts listing for `halo-doctor facts` in text form: key, value, status, source.
 std::string text_facts(const FactSet& facts);

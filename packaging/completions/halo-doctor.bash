@@ -2,18 +2,26 @@
 _halo_doctor() {
   local cur prev words cword
   _init_completion || return
-  local commands="check facts capture rules explain bench slurm"
+  local commands="check facts capture rules explain bench slurm plan"
   local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root"
   local rule="--rules --only --skip"
+  local run="--model --config --method --batch --seq --grad-accum --gradient-checkpointing --optim --lora-r --load-dtype"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
-    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm) cmd=${words[i]}; break ;; esac
+    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm | plan) cmd=${words[i]}; break ;; esac
   done
   case $prev in
     --root | --rules) _filedir -d; return ;;
+    --model) _filedir; return ;;
+    --config) _filedir '@(json|yaml|yml)'; return ;;
+    --method) COMPREPLY=($(compgen -W "full lora qlora" -- "$cur")); return ;;
+    --gradient-checkpointing) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
+    --load-dtype) COMPREPLY=($(compgen -W "bfloat16 float16 float32 auto" -- "$cur")); return ;;
     --facts | --add-facts | --policy | --hsa-library) _filedir; return ;;
     --bundle) _filedir 'tar.gz'; return ;;
-    --format) COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); return ;;
+    --format)
+      if [ "$cmd" = plan ]; then COMPREPLY=($(compgen -W "text json" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); fi
+      return ;;
     --fail-on) COMPREPLY=($(compgen -W "error warning info never" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     -o | --output)
@@ -28,7 +36,8 @@ _halo_doctor() {
   esac
   case $cmd in
     "") COMPREPLY=($(compgen -W "$commands --version --debug --help" -- "$cur")) ;;
-    check) COMPREPLY=($(compgen -W "$probe $rule --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
+    check) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
+    plan) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --help" -- "$cur")) ;;
     facts) COMPREPLY=($(compgen -W "$probe --format --output --help" -- "$cur")) ;;
     capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
     slurm)

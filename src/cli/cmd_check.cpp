@@ -27,6 +27,7 @@ struct CheckOptions {
   std::string fail_on = "error";
   std::string color = "auto";
   std::string policy_file;
+  PlanOptions plan;
   bool quiet = false;
   bool verbose = false;
 };
@@ -93,8 +94,9 @@ std::optional<std::string> stdout_format(const std::vector<Output>& outs) {
 
 int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   const auto started = std::chrono::steady_clock::now();
-  const CheckOptions& o = opts;
+  CheckOptions o = opts;
   const std::vector<Output> outs = resolve_outputs(o);
+  o.common.plan = build_plan(o.plan); // --model: the plan rules join the check
 
   const Evaluation ev = evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0);
   const RuleSet& rules = ev.rules;
@@ -155,6 +157,7 @@ Runner add_check_command(CLI::App& app) {
   sub->add_option("--policy", o->policy_file,
                   "Site policy FILE (JSON, docs/policy.md): thresholds, severity overrides, "
                   "skipped rules, waivers");
+  add_plan_options(sub, o->plan);
   sub->add_flag("-q,--quiet", o->quiet, "Print only failures, errors and the summary");
   sub->add_flag("-v,--verbose", o->verbose, "Also print evidence of passing and skipped rules");
   const CLI::Option* reserve = sub->get_option("--reserve");

@@ -19,5 +19,6 @@ Runner add_bench_command(CLI::App& app);   // src/cli/cmd_bench.cpp
 Runner add_capture_command(CLI::App& app); // src/cli/cmd_capture.cpp
 Runner add_fix_command(CLI::App& app);     // src/cli/cmd_fix.cpp
 Runner add_slurm_command(CLI::App& app);   // src/cli/cmd_slurm.cpp
+Runner add_plan_command(CLI::App& app);    // src/cli/cmd_plan.cpp
 
 } // namespace halo::cli

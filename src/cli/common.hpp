@@ -2,6 +2,7 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/plan.hpp>
 #include <halo/policy.hpp>
 #include <halo/probe.hpp>
 #include <halo/result.hpp>
@@ -37,6 +38,28 @@ struct CommonOptions {
   /// without it they are left out unless --only names them (docs/plan.md).
   std::shared_ptr<const plan::Plan> plan;
 };
+
+/// The options that describe a training run (`plan`, `check --model`).
+struct PlanOptions {
+  std::string model;
+  std::vector<std::string> configs;
+  std::string method;
+  std::int64_t batch = 0; ///< 0: not given
+  std::int64_t seq = 0;
+  std::int64_t grad_accum = 0;
+  std::string checkpointing; ///< "true", "false" or empty
+  std::string optim;
+  std::int64_t lora_r = 0;
+  std::string load_dtype;
+};
+
+/// Adds --model, --config, --method, --batch, --seq, --grad-accum, --gradient-checkpointing,
+/// --optim, --lora-r, --load-dtype (src/cli/cmd_plan.cpp).
+void add_plan_options(CLI::App* sub, PlanOptions& o);
+
+/// Reads the model and training configurations into a plan; nullptr without --model. Throws
+/// InputError for bad input, or for run options given without --model.
+std::shared_ptr<const plan::Plan> build_plan(const PlanOptions& o);
 
 /// A CLI11 validator accepting only a finite decimal number: CLI::Range alone lets "nan" through
 /// (every comparison with NaN is false), and "inf" or "1e999" are no durations either.

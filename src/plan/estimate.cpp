@@ -198,6 +198,11 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       add("weights", "base weights (linear layers NF4, the rest 16-bit)", lin * per + (P - lin) * 2,
           "0.516 B/param of the layers' linear weights (NF4 + double-quantised absmax); 2 B/param "
           "for embeddings, norms and the LM head");
+    } else if (s.load_in_8bit.value) {
+      // LLM.int8 (bitsandbytes Linear8bitLt): int8 weights and one fp32 scale per output row.
+      const double lin = static_cast<double>(p.linear);
+      add("weights", "base weights (linear layers int8, the rest 16-bit)", lin + (P - lin) * 2,
+          "1 B/param of the layers' linear weights (LLM.int8); 2 B/param for the rest");
     } else {
       add("weights", fmt::format("base weights ({}, frozen)", dname), wb * P,
           fmt::format("{} B/param", wb));
@@ -238,9 +243,15 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       per_seq * b, basis);
   // The LM head's logits in the activation dtype and the fp32 copy the loss makes
   // (transformers loss_utils.py ForCausalLMLoss: logits.float()).
-  const double logits = sl * b * static_cast<double>(m.vocab_size) * (ab + 4);
-  add("logits", "logits and their fp32 copy in the loss", logits,
-      fmt::format("s*b*vocab*({}+4) B", ab));
+  // A chunked loss (torchtune) holds one of its 8 chunks at a time.
+  const double chunks = s.chunked_loss.value ? 8 : 1;
+  const double logits = sl * b * static_cast<double>(m.vocab_size) * (ab + 4) / chunks;
+  add("logits",
+      s.chunked_loss.value ? "logits, one chunk of 8 at a time"
+                           : "logits and their fp32 copy in the loss",
+      logits,
+      s.chunked_loss.value ? fmt::format("s*b*vocab*({}+4)/8 B", ab)
+                           : fmt::format("s*b*vocab*({}+4) B", ab));
   double dynamic = 0;
   for (const auto& it : e.items)
     if (it.key != "weights") dynamic += static_cast<double>(it.bytes);

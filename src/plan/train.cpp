@@ -314,6 +314,8 @@ void read_axolotl(const Doc& d, TrainSettings& s) {
   if (auto n = child(r, "load_in_4bit");
       present(n) && as_bool(d, n, "load_in_4bit") && s.method.value != Method::qlora)
     s.method = {Method::qlora, d.origin(n)};
+  if (auto n = child(r, "load_in_8bit"); present(n))
+    s.load_in_8bit = {as_bool(d, n, "load_in_8bit"), d.origin(n)};
   if (auto n = child(r, "lora_r"); present(n))
     s.lora_r = {as_int(d, n, "lora_r", 1, kMaxRank), d.origin(n)};
   if (auto n = child(r, "lora_target_modules"); present(n))
@@ -373,6 +375,18 @@ void read_torchtune(const Doc& d, TrainSettings& s) {
   s.bf16 = {s.load_dtype.value == "bfloat16", s.load_dtype.origin};
   if (auto n = child(r, "batch_size"); present(n))
     s.micro_batch = {as_int(d, n, "batch_size", 1, kMaxBatch), d.origin(n)};
+  // Validation batches: batch_size_val, else batch_size (recipes/lora_finetune_single_device.py).
+  s.eval_batch = {s.micro_batch.value,
+                  from_default("torchtune: batch_size_val defaults to batch_size")};
+  if (auto n = child(r, "batch_size_val"); present(n))
+    s.eval_batch = {as_int(d, n, "batch_size_val", 1, kMaxBatch), d.origin(n)};
+  if (auto loss = child(r, "loss"); loss.IsMap())
+    if (auto n = child(loss, "_component_"); present(n)) {
+      const std::string c = as_string(d, n, "loss._component_");
+      s.chunked_loss = {c.find("LinearCrossEntropyLoss") != std::string::npos ||
+                            c.find("CEWithChunkedOutputLoss") != std::string::npos,
+                        d.origin(n)};
+    }
   if (auto n = child(r, "gradient_accumulation_steps"); present(n))
     s.grad_accum = {as_int(d, n, "gradient_accumulation_steps", 1, kMaxBatch), d.origin(n)};
   s.gradient_checkpointing = {false,
@@ -463,6 +477,9 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
   s.bf16 = {false, from_default("TrainingArguments.bf16 default (false)")};
   s.fp16 = {false, from_default("TrainingArguments.fp16 default (false)")};
   s.tf32 = {false, from_default("TrainingArguments.tf32 default (unset)")};
+  s.chunked_loss = {false,
+                    from_default("the loss holds all logits (transformers' ForCausalLMLoss)")};
+  s.load_in_8bit = {false, from_default("BitsAndBytesConfig.load_in_8bit default (false)")};
   s.load_dtype = {"float32", assumed("from_pretrained loads float32 unless torch_dtype is given "
                                      "(transformers 4.x); pass --load-dtype")};
   s.gradient_checkpointing = {false, from_default("gradient_checkpointing default (false)")};

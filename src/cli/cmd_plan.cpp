@@ -1,0 +1,146 @@
+// halo-doctor plan: will this training run fit on this machine, and is it configured for its GPU
+// (docs/plan.md). The model and training configurations are read first (bad input: exit 2,
+// nothing probed); then the machine is probed as by `check`, the plan rules are evaluated, and the
+// estimate, the verdict and the findings are reported.
+#include "commands.hpp"
+#include "common.hpp"
+
+#include <halo/error.hpp>
+#include <halo/plan.hpp>
+#include <halo/report.hpp>
+#include <halo/version.hpp>
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace halo::cli {
+
+void add_plan_options(CLI::App* sub, PlanOptions& o) {
+  sub->add_option("--model", o.model,
+                  "The model: a Hugging Face model directory, its config.json, or a hub cache "
+                  "directory (models--ORG--NAME); read locally, never downloaded");
+  sub->add_option("--config", o.configs,
+                  "Training configuration: TrainingArguments JSON (args.json), axolotl YAML, "
+                  "torchtune YAML or accelerate YAML; repeatable, later files win");
+  sub->add_option("--method", o.method, "Fine-tuning method (overrides the configuration)")
+      ->check(CLI::IsMember({"full", "lora", "qlora"}));
+  sub->add_option("--batch", o.batch, "Micro-batch: sequences per GPU per step")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  sub->add_option("--seq", o.seq, "Tokens per sequence")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+  sub->add_option("--grad-accum", o.grad_accum, "Gradient accumulation steps")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  sub->add_option("--gradient-checkpointing", o.checkpointing,
+                  "Gradient (activation) checkpointing on or off")
+      ->check(CLI::IsMember({"true", "false"}));
+  sub->add_option("--optim", o.optim,
+                  "Optimizer, as TrainingArguments.optim names it (adamw_torch, adamw_bnb_8bit, "
+                  "paged_adamw_8bit, adafactor, sgd, ...)");
+  sub->add_option("--lora-r", o.lora_r, "LoRA rank")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  sub->add_option("--load-dtype", o.load_dtype,
+                  "The dtype the base model is loaded in (from_pretrained torch_dtype)")
+      ->check(CLI::IsMember({"bfloat16", "float16", "float32", "auto"}));
+}
+
+std::shared_ptr<const plan::Plan> build_plan(const PlanOptions& o) {
+  if (o.model.empty()) {
+    if (!o.configs.empty() || !o.method.empty() || o.batch || o.seq || o.grad_accum ||
+        !o.checkpointing.empty() || !o.optim.empty() || o.lora_r || !o.load_dtype.empty())
+      throw InputError("--config and the run's options need --model (the model to train)");
+    return nullptr;
+  }
+  plan::Overrides ov;
+  if (o.method == "full") ov.method = plan::Method::full;
+  if (o.method == "lora") ov.method = plan::Method::lora;
+  if (o.method == "qlora") ov.method = plan::Method::qlora;
+  if (o.batch) ov.micro_batch = o.batch;
+  if (o.seq) ov.seq_len = o.seq;
+  if (o.grad_accum) ov.grad_accum = o.grad_accum;
+  if (!o.checkpointing.empty()) ov.gradient_checkpointing = o.checkpointing == "true";
+  if (!o.optim.empty()) ov.optim = o.optim;
+  if (o.lora_r) ov.lora_r = o.lora_r;
+  if (!o.load_dtype.empty()) ov.load_dtype = o.load_dtype;
+  return std::make_shared<const plan::Plan>(plan::make_plan(o.model, o.configs, ov));
+}
+
+namespace {
+
+struct Options {
+  CommonOptions common;
+  PlanOptions plan;
+  std::string format = "text";
+  std::string fail_on = "error";
+  std::string color = "auto";
+  std::string policy_file;
+  std::string output;
+};
+
+int run(Options& o, const CLI::Option* reserve_flag) {
+  if (o.plan.model.empty())
+    throw InputError("plan needs --model (a model directory or config.json)");
+  o.common.plan = build_plan(o.plan);
+  // The plan rules, unless --only names others.
+  const auto plan_rules = [](const RuleSet& rs, const Policy*) {
+    std::vector<std::string> ids;
+    for (const auto& r : rs.rules)
+      if (r.area == plan::kRuleArea) ids.push_back(r.id);
+    return ids;
+  };
+  const Evaluation ev =
+      evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0, plan_rules);
+  const plan::Plan& p = *o.common.plan;
+  PlanReportData data{p, ev.facts, ev.results, std::nullopt};
+  if (auto cap = ev.facts.get_int(keys::plan_capacity_bytes))
+    data.limits = plan::find_limits(p, *cap);
+
+  ReportContext ctx;
+  ctx.tool_version = kVersion;
+  ctx.hostname = ev.facts.get<std::string>("host.name").value_or("");
+  ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
+  ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
+  ctx.runs_in = ev.facts.get<std::string>("host.runs_in").value_or("");
+  ctx.ruleset_version = ev.rules.version;
+  ctx.ruleset_digest = ev.rules.digest;
+  ctx.root = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
+  ctx.fail_on = parse_fail_on(o.fail_on);
+  ctx.exit_code = gate_exit_code(ev.results, ctx.fail_on);
+
+  const std::string text =
+      o.format == "json"
+          ? plan_json_report(data, ctx).dump(2) + "\n"
+          : plan_text_report(data, ctx,
+                             TextOptions{o.output.empty() && use_color(o.color), false, false});
+  write_output(o.output, text);
+  return ctx.exit_code;
+}
+
+} // namespace
+
+Runner add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* sub = app.add_subcommand(
+      "plan",
+      "Will this training run fit on this machine, and is it configured for its GPU? Reads the "
+      "model's config.json and the training configuration, probes the machine, prints the "
+      "itemised memory estimate, the verdict (fits, tight, does not fit) and the findings. Exit "
+      "codes as for check: 0, 1 (a finding at or above --fail-on), 2 (bad input), 4, 70");
+  add_plan_options(sub, o->plan);
+  add_probe_options(sub, o->common);
+  add_rule_options(sub, o->common);
+  sub->add_option("--format", o->format, "Report format")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("-o,--output", o->output, "Write the report to PATH (atomically)");
+  sub->add_option("--fail-on", o->fail_on, "Lowest severity that fails the gate")
+      ->check(CLI::IsMember({"error", "warning", "info", "never"}));
+  sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
+  const CLI::Option* reserve = sub->get_option("--reserve");
+  return [sub, o, reserve]() {
+    if (!*sub) return -1;
+    return run(*o, reserve);
+  };
+}
+
+} // namespace halo::cli

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# halo-doctor plan, run the way a user runs it: real model configs and training configurations
+# (tests/plan, each with its SOURCE.md) on fixture machines (tests/fixtures). Text reports are
+# compared with goldens a person read (tests/plan/golden; HALO_UPDATE_GOLDEN=1 rewrites them), JSON
+# reports are validated against docs/plan.schema.json and docs/report.schema.json, and bad input
+# must exit 2 with the file and line.
+set -u
+bin=$(realpath "$1")
+repo=$(realpath "$2")
+cd "$repo" || exit 1
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+M=tests/plan/models
+T=tests/plan/train
+F=tests/fixtures
+
+# name | expected exit | arguments
+cases=(
+  "strix-default-ttm-llama3-8b-full|1|--root $F/strix-halo-default-ttm --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 --gradient-checkpointing true"
+  "strix-fixed-llama3-8b-full|0|--root $F/strix-halo-fixed --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 --gradient-checkpointing true"
+  "strix-default-ttm-axolotl-qlora|0|--root $F/strix-halo-default-ttm --model $M/llama-3-8b --config $T/axolotl-llama3-qlora.yml"
+  "mi300x-mixtral-axolotl-lora-8bit|0|--root $F/mi300x-numa-4021 --model $M/mixtral-8x7b-v0.1 --config $T/axolotl-llama3-lora-8b.yml"
+  "mi300x-llama3-8b-hf-defaults|1|--root $F/mi300x-numa-4021 --model $M/llama-3-8b"
+  "strix-default-ttm-torchtune-lora|0|--root $F/strix-halo-default-ttm --model $M/llama-3-8b --config $T/torchtune-llama3_1-8B_lora_single_device.yaml --seq 2048"
+)
+mkdir -p tests/plan/golden
+for c in "${cases[@]}"; do
+  IFS='|' read -r name want args <<<"$c"
+  # shellcheck disable=SC2086 # the arguments are words
+  "$bin" plan $args --no-runtime --color never >"$tmp/$name.txt" 2>&1
+  code=$?
+  # shellcheck disable=SC2086
+  "$bin" plan $args --no-runtime --format json >"$tmp/$name.json" 2>/dev/null
+  if [ "$code" != "$want" ]; then echo "FAIL $name: exit $code, expected $want"; fail=1; fi
+  if [ "${HALO_UPDATE_GOLDEN:-0}" = 1 ]; then
+    cp "$tmp/$name.txt" "tests/plan/golden/$name.txt"; echo "updated $name"; continue
+  fi
+  if ! diff -u "tests/plan/golden/$name.txt" "$tmp/$name.txt" >"$tmp/diff"; then
+    echo "FAIL $name: the text report differs from tests/plan/golden/$name.txt"; head -40 "$tmp/diff"; fail=1
+  else
+    echo "ok $name (exit $code)"
+  fi
+done
+
+python3 - docs/plan.schema.json docs/report.schema.json "$tmp"/*.json <<'PY' || fail=1
+import json, sys
+import jsonschema
+plan = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+report = jsonschema.Draft202012Validator(json.load(open(sys.argv[2])))
+bad = 0
+for path in sys.argv[3:]:
+    doc = json.load(open(path))
+    errors = list(plan.iter_errors(doc)) + list(report.iter_errors(doc.get("report", {})))
+    for e in errors[:5]:
+        print(f"FAIL {path}: {'/'.join(map(str, e.path))}: {e.message}")
+    bad += bool(errors)
+    # The items add up to the total the verdict is made on.
+    if sum(i["bytes"] for i in doc["memory"]["items"]) != doc["memory"]["required_bytes"]:
+        print(f"FAIL {path}: memory items do not add up"); bad += 1
+print(f"schema: {len(sys.argv) - 3 - bad} of {len(sys.argv) - 3} plan reports valid")
+sys.exit(1 if bad else 0)
+PY
+
+verdict() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['verdict'])" "$1"; }
+[ "$(verdict "$tmp/strix-default-ttm-llama3-8b-full.json")" = "does not fit" ] || { echo "FAIL: default TTM verdict"; fail=1; }
+[ "$(verdict "$tmp/strix-fixed-llama3-8b-full.json")" = "fits" ] || { echo "FAIL: fixed TTM verdict"; fail=1; }
+
+# Bad input: exit 2, the file (and line) named, nothing probed.
+expect_error() { # name, expected text, arguments...
+  local name=$1 want=$2; shift 2
+  "$bin" "$@" >"$tmp/out" 2>&1
+  local code=$?
+  if [ "$code" != 2 ] || ! grep -qF -- "$want" "$tmp/out"; then
+    echo "FAIL $name: exit $code, output:"; cat "$tmp/out"; fail=1
+  else
+    echo "ok $name"
+  fi
+}
+printf 'base_model: x\nsequence_len: 2048\ngradient_checkpoint: true\n' >"$tmp/typo.yml"
+expect_error "misspelled axolotl key" "typo.yml:3: unknown axolotl key 'gradient_checkpoint' (did you mean 'gradient_checkpointing'?)" \
+  plan --root $F/strix-halo-fixed --model $M/llama-3-8b --config "$tmp/typo.yml"
+printf '{"per_device_train_batch_size": 4,\n "gradient_accumulation_step": 2}\n' >"$tmp/typo.json"
+expect_error "misspelled TrainingArguments key" "typo.json:2: unknown transformers key 'gradient_accumulation_step'" \
+  plan --root $F/strix-halo-fixed --model $M/llama-3-8b --config "$tmp/typo.json"
+mkdir -p "$tmp/tokenizer"; printf '{"do_lower_case": true, "vocab_size": 30522}\n' >"$tmp/tokenizer/config.json"
+expect_error "not a model config" "neither model_type nor architectures" \
+  plan --root $F/strix-halo-fixed --model "$tmp/tokenizer"
+expect_error "missing model" "no such file or directory" plan --root $F/strix-halo-fixed --model "$tmp/nothing"
+expect_error "missing config" "$tmp/nothing.yml" plan --root $F/strix-halo-fixed --model $M/gpt2 --config "$tmp/nothing.yml"
+expect_error "config without model" "need --model" check --root $F/strix-halo-fixed --config $T/axolotl-llama3-qlora.yml
+expect_error "a dataset as config" "not a training configuration" \
+  plan --root $F/strix-halo-fixed --model $M/gpt2 --config tests/plan/models/gpt2/config.json
+
+# check --model: the plan rules join the machine's rules in one gate; without it they are absent.
+"$bin" check --root $F/strix-halo-default-ttm --no-runtime --format json \
+  --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 --gradient-checkpointing true >"$tmp/check.json"
+code=$?
+python3 - "$tmp/check.json" "$code" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+ids = {r["id"]: r for r in d["results"]}
+fit = ids.get("plan-memory-fit")
+assert fit and fit["status"] == "fail" and fit["severity"] == "error", fit
+assert "ttm-limit-low" in ids, "the machine's rules are evaluated too"
+assert sys.argv[2] == "1", sys.argv[2]
+print("ok check --model: plan-memory-fit fails beside ttm-limit-low")
+PY
+"$bin" check --root $F/strix-halo-fixed --no-runtime --format json >"$tmp/plain.json"
+if grep -q '"plan-' "$tmp/plain.json"; then echo "FAIL: check without --model reports plan rules"; fail=1; else echo "ok check without --model"; fi
+
+# A facts file saved on another machine replays with a plan.
+"$bin" facts --root $F/strix-halo-default-ttm --no-runtime --format json >"$tmp/facts.json"
+"$bin" plan --facts "$tmp/facts.json" --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 \
+  --gradient-checkpointing true --format json >"$tmp/replay.json"
+if [ "$(verdict "$tmp/replay.json")" = "does not fit" ]; then echo "ok plan --facts"; else echo "FAIL: plan --facts"; fail=1; fi
+exit $fail
