@@ -28,6 +28,13 @@ seed fuzz_modprobe "$src"/tests/fixtures/*/etc/modprobe.d/*
 seed fuzz_rules "$src"/rules/*.json
 seed fuzz_policy "$src"/docs/examples/policy.json
 seed fuzz_hsa_child "$src"/tests/fuzz/seeds/hsa_child/*
+# fuzz_plan: the first byte picks the reader (0 model config, 1 YAML, 2 JSON training configuration).
+mkdir -p "$work/seeds/fuzz_plan"
+for f in "$src"/tests/plan/models/*/config.json "$src"/tests/plan/train/*; do
+  case $f in *.md) continue ;; esac
+  case $f in */config.json) sel='\000' ;; *.json) sel='\002' ;; *) sel='\001' ;; esac
+  { printf '%b' "$sel"; cat "$f"; } >"$work/seeds/fuzz_plan/$(echo "$f" | md5sum | cut -c1-16)"
+done
 for fx in strix-halo-default-ttm mi300x-numa-4021 kfd-no-access; do
   "$build/halo-doctor" facts --root "$src/tests/fixtures/$fx" --no-runtime --format json >"$work/$fx.facts.json"
   "$build/halo-doctor" capture --root "$src/tests/fixtures/$fx" --no-runtime -o "$work/$fx.tar.gz" >/dev/null
@@ -38,7 +45,7 @@ done
 export TMPDIR=$work/tmp # the bundle target extracts here
 mkdir -p "$TMPDIR"
 status=0
-for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child; do
+for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child fuzz_plan; do
   echo "== $target: $seconds s"
   mkdir -p "$work/corpus/$target"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.
