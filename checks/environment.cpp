@@ -15,8 +15,8 @@ bool wanted(const std::string& name) {
     if (name.rfind(p, 0) == 0) return true;
   // SUDO_UID: under sudo, device access is judged for the invoking user (checks/device_access.cpp).
   return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||
-         name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES" || name == "SUDO_UID" ||
-         name == "CONTAINER_ID"; // distrobox (distrobox-enter)
+         name == "PYTORCH_ALLOC_CONF" || name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES" ||
+         name == "SUDO_UID" || name == "CONTAINER_ID"; // distrobox (distrobox-enter)
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

@@ -40,6 +40,11 @@ constexpr std::string_view kTorchCuda = "framework.torch.cuda_version";
 constexpr std::string_view kTorchGit = "framework.torch.git_version";
 constexpr std::string_view kTorchBuild = "framework.torch.build";
 constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
+constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
+constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
+
+/// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB.
+constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;
 
 /// torch/version.py is about ten lines; anything near this size is not that file.
 constexpr std::size_t kMaxVersionPyBytes = std::size_t{16} * 1024;
@@ -272,6 +277,61 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
                fmt::format("file names in {}", fmt::join(read_dirs, ", ")));
 }
 
+/// bitsandbytes in the site directory torch came from: its version from the installed
+/// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
+/// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
+/// native library it ships: `libbitsandbytes_rocm<MAJOR><MINOR>.so`, one per ROCm release
+/// (bitsandbytes/cextension.py picks the one matching torch.version.hip;
+/// reference/framework-facts.md 4.3). No such file: a CUDA/CPU-only build.
+void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& facts) {
+  const std::string pkg = join(site, "bitsandbytes");
+  if (!root.exists(join(pkg, "__init__.py"))) {
+    const std::string why = fmt::format("bitsandbytes is not installed in {}", site);
+    facts.put_status(str(kBnbVersion), Status::missing, pkg, why);
+    facts.put_status(str(kBnbRocm), Status::missing, pkg, why);
+    return;
+  }
+  static const RE2 kDistInfo(R"(bitsandbytes-[^/]+\.dist-info)");
+  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
+  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
+  std::string version;
+  std::string source;
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (!RE2::FullMatch(name, kDistInfo)) continue;
+      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
+      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
+        source = r.path;
+        break;
+      }
+    }
+  }
+  if (version.empty()) {
+    ReadResult r = root.read(join(pkg, "__init__.py"), kMaxMetadataBytes);
+    if (r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) source = r.path;
+  }
+  if (version.empty())
+    facts.put_status(str(kBnbVersion), Status::error, pkg,
+                     "bitsandbytes is installed but neither its dist-info METADATA nor "
+                     "__init__.py names a version");
+  else
+    facts.put_ok(str(kBnbVersion), version, source);
+  static const RE2 kRocmLib(R"(libbitsandbytes_(rocm[0-9]+)\.so)");
+  std::set<std::string> rocm;
+  if (auto names = root.list(pkg)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxLibraryNames) break;
+      std::string v;
+      if (RE2::FullMatch(name, kRocmLib, &v)) rocm.insert(v);
+    }
+  }
+  facts.put_ok(str(kBnbRocm), std::vector<std::string>(rocm.begin(), rocm.end()),
+               join(pkg, "libbitsandbytes_rocm*.so"));
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   const PythonEnvVars env = read_env(root);
@@ -287,12 +347,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
     facts.put_status(str(kPythonEnv), Status::missing, env.source, reason);
     facts.put_status(str(kTorchVersion), Status::missing, env.source, reason);
+    facts.put_status(str(kBnbVersion), Status::missing, env.source, reason);
+    facts.put_status(str(kBnbRocm), Status::missing, env.source, reason);
     return;
   }
   const std::string torch = join(site, "torch");
   const std::string version_py = join(torch, "version.py");
   facts.put_ok(str(kPythonEnv), site, plan.basis);
   facts.put_ok(str(kTorchPath), torch, version_py + " (the first torch found)");
+  collect_bitsandbytes(root, site, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
   if (!r.ok()) {
@@ -343,18 +406,21 @@ std::unique_ptr<Probe> make_framework_probe() {
   return std::make_unique<BasicProbe>(
       "framework",
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
-                               str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx)},
-      std::vector<std::string>{"/proc/self/environ", "$VIRTUAL_ENV/pyvenv.cfg",
-                               "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
-                               "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/local/lib/python3.*/dist-packages/torch/version.py",
-                               "/usr/local/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/lib/python3/dist-packages/torch/version.py",
-                               "/usr/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/lib64/python3.*/site-packages/torch/version.py",
-                               "SITE/torch/lib/rocblas/library/",
-                               "SITE/torch/lib/hipblaslt/library/",
-                               "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/"},
+                               str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
+                               str(kBnbVersion), str(kBnbRocm)},
+      std::vector<std::string>{
+          "/proc/self/environ", "$VIRTUAL_ENV/pyvenv.cfg",
+          "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
+          "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
+          "/usr/local/lib/python3.*/dist-packages/torch/version.py",
+          "/usr/local/lib/python3.*/site-packages/torch/version.py",
+          "/usr/lib/python3/dist-packages/torch/version.py",
+          "/usr/lib/python3.*/site-packages/torch/version.py",
+          "/usr/lib64/python3.*/site-packages/torch/version.py", "SITE/torch/lib/rocblas/library/",
+          "SITE/torch/lib/hipblaslt/library/",
+          "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
+          "SITE/bitsandbytes-*.dist-info/METADATA", "SITE/bitsandbytes/__init__.py",
+          "SITE/bitsandbytes/libbitsandbytes_rocm*.so"},
       collect);
 }
 

@@ -66,6 +66,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok("plan.gradient_checkpointing", s.gradient_checkpointing.value,
                source(s.gradient_checkpointing.origin));
   facts.put_ok("plan.optim", s.optim.value, source(s.optim.origin));
+  facts.put_ok("plan.uses_bitsandbytes", plan::uses_bitsandbytes(s),
+               "derived: QLoRA or LLM.int8 through transformers, or a bitsandbytes optimizer");
+  facts.put_ok("plan.load_in_8bit", s.load_in_8bit.value, source(s.load_in_8bit.origin));
   facts.put_ok("plan.attention", plan::to_string(s.attention.value), source(s.attention.origin));
   facts.put_ok("plan.dataloader_workers", s.dataloader_workers.value,
                source(s.dataloader_workers.origin));
@@ -104,6 +107,8 @@ std::unique_ptr<Probe> make_plan_probe() {
                                "plan.load_dtype",
                                "plan.gradient_checkpointing",
                                "plan.optim",
+                               "plan.uses_bitsandbytes",
+                               "plan.load_in_8bit",
                                "plan.attention",
                                "plan.dataloader_workers",
                                "plan.pin_memory",

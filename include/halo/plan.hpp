@@ -135,6 +135,13 @@ struct TrainSettings {
   std::vector<std::string> ignored_keys;
 };
 
+/// True when the run loads or optimises through bitsandbytes: 4-bit QLoRA through transformers'
+/// BitsAndBytesConfig (axolotl, TrainingArguments; torchtune quantises with torchao instead),
+/// LLM.int8 (`load_in_8bit`), or one of TrainingArguments' bitsandbytes optimizers
+/// (training_args.py OptimizerNames: adamw_bnb_8bit, adamw_8bit, paged_*, lion_*, rmsprop_bnb*,
+/// ademamix*; torchao's adamw_torch_8bit/4bit are not).
+bool uses_bitsandbytes(const TrainSettings& s);
+
 /// What the command line sets; each present value overrides the file.
 struct Overrides {
   std::optional<Method> method;

@@ -408,11 +408,15 @@ void read_torchtune(const Doc& d, TrainSettings& s) {
                        [](unsigned char ch) { return std::tolower(ch); });
         return l;
       }();
+      // bitsandbytes.optim.PagedAdamW8bit / AdamW8bit; torchao.optim.AdamW8bit is torchao's.
       std::string optim = "adamw_torch";
+      const bool torchao = lower.find("torchao") != std::string::npos;
       if (lower.find("paged") != std::string::npos && lower.find("8bit") != std::string::npos)
         optim = "paged_adamw_8bit";
       else if (lower.find("8bit") != std::string::npos)
-        optim = "adamw_8bit";
+        optim = torchao ? "adamw_torch_8bit" : "adamw_bnb_8bit";
+      else if (lower.find("4bit") != std::string::npos && torchao)
+        optim = "adamw_torch_4bit";
       else if (lower.find("sgd") != std::string::npos)
         optim = "sgd";
       s.optim = {optim, d.origin(n)};
@@ -463,6 +467,17 @@ void read_accelerate(const Doc& d, TrainSettings& s) {
 }
 
 } // namespace
+
+bool uses_bitsandbytes(const TrainSettings& s) {
+  if (s.method.value == Method::qlora && s.config_format.find("torchtune") == std::string::npos)
+    return true;
+  if (s.method.value != Method::full && s.load_in_8bit.value) return true;
+  const std::string& o = s.optim.value;
+  if (o.rfind("adamw_torch", 0) == 0) return false; // torch and torchao (adamw_torch_8bit)
+  for (const char* k : {"bnb", "8bit", "paged", "lion", "ademamix"})
+    if (o.find(k) != std::string::npos) return true;
+  return false;
+}
 
 TrainSettings load_train_settings(const std::vector<std::string>& paths, const Overrides& o) {
   TrainSettings s;

@@ -109,6 +109,17 @@ PY
 "$bin" check --root $F/strix-halo-fixed --no-runtime --format json >"$tmp/plain.json"
 if grep -q '"plan-' "$tmp/plain.json"; then echo "FAIL: check without --model reports plan rules"; fail=1; else echo "ok check without --model"; fi
 
+# The framework layer joins the plan: QLoRA in a venv whose bitsandbytes 0.48.2 is PyPI's CUDA-only wheel.
+"$bin" check --root $F/strix-halo-torch-rocm62-venv --no-runtime --format json --only plan-bitsandbytes \
+  --model $M/llama-3-8b --config $T/axolotl-llama3-qlora.yml >"$tmp/bnb.json"
+python3 - "$tmp/bnb.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+assert r["id"] == "plan-bitsandbytes" and r["status"] == "fail" and r["severity"] == "error", r
+assert "no ROCm build" in r["message"], r["message"]
+print("ok plan-bitsandbytes: " + r["message"])
+PY
+
 # A facts file saved on another machine replays with a plan.
 "$bin" facts --root $F/strix-halo-default-ttm --no-runtime --format json >"$tmp/facts.json"
 "$bin" plan --facts "$tmp/facts.json" --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 \

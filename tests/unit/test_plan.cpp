@@ -279,3 +279,23 @@ TEST_CASE("LoRA on an 8-bit base stores the linear weights in one byte", "[plan]
   const auto e = plan::estimate_memory(m, p, s);
   CHECK(e.items[0].bytes == p.linear + 2 * (p.total - p.linear));
 }
+
+TEST_CASE("which runs need bitsandbytes", "[plan]") {
+  // axolotl's QLoRA loads through transformers' BitsAndBytesConfig; its optimizer is paged.
+  CHECK(plan::uses_bitsandbytes(
+      plan::load_train_settings({kPlan + "/train/axolotl-llama3-qlora.yml"}, {})));
+  // torchtune's QLoRA quantises with torchao, and this recipe uses torch.optim.AdamW.
+  const auto tt = plan::load_train_settings(
+      {kPlan + "/train/torchtune-llama3_1-8B_qlora_single_device.yaml"}, {});
+  CHECK(tt.method.value == plan::Method::qlora);
+  CHECK_FALSE(plan::uses_bitsandbytes(tt));
+  plan::Overrides o;
+  o.optim = "adamw_torch_8bit"; // torchao's 8-bit AdamW
+  CHECK_FALSE(plan::uses_bitsandbytes(plan::load_train_settings({}, o)));
+  for (const char* optim : {"adamw_bnb_8bit", "adamw_8bit", "paged_adamw_32bit", "lion_8bit"}) {
+    o.optim = optim;
+    CHECK(plan::uses_bitsandbytes(plan::load_train_settings({}, o)));
+  }
+  o.optim = "adamw_torch_fused";
+  CHECK_FALSE(plan::uses_bitsandbytes(plan::load_train_settings({}, o)));
+}
