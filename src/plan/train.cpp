@@ -166,6 +166,11 @@ Doc read_doc(const std::string& path) {
     if (kv.second.IsMap() && child(kv.second, "_component_").IsDefined()) torchtune = true;
   if (has("compute_environment") || has("distributed_type"))
     doc.format = "accelerate";
+  else if (has("peft_type") && (has("r") || has("target_modules")))
+    doc.format = "peft"; // PEFT's adapter_config.json (LoraConfig.save_pretrained)
+  else if (has("train_micro_batch_size_per_gpu") || has("zero_optimization") ||
+           has("train_batch_size"))
+    doc.format = "deepspeed"; // DeepSpeed's config JSON (deepspeed.ai/docs/config-json)
   else if (torchtune)
     doc.format = "torchtune";
   else if (has("base_model") || has("sequence_len") || has("micro_batch_size") || has("adapter"))
@@ -177,42 +182,55 @@ Doc read_doc(const std::string& path) {
     throw InputError(fmt::format(
         "{}:1: not a training configuration halo-doctor knows: expected TrainingArguments JSON "
         "(per_device_train_batch_size), an axolotl YAML (base_model, sequence_len), a torchtune "
-        "YAML (_component_) or an accelerate YAML (compute_environment)",
+        "YAML (_component_), an accelerate YAML (compute_environment), a DeepSpeed config "
+        "(train_micro_batch_size_per_gpu) or a PEFT adapter_config.json (peft_type)",
         path));
   return doc;
 }
 
-/// Keys of the format that the file misspells: a key within two edits of a known key (one edit
-/// for keys of up to five letters), or a key of eight letters or more that a known key extends or
-/// shortens by up to three, is an error; other unknown keys are listed as ignored.
+/// The known key `k` misspells, or empty: a key within two edits of a known key (one edit for
+/// keys of up to five letters), or a key of eight letters or more that a known key extends or
+/// shortens by up to three ("gradient_checkpoint").
+std::string near_miss(const std::string& k, const std::set<std::string, std::less<>>& keys) {
+  const std::size_t limit = k.size() <= 5 ? 1 : 2;
+  std::string best;
+  std::size_t best_d = limit + 1;
+  for (const auto& known : keys) {
+    const std::size_t diff =
+        known.size() > k.size() ? known.size() - k.size() : k.size() - known.size();
+    const bool affix =
+        k.size() >= 8 && diff <= 3 && (known.rfind(k, 0) == 0 || k.rfind(known, 0) == 0);
+    if (diff > limit && !affix) continue;
+    const std::size_t d = affix ? limit : edit_distance(k, known);
+    if (d < best_d) {
+      best_d = d;
+      best = known;
+    }
+  }
+  return best;
+}
+
+/// Keys the format does not know. A near miss of a known key is refused (InputError naming the
+/// line), other unknown keys are listed as ignored. A TrainingArguments file read by
+/// HfArgumentParser also holds the script's own dataclasses' fields (`lora_rank` beside
+/// `local_rank`), which the doctor cannot know: there a near miss is listed with its suggestion,
+/// not refused.
 void check_keys(const Doc& doc, const YAML::Node& map, std::string_view format,
                 const std::string& prefix, std::vector<std::string>& ignored) {
   const auto keys = known_keys(format);
   if (keys.empty()) return;
+  const bool refuse = format != "transformers";
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) doc.fail(kv.first, "a key that is not a string");
     const std::string& k = kv.first.Scalar();
     if (keys.count(k) != 0) continue;
-    const std::size_t limit = k.size() <= 5 ? 1 : 2;
-    std::string best;
-    std::size_t best_d = limit + 1;
-    for (const auto& known : keys) {
-      const std::size_t diff =
-          known.size() > k.size() ? known.size() - k.size() : k.size() - known.size();
-      // A long key cut short or run on by up to three letters ("gradient_checkpoint").
-      const bool affix =
-          k.size() >= 8 && diff <= 3 && (known.rfind(k, 0) == 0 || k.rfind(known, 0) == 0);
-      if (diff > limit && !affix) continue;
-      const std::size_t d = affix ? limit : edit_distance(k, known);
-      if (d < best_d) {
-        best_d = d;
-        best = known;
-      }
-    }
-    if (!best.empty())
+    const std::string best = near_miss(k, keys);
+    if (!best.empty() && refuse)
       doc.fail(kv.first, fmt::format("unknown {} key '{}{}' (did you mean '{}{}'?)", format, prefix,
                                      k, prefix, best));
-    ignored.push_back(prefix + k);
+    ignored.push_back(best.empty()
+                          ? prefix + k
+                          : fmt::format("{}{} (did you mean {}{}?)", prefix, k, prefix, best));
   }
 }
 
@@ -451,6 +469,38 @@ void read_torchtune(const Doc& d, TrainSettings& s) {
   }
 }
 
+/// PEFT's adapter_config.json: a LoRA adapter's rank and target modules
+/// (peft/tuners/lora/config.py).
+void read_peft(const Doc& d, TrainSettings& s) {
+  const YAML::Node& r = d.root;
+  const YAML::Node type = child(r, "peft_type");
+  if (present(type) && as_string(d, type, "peft_type") != "LORA")
+    d.fail(type, fmt::format("peft_type: '{}': only LoRA adapters are estimated", type.Scalar()));
+  if (s.method.value == Method::full) s.method = {Method::lora, d.origin(type)};
+  if (auto n = child(r, "r"); present(n)) s.lora_r = {as_int(d, n, "r", 1, kMaxRank), d.origin(n)};
+  if (auto n = child(r, "target_modules"); present(n))
+    s.lora_targets = {string_list(d, n, "target_modules"), d.origin(n)};
+}
+
+/// DeepSpeed's config JSON: the micro-batch, accumulation and precision when they are numbers;
+/// "auto" leaves them to TrainingArguments (transformers integrations/deepspeed.py).
+void read_deepspeed(const Doc& d, TrainSettings& s) {
+  const YAML::Node& r = d.root;
+  auto given = [&](const YAML::Node& n) {
+    return present(n) && !(n.IsScalar() && n.Scalar() == "auto");
+  };
+  if (auto n = child(r, "train_micro_batch_size_per_gpu"); given(n))
+    s.micro_batch = {as_int(d, n, "train_micro_batch_size_per_gpu", 1, kMaxBatch), d.origin(n)};
+  if (auto n = child(r, "gradient_accumulation_steps"); given(n))
+    s.grad_accum = {as_int(d, n, "gradient_accumulation_steps", 1, kMaxBatch), d.origin(n)};
+  if (auto sect = child(r, "bf16"); sect.IsMap())
+    if (auto n = child(sect, "enabled"); given(n))
+      s.bf16 = {as_bool(d, n, "bf16.enabled"), d.origin(n)};
+  if (auto sect = child(r, "fp16"); sect.IsMap())
+    if (auto n = child(sect, "enabled"); given(n))
+      s.fp16 = {as_bool(d, n, "fp16.enabled"), d.origin(n)};
+}
+
 /// accelerate's config YAML: mixed precision and the process count.
 void read_accelerate(const Doc& d, TrainSettings& s) {
   const YAML::Node& r = d.root;
@@ -520,6 +570,10 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
         read_axolotl(doc, s);
       else if (doc.format == "torchtune")
         read_torchtune(doc, s);
+      else if (doc.format == "peft")
+        read_peft(doc, s);
+      else if (doc.format == "deepspeed")
+        read_deepspeed(doc, s);
       else
         read_accelerate(doc, s);
     } catch (const YAML::Exception& e) {

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -298,4 +299,25 @@ TEST_CASE("which runs need bitsandbytes", "[plan]") {
   }
   o.optim = "adamw_torch_fused";
   CHECK_FALSE(plan::uses_bitsandbytes(plan::load_train_settings({}, o)));
+}
+
+TEST_CASE("DeepSpeed and PEFT files: numbers are read, 'auto' is left to the Trainer", "[plan]") {
+  // A real DeepSpeed config whose batch sizes are "auto": TrainingArguments' values stand.
+  const auto ds = plan::load_train_settings({kPlan + "/train/deepspeed-drmoe-ds.config.json"}, {});
+  CHECK(ds.config_format == "deepspeed");
+  CHECK(ds.micro_batch.value == 8);
+  CHECK(ds.micro_batch.origin.kind == plan::Origin::Kind::default_value);
+  CHECK(ds.fp16.value); // "fp16": {"enabled": true}
+  // A real PEFT adapter_config.json: r 64 on seven projections.
+  const auto peft =
+      plan::load_train_settings({kPlan + "/train/peft-adapter_config-grpo-unsloth.json"}, {});
+  CHECK(peft.config_format == "peft");
+  CHECK(peft.method.value == plan::Method::lora);
+  CHECK(peft.lora_r.value == 64);
+  CHECK(peft.lora_targets.value.size() == 7);
+  // HfArgumentParser files hold the script's own fields: listed, near misses with a suggestion.
+  const auto hf =
+      plan::load_train_settings({kPlan + "/train/hfargparser-drmoe-training_args.json"}, {});
+  CHECK(std::find(hf.ignored_keys.begin(), hf.ignored_keys.end(),
+                  "lora_rank (did you mean local_rank?)") != hf.ignored_keys.end());
 }
