@@ -131,6 +131,14 @@ struct TrainSettings {
   Setting<bool> pin_memory;
   Setting<bool> torch_compile;
   Setting<std::int64_t> num_processes; ///< processes (GPUs) the launcher starts
+  /// What data parallelism shards across the processes (ZeRO, Rajbhandari et al. 2020,
+  /// arXiv:1910.02054): 0 nothing (DDP), 1 optimizer states, 2 and gradients, 3 and weights
+  /// (DeepSpeed zero_stage; FSDP SHARD_GRAD_OP = 2, FULL_SHARD and HYBRID_SHARD = 3).
+  Setting<std::int64_t> shard_stage;
+  /// Optimizer states (DeepSpeed offload_optimizer) or weights, gradients and optimizer states
+  /// (DeepSpeed offload_param, FSDP fsdp_offload_params) kept in host memory instead of the GPU's.
+  Setting<bool> offload_optimizer;
+  Setting<bool> offload_params;
   /// Keys the file has that the doctor does not know and that are close to no known key.
   std::vector<std::string> ignored_keys;
 };

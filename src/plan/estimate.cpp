@@ -217,6 +217,35 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
         fmt::format("{} state(s) x {} B per adapter parameter", opt.states, sb));
   }
 
+  // Sharding (ZeRO stages; FSDP) divides the static items by the processes; offloading moves
+  // them to host memory. Stage 3 gathers one layer's full weights at a time, and prefetches the
+  // next: two layers' weights come back on top.
+  const double n = static_cast<double>(std::max<std::int64_t>(1, s.num_processes.value));
+  const std::int64_t stage = s.num_processes.value > 1 ? s.shard_stage.value : 0;
+  for (auto& it : e.items) {
+    const bool weights = it.key == "weights";
+    const bool grads = it.key == "gradients" || it.key == "adapters";
+    const bool optim = it.key == "optimizer";
+    if ((optim && s.offload_optimizer.value) ||
+        (s.offload_params.value && (weights || grads || optim))) {
+      it.what += " (offloaded)";
+      it.basis += "; offloaded: 0 on the GPU";
+      it.bytes = 0;
+    } else if ((optim && stage >= 1) || (grads && stage >= 2) || (weights && stage >= 3)) {
+      it.what += fmt::format(" (1/{} shard)", s.num_processes.value);
+      it.basis += fmt::format("; / {} (ZeRO stage {})", s.num_processes.value, stage);
+      it.bytes = to_bytes(static_cast<double>(it.bytes) / n);
+    }
+  }
+  if (stage >= 3 || s.offload_params.value) {
+    const double layer =
+        static_cast<double>(p.per_layer_attention + p.per_layer_mlp + p.per_layer_norms);
+    const double gathered_b = s.method.value == Method::qlora ? 0.516 : wb;
+    add("gathered", "two layers' weights gathered at a time", 2 * layer * gathered_b,
+        "stage 3 / offload: a layer's full weights during its forward and backward, and the next "
+        "prefetched");
+  }
+
   // Activations of one micro-batch.
   const double ab = mixed ? 2 : wb;
   const double sl = static_cast<double>(s.seq_len.value);

@@ -496,6 +496,18 @@ void read_deepspeed(const Doc& d, TrainSettings& s) {
   if (auto sect = child(r, "bf16"); sect.IsMap())
     if (auto n = child(sect, "enabled"); given(n))
       s.bf16 = {as_bool(d, n, "bf16.enabled"), d.origin(n)};
+  // zero_optimization: stage, offload_optimizer.device, offload_param.device ("cpu", "nvme").
+  if (auto z = child(r, "zero_optimization"); z.IsMap()) {
+    if (auto n = child(z, "stage"); given(n))
+      s.shard_stage = {as_int(d, n, "zero_optimization.stage", 0, 3), d.origin(n)};
+    for (const char* k : {"offload_optimizer", "offload_param"}) {
+      const YAML::Node o = child(z, k);
+      const YAML::Node dev = o.IsMap() ? child(o, "device") : YAML::Node();
+      if (!present(dev)) continue;
+      (std::string_view(k) == "offload_param" ? s.offload_params : s.offload_optimizer) = {
+          as_string(d, dev, k) != "none", d.origin(dev)};
+    }
+  }
   if (auto sect = child(r, "fp16"); sect.IsMap())
     if (auto n = child(sect, "enabled"); given(n))
       s.fp16 = {as_bool(d, n, "fp16.enabled"), d.origin(n)};
@@ -514,6 +526,33 @@ void read_accelerate(const Doc& d, TrainSettings& s) {
   }
   if (auto n = child(r, "num_processes"); present(n))
     s.num_processes = {as_int(d, n, "num_processes", 1, 1 << 20), d.origin(n)};
+  const YAML::Node type = child(r, "distributed_type");
+  const std::string dist = present(type) ? as_string(d, type, "distributed_type") : "";
+  if (dist == "FSDP") {
+    // accelerate's FSDP plugin: fsdp_sharding_strategy (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD,
+    // HYBRID_SHARD; older files spell them 1-4) and fsdp_offload_params.
+    s.shard_stage = {3, Origin{Origin::Kind::default_value, "accelerate FSDP: FULL_SHARD"}};
+    if (auto fc = child(r, "fsdp_config"); fc.IsMap()) {
+      if (auto n = child(fc, "fsdp_sharding_strategy"); present(n)) {
+        const std::string v = as_string(d, n, "fsdp_sharding_strategy");
+        const std::int64_t stage = v == "SHARD_GRAD_OP" || v == "2" ? 2
+                                   : v == "NO_SHARD" || v == "3"    ? 0
+                                                                    : 3;
+        s.shard_stage = {stage, d.origin(n)};
+      }
+      if (auto n = child(fc, "fsdp_offload_params"); present(n))
+        s.offload_params = {as_bool(d, n, "fsdp_offload_params"), d.origin(n)};
+    }
+  } else if (dist == "DEEPSPEED") {
+    if (auto dc = child(r, "deepspeed_config"); dc.IsMap()) {
+      if (auto n = child(dc, "zero_stage"); present(n))
+        s.shard_stage = {as_int(d, n, "zero_stage", 0, 3), d.origin(n)};
+      if (auto n = child(dc, "offload_optimizer_device"); present(n))
+        s.offload_optimizer = {as_string(d, n, "offload_optimizer_device") != "none", d.origin(n)};
+      if (auto n = child(dc, "offload_param_device"); present(n))
+        s.offload_params = {as_string(d, n, "offload_param_device") != "none", d.origin(n)};
+    }
+  }
 }
 
 } // namespace
@@ -558,6 +597,9 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
   s.pin_memory = {true, from_default("dataloader_pin_memory default (true)")};
   s.torch_compile = {false, from_default("torch_compile default (false)")};
   s.num_processes = {1, from_default("one process")};
+  s.shard_stage = {0, from_default("no sharding: each process holds the whole model (DDP)")};
+  s.offload_optimizer = {false, from_default("no offload")};
+  s.offload_params = {false, from_default("no offload")};
 
   for (const auto& path : paths) {
     const Doc doc = read_doc(path);

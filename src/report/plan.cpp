@@ -96,6 +96,14 @@ std::vector<Row> setting_rows(const plan::TrainSettings& s) {
       {"num_processes", fmt::format("{}", s.num_processes.value), s.num_processes.value,
        &s.num_processes.origin},
   };
+  if (s.shard_stage.value > 0 || s.offload_params.value || s.offload_optimizer.value) {
+    rows.push_back({"shard_stage", fmt::format("{}", s.shard_stage.value), s.shard_stage.value,
+                    &s.shard_stage.origin});
+    rows.push_back({"offload_params", b(s.offload_params.value), s.offload_params.value,
+                    &s.offload_params.origin});
+    rows.push_back({"offload_optimizer", b(s.offload_optimizer.value), s.offload_optimizer.value,
+                    &s.offload_optimizer.origin});
+  }
   if (s.method.value != plan::Method::full) {
     rows.insert(rows.begin() + 1,
                 {"lora_r", fmt::format("{}", s.lora_r.value), s.lora_r.value, &s.lora_r.origin});

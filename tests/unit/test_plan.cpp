@@ -321,3 +321,38 @@ TEST_CASE("DeepSpeed and PEFT files: numbers are read, 'auto' is left to the Tra
   CHECK(std::find(hf.ignored_keys.begin(), hf.ignored_keys.end(),
                   "lora_rank (did you mean local_rank?)") != hf.ignored_keys.end());
 }
+
+TEST_CASE("ZeRO and FSDP shard the static memory over the processes", "[plan]") {
+  const auto m = plan::load_model(kPlan + "/models/llama-3-8b");
+  const auto p = plan::count_parameters(m);
+  // peft's DeepSpeed ZeRO-3 accelerate config: 2 processes, stage 3, no offload, bf16.
+  const auto z3 =
+      plan::load_train_settings({kPlan + "/train/accelerate-deepspeed_config_z3_qlora.yaml"}, {});
+  CHECK(z3.num_processes.value == 2);
+  CHECK(z3.shard_stage.value == 3);
+  CHECK_FALSE(z3.offload_params.value);
+  plan::TrainSettings full = z3;
+  full.method.value = plan::Method::full;
+  full.load_dtype.value = "bfloat16";
+  const auto e = plan::estimate_memory(m, p, full);
+  auto item = [&](const std::string& k) {
+    for (const auto& it : e.items)
+      if (it.key == k) return it.bytes;
+    return std::int64_t{-1};
+  };
+  CHECK(item("weights") == p.total);       // 2 B/param / 2 processes
+  CHECK(item("gradients") == p.total);     // 2 B/param / 2
+  CHECK(item("optimizer") == 2 * p.total); // 4 B/param / 2
+  CHECK(item("gathered") > 0);
+  // One process: nothing is sharded, whatever the stage says.
+  full.num_processes.value = 1;
+  CHECK(plan::estimate_memory(m, p, full).items[0].bytes == 2 * p.total);
+  // peft's FSDP QLoRA config: FULL_SHARD with fsdp_offload_params: weights leave the GPU.
+  const auto fsdp =
+      plan::load_train_settings({kPlan + "/train/accelerate-fsdp_config_qlora.yaml"}, {});
+  CHECK(fsdp.shard_stage.value == 3);
+  CHECK(fsdp.offload_params.value);
+  plan::TrainSettings q = fsdp;
+  q.method.value = plan::Method::qlora;
+  CHECK(plan::estimate_memory(m, p, q).items[0].bytes == 0);
+}
