@@ -351,6 +351,18 @@ ParamCount count_parameters(const ModelConfig& m) {
   p.total = add(add(p.embedding, p.lm_head), add(p.layers, h)); // + the final norm
   p.active = add(add(p.embedding, p.lm_head),
                  add(mul(m.num_layers, add(add(attn, mlp_active), norms)), h));
+  // An architecture the formulas do not know: the weights index beside the config, when there,
+  // counts its stored parameters exactly (total_size / bytes per element of torch_dtype).
+  if (!p.exact && m.index_total_bytes &&
+      (m.torch_dtype == "bfloat16" || m.torch_dtype == "float16" || m.torch_dtype == "float32")) {
+    const std::int64_t per = m.torch_dtype == "float32" ? 4 : 2;
+    p.total = *m.index_total_bytes / per;
+    p.active = p.total;
+    p.exact = true;
+    p.formula = fmt::format("unknown model_type: total_size of {} / {} B ({})", m.index_path, per,
+                            m.torch_dtype);
+    return p;
+  }
   p.formula =
       m.num_experts > 0
           ? "MoE decoder: L*(attention + router h*E + E*3*h*I_expert + norms) + V*h*(1 or 2) + h"

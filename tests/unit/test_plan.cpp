@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 using namespace halo;
@@ -355,4 +356,22 @@ TEST_CASE("ZeRO and FSDP shard the static memory over the processes", "[plan]") 
   plan::TrainSettings q = fsdp;
   q.method.value = plan::Method::qlora;
   CHECK(plan::estimate_memory(m, p, q).items[0].bytes == 0);
+}
+
+TEST_CASE("an unknown model_type is counted from its weights index when there is one", "[plan]") {
+  const auto dir = temp_dir();
+  // Mixtral's real config and index under a model_type the formulas do not know.
+  std::ifstream in(kPlan + "/models/mixtral-8x7b-v0.1/config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("\"mixtral\""), 9, "\"mixtral_next\"");
+  write(dir / "m" / "config.json", text);
+  std::filesystem::copy_file(kPlan + "/models/mixtral-8x7b-v0.1/model.safetensors.index.json",
+                             dir / "m" / "model.safetensors.index.json");
+  const auto p = plan::count_parameters(plan::load_model((dir / "m").string()));
+  CHECK(p.exact);
+  CHECK(p.total == 46'702'792'704);
+  std::filesystem::remove(dir / "m" / "model.safetensors.index.json");
+  const auto q = plan::count_parameters(plan::load_model((dir / "m").string()));
+  CHECK_FALSE(q.exact); // counted as a Llama-style decoder without experts' knowledge
+  std::filesystem::remove_all(dir);
 }
