@@ -9,6 +9,10 @@ for f in strix-halo-default-ttm mi300x-numa-4021 no-amd-gpu; do
   args+=("$bin check --root tests/fixtures/$f --no-runtime --format json")
 done
 args+=("$bin check --no-runtime --format json" "$bin check --format json")
+# halo-doctor plan (issue 15): a real model config and axolotl YAML on a fixture machine, with the
+# bisections for the largest micro-batch and sequence.
+args+=("$bin plan --root tests/fixtures/strix-halo-default-ttm --no-runtime --model tests/plan/models/llama-3-8b --config tests/plan/train/axolotl-llama3-qlora.yml --format json"
+  "$bin plan --root tests/fixtures/mi300x-numa-4021 --no-runtime --model tests/plan/models/qwen3-30b-a3b --format json")
 # The yardstick of issue 10: start-up of the doctor against a bare Python start on the same machine.
 args+=("python3 -c pass")
 hyperfine --warmup 5 --runs 50 -N -i --export-markdown "${HALO_BENCH_OUT:-/dev/stdout}" "${args[@]}"
