@@ -952,6 +952,23 @@ void derive_libdrm_per_gpu(FactSet& facts) {
   }
 }
 
+/// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/drm.cpp) of GPU
+/// N's DRM card.
+void derive_link_and_thermal_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const std::string from = card.empty() ? std::string() : "drm." + card;
+    alias_fields(facts, keys::gpu(i, "pcie"), card.empty() ? std::string() : from + ".pcie",
+                 {"current_speed_gts", "max_speed_gts", "current_width", "max_width"},
+                 "no amdgpu DRM card for this GPU, so no PCIe link facts");
+    alias_fields(
+        facts, keys::gpu(i, "temp"), card.empty() ? std::string() : from + ".temp",
+        {"edge_mc", "edge_crit_mc", "junction_mc", "junction_crit_mc", "mem_mc", "mem_crit_mc"},
+        "no amdgpu DRM card for this GPU, so no hwmon temperatures");
+  }
+}
+
 /// gpu.N.ras.*: the RAS counters (checks/ras.cpp) of GPU N's DRM card.
 void derive_ras_per_gpu(FactSet& facts) {
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
@@ -1032,6 +1049,7 @@ void derive_plan(FactSet& facts) {
 void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
   derive_ras_per_gpu(facts);
+  derive_link_and_thermal_per_gpu(facts);
   derive_render_access(facts);
   derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
@@ -1078,6 +1096,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.render.*",
                                                                "gpu.render_nodes_present",
                                                                "gpu.*.ras.*",
+                                                               "gpu.*.pcie.*",
+                                                               "gpu.*.temp.*",
                                                                "gpu.*.mes_fw_version",
                                                                "gpu.*.mes_fw_version_hex",
                                                                "gpu.*.mes_feature_version",

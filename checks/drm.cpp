@@ -3,13 +3,68 @@
 // mem_info_vram_used,mem_info_gtt_used,current_compute_partition,current_memory_partition,
 // uma/carveout} and the render node under device/drm/. mem_info_* are bytes (amdgpu_vram_mgr.c,
 // amdgpu_gtt_mgr.c). On an APU, vram_total is the BIOS carve-out.
+// Also the PCIe link of the GPU's PCI function (current_/max_link_speed and _width, PCI sysfs since
+// v4.13, commit 56c1af46: "8.0 GT/s PCIe", "32.0 GT/s PCIe", "Unknown") and the hwmon temperatures
+// amdgpu exposes (Documentation/gpu/amdgpu/thermal.rst: temp[1-3]_input and temp[1-3]_crit in
+// millidegrees Celsius, temp[1-3]_label edge, junction, mem).
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <fmt/format.h>
+
 #include <re2/re2.h>
+
+#include <charconv>
 
 namespace halo::probes {
 namespace {
+
+/// The PCIe link of the card's PCI function: speeds in GT/s (the leading number of
+/// "32.0 GT/s PCIe"), widths in lanes. "Unknown" (a link the kernel cannot decode) is an error.
+void collect_pcie_link(const Root& root, const std::string& dev, const std::string& pre,
+                       FactSet& facts) {
+  static const RE2 speed_re(R"(([0-9]+(?:\.[0-9]+)?) GT/s(?: PCIe)?)");
+  for (const char* which : {"current", "max"}) {
+    const std::string speed_path = fmt::format("{}/{}_link_speed", dev, which);
+    const std::string key = fmt::format("{}.pcie.{}_speed_gts", pre, which);
+    ReadResult r = root.read_trimmed(speed_path);
+    std::string num;
+    double gts = 0;
+    if (!r.ok())
+      facts.put_status(key, r.status, r.path, r.reason);
+    else if (!RE2::FullMatch(r.text, speed_re, &num) || num.size() > 8 ||
+             std::from_chars(num.data(), num.data() + num.size(), gts).ec != std::errc())
+      facts.put_status(key, Status::error, r.path, "not 'N GT/s PCIe': '" + r.text + "'");
+    else
+      facts.put_ok(key, gts, r.path);
+    put_int(facts, root, fmt::format("{}.pcie.{}_width", pre, which),
+            fmt::format("{}/{}_link_width", dev, which));
+  }
+}
+
+/// The card's hwmon temperatures by label (edge, junction, mem), current and critical.
+void collect_temperatures(const Root& root, const std::string& dev, const std::string& pre,
+                          FactSet& facts) {
+  static const RE2 hwmon_re("hwmon[0-9]+");
+  std::string hw;
+  if (auto names = root.list(dev + "/hwmon"))
+    for (const auto& n : *names)
+      if (RE2::FullMatch(n, hwmon_re)) {
+        hw = dev + "/hwmon/" + n;
+        break;
+      }
+  if (hw.empty()) return; // no hwmon: no temperature facts (absent, not an error)
+  for (int i = 1; i <= 3; ++i) {
+    ReadResult label = root.read_trimmed(fmt::format("{}/temp{}_label", hw, i));
+    if (!label.ok()) continue;
+    const std::string& l = label.text;
+    if (l != "edge" && l != "junction" && l != "mem") continue;
+    put_int(facts, root, fmt::format("{}.temp.{}_mc", pre, l),
+            fmt::format("{}/temp{}_input", hw, i));
+    put_int(facts, root, fmt::format("{}.temp.{}_crit_mc", pre, l),
+            fmt::format("{}/temp{}_crit", hw, i));
+  }
+}
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::string base = "/sys/class/drm";
@@ -70,6 +125,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_ok(pre + ".uma_carveout_options", options, o.path);
       if (min_bytes) facts.put_ok(pre + ".uma_carveout_min_bytes", *min_bytes, o.path);
     }
+    collect_pcie_link(ctx.root, dev, pre, facts);
+    collect_temperatures(ctx.root, dev, pre, facts);
     if (auto nodes = ctx.root.list(dev + "/drm")) {
       for (const auto& n : *nodes) {
         if (n.rfind("renderD", 0) == 0)
@@ -91,7 +148,7 @@ std::unique_ptr<Probe> make_drm_probe() {
           "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes", "drm.*.gtt_total_bytes",
           "drm.*.vram_used_bytes", "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
           "drm.*.current_memory_partition", "drm.*.uma_carveout", "drm.*.uma_carveout_options",
-          "drm.*.uma_carveout_min_bytes", "drm.*.render_minor"},
+          "drm.*.uma_carveout_min_bytes", "drm.*.render_minor", "drm.*.pcie.*", "drm.*.temp.*"},
       std::vector<std::string>{
           "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
           "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",
@@ -99,7 +156,14 @@ std::unique_ptr<Probe> make_drm_probe() {
           "/sys/class/drm/card*/device/current_*_partition",
           "/sys/class/drm/card*/device/uma/carveout",
           "/sys/class/drm/card*/device/uma/carveout_options",
-          "/sys/class/drm/card*/device/drm/renderD*"},
+          "/sys/class/drm/card*/device/drm/renderD*",
+          "/sys/class/drm/card*/device/current_link_speed",
+          "/sys/class/drm/card*/device/current_link_width",
+          "/sys/class/drm/card*/device/max_link_speed",
+          "/sys/class/drm/card*/device/max_link_width",
+          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_label",
+          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_input",
+          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_crit"},
       collect);
 }
 

@@ -438,3 +438,29 @@ TEST_CASE("8x MI300X after an HBM fault: only GPU 3 fails the RAS rules, named b
   REQUIRE(none.size() == 1);
   CHECK(none[0]->status == Outcome::skip);
 }
+
+TEST_CASE("8x MI300X with one link at x8 and one at Gen4: only those GPUs fail gpu-pcie-link",
+          "[scenario][gpu][pcie]") {
+  const auto rs = run(fixture("mi300x-degraded-link"));
+  const auto link = all_of(rs, "gpu-pcie-link");
+  REQUIRE(link.size() == 8);
+  for (const Result* r : link) {
+    INFO(r->gpu->index);
+    if (r->gpu->index == 5) {
+      CHECK(r->status == Outcome::fail);
+      CHECK(r->severity == Severity::error);
+      CHECK_THAT(r->message, Catch::Contains("x8 of x16"));
+    } else if (r->gpu->index == 2) {
+      CHECK(r->status == Outcome::fail);
+      CHECK(r->severity == Severity::warning);
+    } else {
+      CHECK(r->status == Outcome::pass);
+    }
+  }
+  CHECK(link[5]->gpu->pci_slot == "0000:af:00.0");
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
+  // A Strix Halo (an APU: no external link) is not judged.
+  const auto apu = all_of(run(fixture("strix-halo-fixed")), "gpu-pcie-link");
+  REQUIRE(apu.size() == 1);
+  CHECK(apu[0]->status == Outcome::skip);
+}

@@ -241,10 +241,10 @@ TEST_CASE("the built-in rules that can change between jobs are marked volatile",
   for (const auto& r : rs.rules)
     if (r.volatile_verdict) ids.push_back(r.id);
   std::sort(ids.begin(), ids.end());
-  // Device access, the driver, the runtime, firmware, a GPU hang, RAS errors: not the boot-time
-  // configuration.
+  // Device access, the driver, the runtime, firmware, a GPU hang, RAS errors, the PCIe link (it
+  // retrains after a GPU reset): not the boot-time configuration.
   CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded", "amdgpu-gpu-hang",
-                                        "gfx1151-mes-firmware", "gpu-bad-pages",
+                                        "gfx1151-mes-firmware", "gpu-bad-pages", "gpu-pcie-link",
                                         "gpu-ras-uncorrectable", "hsa-runtime-init", "kfd-access",
                                         "kfd-present", "render-node-access"});
   const std::string rule = R"({"area": "a", "rules": [
