@@ -90,6 +90,7 @@ struct FactMetric {
   const char* name;    ///< metric name
   const char* label;   ///< label for the `*` segment ("gpu"), or nullptr
   const char* help;    ///< HELP text
+  double scale = 1.0;  ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
 };
 
 constexpr FactMetric kFactMetrics[] = {
@@ -109,6 +110,24 @@ constexpr FactMetric kFactMetrics[] = {
     {"hsa.gpu.*.coarse_pool_bytes", "halo_doctor_hsa_coarse_pool_bytes", "gpu",
      "Size of the HSA agent's coarse-grained global memory pool, bytes, from "
      "hsa_amd_memory_pool_get_info (fact hsa.gpu.N.coarse_pool_bytes)"},
+    {"gpu.*.usable_bytes", "halo_doctor_gpu_usable_bytes", "gpu",
+     "Memory a process on the GPU can allocate, bytes (fact gpu.N.usable_bytes, docs/plan.md)"},
+    // The AMD device metrics exporter names these PCIE_SPEED, PCIE_MAX_SPEED and
+    // GPU_JUNCTION_TEMPERATURE / GPU_MEMORY_TEMPERATURE.
+    {"gpu.*.pcie.current_speed_gts", "halo_doctor_gpu_pcie_speed_gts", "gpu",
+     "Negotiated PCIe link speed, GT/s (current_link_speed; fact gpu.N.pcie.current_speed_gts)"},
+    {"gpu.*.pcie.max_speed_gts", "halo_doctor_gpu_pcie_max_speed_gts", "gpu",
+     "Maximum PCIe link speed, GT/s (max_link_speed; fact gpu.N.pcie.max_speed_gts)"},
+    {"gpu.*.pcie.current_width", "halo_doctor_gpu_pcie_width", "gpu",
+     "Negotiated PCIe link width, lanes (current_link_width; fact gpu.N.pcie.current_width)"},
+    {"gpu.*.pcie.max_width", "halo_doctor_gpu_pcie_max_width", "gpu",
+     "Maximum PCIe link width, lanes (max_link_width; fact gpu.N.pcie.max_width)"},
+    {"gpu.*.temp.junction_mc", "halo_doctor_gpu_junction_temperature_celsius", "gpu",
+     "Junction (hotspot) temperature, degrees Celsius (hwmon; fact gpu.N.temp.junction_mc)", 0.001},
+    {"gpu.*.temp.mem_mc", "halo_doctor_gpu_memory_temperature_celsius", "gpu",
+     "Memory (HBM/VRAM) temperature, degrees Celsius (hwmon; fact gpu.N.temp.mem_mc)", 0.001},
+    {"gpu.*.temp.edge_mc", "halo_doctor_gpu_edge_temperature_celsius", "gpu",
+     "Edge temperature, degrees Celsius (hwmon; fact gpu.N.temp.edge_mc)", 0.001},
 };
 
 /// The `*` segment of `key` for a pattern with one `*`.
@@ -191,7 +210,7 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
       started = true;
       Labels labels;
       if (m.label != nullptr) labels.emplace_back(m.label, star_segment(m.pattern, f->key));
-      e.sample(m.name, labels, *v);
+      e.sample(m.name, labels, *v * m.scale);
     }
   }
   return e.str();

@@ -67,6 +67,13 @@ junit_names=$(xmllint --xpath '//testcase[starts-with(@name, "render-node-access
 grep -q '^halo_doctor_rule_failed{id="render-node-access",severity="error",area="access",gpu="7",pci_slot="0000:df:00.0"} 0$' \
   "$tmp/$name.prom" || bad "$name: no render-node-access sample for gpu 7"
 
+# Fleet series (issue 16): each GPU's PCIe link as the AMD device metrics exporter's PCIE_* series.
+name=mi300x-degraded-link
+grep -q '^halo_doctor_gpu_pcie_width{gpu="5"} 8$' "$tmp/$name.prom" || bad "$name: no x8 width sample for gpu 5"
+grep -q '^halo_doctor_gpu_pcie_max_width{gpu="5"} 16$' "$tmp/$name.prom" || bad "$name: no max width sample for gpu 5"
+grep -q '^halo_doctor_gpu_pcie_speed_gts{gpu="2"} 16$' "$tmp/$name.prom" || bad "$name: no 16 GT/s sample for gpu 2"
+grep -q '^halo_doctor_rule_failed{id="gpu-pcie-link",severity="error",area="gpu-health",gpu="5",pci_slot="0000:af:00.0"} 1$' \
+  "$tmp/$name.prom" || bad "$name: gpu-pcie-link does not fail for gpu 5"
 
 # The healthy and broken fixtures give the npd contract's 0 and 1.
 "$bin" check --root "$fixtures/no-amd-gpu" --no-runtime --format npd >/dev/null || bad "npd: no-amd-gpu is not OK"
