@@ -109,6 +109,8 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 
 /// Fact keys that code outside the probes reads by name (the probes declare the rest).
 namespace keys {
+/// The machine's host name, string (/proc/sys/kernel/hostname; checks/os.cpp).
+inline constexpr std::string_view host_name = "host.name";
 /// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
 inline constexpr std::string_view gpu_count = "gpu.count";
 /// The GPU a training plan runs on (HIP device 0), integer (derived; checks/derived.cpp).

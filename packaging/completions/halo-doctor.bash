@@ -2,13 +2,13 @@
 _halo_doctor() {
   local cur prev words cword
   _init_completion || return
-  local commands="check facts capture rules explain bench slurm plan"
+  local commands="check facts capture rules explain bench slurm plan fleet"
   local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root"
   local rule="--rules --only --skip"
   local run="--model --config --method --batch --seq --grad-accum --gradient-checkpointing --optim --lora-r --load-dtype"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
-    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm | plan) cmd=${words[i]}; break ;; esac
+    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm | plan | fleet) cmd=${words[i]}; break ;; esac
   done
   case $prev in
     --root | --rules) _filedir -d; return ;;
@@ -47,6 +47,12 @@ _halo_doctor() {
         COMPREPLY=($(compgen -W "health-check prolog epilog --help" -- "$cur"))
       fi ;;
     rules) COMPREPLY=($(compgen -W "--rules --test --help" -- "$cur")) ;;
+    fleet)
+      if [[ " ${words[*]} " == *" compare "* ]]; then
+        if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--format --output --all --help" -- "$cur")); else _filedir '@(json|gz)'; fi
+      else
+        COMPREPLY=($(compgen -W "compare --help" -- "$cur"))
+      fi ;;
     explain) COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
   esac

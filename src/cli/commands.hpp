@@ -20,5 +20,6 @@ Runner add_capture_command(CLI::App& app); // src/cli/cmd_capture.cpp
 Runner add_fix_command(CLI::App& app);     // src/cli/cmd_fix.cpp
 Runner add_slurm_command(CLI::App& app);   // src/cli/cmd_slurm.cpp
 Runner add_plan_command(CLI::App& app);    // src/cli/cmd_plan.cpp
+Runner add_fleet_command(CLI::App& app);   // src/cli/cmd_fleet.cpp
 
 } // namespace halo::cli

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       halo::cli::add_rules_command(app), halo::cli::add_explain_command(app),
       halo::cli::add_bench_command(app), halo::cli::add_capture_command(app),
       halo::cli::add_fix_command(app),   halo::cli::add_slurm_command(app),
-      halo::cli::add_plan_command(app),
+      halo::cli::add_plan_command(app),  halo::cli::add_fleet_command(app),
   };
 
   try {
