@@ -5,7 +5,6 @@
 #include <halo/error.hpp>
 #include <halo/policy.hpp>
 #include <halo/report.hpp>
-#include <halo/version.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -99,23 +98,10 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   o.common.plan = build_plan(o.plan); // --model: the plan rules join the check
 
   const Evaluation ev = evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0);
-  const RuleSet& rules = ev.rules;
   const FactSet& facts = ev.facts;
   const std::vector<Result>& results = ev.results;
 
-  ReportContext ctx;
-  ctx.tool_version = kVersion;
-  ctx.hostname = facts.get<std::string>("host.name").value_or("");
-  ctx.kernel = facts.get<std::string>("kernel.release").value_or("");
-  ctx.os = facts.get<std::string>("os.pretty_name").value_or("");
-  ctx.runs_in = facts.get<std::string>("host.runs_in").value_or("");
-  ctx.ruleset_version = rules.version;
-  ctx.ruleset_digest = rules.digest;
-  ctx.root = !o.common.bundle.empty()      ? o.common.bundle
-             : o.common.facts_file.empty() ? o.common.root
-                                           : o.common.facts_file;
-  ctx.fail_on = parse_fail_on(o.fail_on);
-  ctx.exit_code = gate_exit_code(results, ctx.fail_on);
+  ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
   ctx.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ctx.finished_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(

@@ -8,7 +8,6 @@
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
-#include <halo/version.hpp>
 
 #include <fmt/format.h>
 
@@ -95,17 +94,7 @@ int run(Options& o, const CLI::Option* reserve_flag) {
   if (auto cap = ev.facts.get_int(keys::plan_capacity_bytes))
     data.limits = plan::find_limits(p, *cap);
 
-  ReportContext ctx;
-  ctx.tool_version = kVersion;
-  ctx.hostname = ev.facts.get<std::string>("host.name").value_or("");
-  ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
-  ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
-  ctx.runs_in = ev.facts.get<std::string>("host.runs_in").value_or("");
-  ctx.ruleset_version = ev.rules.version;
-  ctx.ruleset_digest = ev.rules.digest;
-  ctx.root = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
-  ctx.fail_on = parse_fail_on(o.fail_on);
-  ctx.exit_code = gate_exit_code(ev.results, ctx.fail_on);
+  const ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
 
   const std::string text =
       o.format == "json"

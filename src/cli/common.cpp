@@ -5,6 +5,7 @@
 #include <halo/io.hpp>
 #include <halo/plan.hpp>
 #include <halo/policy.hpp>
+#include <halo/version.hpp>
 
 #include <fmt/format.h>
 
@@ -171,6 +172,21 @@ Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool
   ev.results = evaluate(ev.rules, ev.facts, params);
   if (policy) apply_policy(*policy, ev.results, today_local_date());
   return ev;
+}
+
+ReportContext report_context(const Evaluation& ev, const CommonOptions& o, FailOn fail_on) {
+  ReportContext ctx;
+  ctx.tool_version = kVersion;
+  ctx.hostname = ev.facts.get<std::string>(keys::host_name).value_or("");
+  ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
+  ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
+  ctx.runs_in = ev.facts.get<std::string>("host.runs_in").value_or("");
+  ctx.ruleset_version = ev.rules.version;
+  ctx.ruleset_digest = ev.rules.digest;
+  ctx.root = !o.bundle.empty() ? o.bundle : o.facts_file.empty() ? o.root : o.facts_file;
+  ctx.fail_on = fail_on;
+  ctx.exit_code = gate_exit_code(ev.results, fail_on);
+  return ctx;
 }
 
 FailOn parse_fail_on(const std::string& s) {

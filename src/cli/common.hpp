@@ -5,6 +5,7 @@
 #include <halo/plan.hpp>
 #include <halo/policy.hpp>
 #include <halo/probe.hpp>
+#include <halo/report.hpp>
 #include <halo/result.hpp>
 #include <halo/rules.hpp>
 
@@ -99,6 +100,12 @@ using DefaultOnly = std::function<std::vector<std::string>(const RuleSet&, const
 /// empty), probes, evaluates and applies the policy. Throws InputError for bad input.
 Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool reserve_given,
                            const DefaultOnly& default_only = {});
+
+/// The report context of an evaluation, as `check` and `plan` fill it: the tool and rule-set
+/// versions, the host's name, kernel, OS and where the doctor ran (facts), the root, bundle or
+/// facts file read, the gate threshold and its exit code. Durations and timestamps are the
+/// caller's.
+ReportContext report_context(const Evaluation& ev, const CommonOptions& o, FailOn fail_on);
 
 /// "error" | "warning" | "info" | "never" as the gate threshold (anything else: error).
 FailOn parse_fail_on(const std::string& s);

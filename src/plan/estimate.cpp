@@ -358,36 +358,26 @@ Plan make_plan(const std::string& model_path, const std::vector<std::string>& co
 }
 
 Limits find_limits(const Plan& plan, std::int64_t budget_bytes) {
-  Limits lim;
-  TrainSettings s = plan.settings;
-  auto fits = [&]() {
-    return estimate_memory(plan.model, plan.params, s).required_bytes <= budget_bytes;
+  // The largest value in [0, hi] of one setting whose estimate stays within the budget: the
+  // estimate grows with the micro-batch and the sequence, so bisect.
+  auto largest = [&](Setting<std::int64_t> TrainSettings::*field, std::int64_t hi) {
+    TrainSettings s = plan.settings;
+    std::int64_t lo = 0;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      (s.*field).value = mid;
+      if (estimate_memory(plan.model, plan.params, s).required_bytes <= budget_bytes)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
   };
-  // Largest micro-batch: the estimate grows with it, so bisect.
-  std::int64_t lo = 0;
-  std::int64_t hi = 4096;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    s.micro_batch.value = mid;
-    if (fits())
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  lim.max_micro_batch = lo;
-  s = plan.settings;
-  lo = 0;
-  hi = plan.model.max_positions > 0 ? plan.model.max_positions : std::int64_t{1} << 20;
-  if (hi < 64) hi = 64;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    s.seq_len.value = mid;
-    if (fits())
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  lim.max_seq_len = lo;
+  Limits lim;
+  lim.max_micro_batch = largest(&TrainSettings::micro_batch, 4096);
+  const std::int64_t positions =
+      plan.model.max_positions > 0 ? plan.model.max_positions : std::int64_t{1} << 20;
+  lim.max_seq_len = largest(&TrainSettings::seq_len, std::max<std::int64_t>(positions, 64));
   return lim;
 }
 
