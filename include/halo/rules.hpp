@@ -81,6 +81,10 @@ struct FailCase {
   Severity severity = Severity::error;
   Condition when;
   std::string message;
+  /// This case's own structured fix (`"fix"` in the fail entry), replacing the rule's when this
+  /// case decides: e.g. a container's remedy where the host's would be udev rules. Null: the
+  /// rule's fix.
+  nlohmann::json fix;
 };
 
 /// A precondition: when it is false the rule is skipped with this reason.

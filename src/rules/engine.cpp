@@ -461,7 +461,8 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
     res.status = Outcome::fail;
     res.severity = hit->severity;
     res.message = expand_template(hit->message, facts, params);
-    if (!r.fix.is_null()) res.fix = expand_fix(r.fix, facts, params);
+    if (const auto& fix = hit->fix.is_null() ? r.fix : hit->fix; !fix.is_null())
+      res.fix = expand_fix(fix, facts, params);
     if (r.pending_when)
       res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
     res.evidence = collect_evidence(r, facts, {});
@@ -548,6 +549,7 @@ Rule bind_to_gpu(const Rule& rule, std::int64_t index) {
   for (auto& fc : r.fail) {
     bind_condition(fc.when, index);
     fc.message = bind_text(fc.message, index);
+    fc.fix = bind_json(fc.fix, index);
   }
   if (r.pending_when) bind_condition(*r.pending_when, index);
   r.pass_message = bind_text(r.pass_message, index);

@@ -226,6 +226,17 @@ const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "
                                                      "groups",  "udev",        "env",      "manual",
                                                      "reboot",  "initramfs"};
 
+/// The `"fix"` object of a rule or of one fail case (`path` names it in errors); null when the
+/// object has none.
+nlohmann::json fix_object(const Where& w, const std::string& path, const nlohmann::json& owner) {
+  if (!owner.contains("fix") || owner["fix"].is_null()) return nullptr;
+  const auto& f = owner["fix"];
+  if (!f.is_object()) w.fail(path, "must be an object");
+  for (const auto& [k, v] : f.items())
+    if (kFixKeys.count(k) == 0) w.fail(path + "." + k, "unknown fix kind");
+  return f;
+}
+
 /// The line of the first occurrence of the JSON string `s` at or after `from`, or `fallback`.
 std::size_t line_of_string(std::string_view text, std::size_t from, const std::string& s,
                            std::size_t fallback) {
@@ -481,16 +492,12 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
       auto sev = parse_severity(fj["severity"].get<std::string>());
       if (!sev) w.fail(path + ".severity", "must be error, warning or info");
       r.fail.push_back(FailCase{*sev, p.condition(path + ".when", fj["when"]),
-                                fj["message"].get<std::string>()});
+                                fj["message"].get<std::string>(),
+                                fix_object(w, path + ".fix", fj)});
     }
     if (rj.contains("pending_when"))
       r.pending_when = p.condition("pending_when", rj["pending_when"]);
-    if (rj.contains("fix") && !rj["fix"].is_null()) {
-      if (!rj["fix"].is_object()) w.fail("fix", "must be an object");
-      for (const auto& [k, v] : rj["fix"].items())
-        if (kFixKeys.count(k) == 0) w.fail("fix." + k, "unknown fix kind");
-      r.fix = rj["fix"];
-    }
+    r.fix = fix_object(w, "fix", rj);
     if (rj.contains("evidence")) r.evidence = string_list(w, "evidence", rj["evidence"]);
     for (const auto& e : r.evidence)
       p.check_fact("evidence", e);

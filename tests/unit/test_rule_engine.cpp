@@ -155,7 +155,7 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   r.area = "memory";
   r.pass_message = "fine";
   r.fail.push_back(FailCase{Severity::error, leaf("ttm.pages_limit_bytes", Op::lt, 1e11),
-                            "low: {gib:ttm.pages_limit_bytes}"});
+                            "low: {gib:ttm.pages_limit_bytes}", nullptr});
   r.fix = json{{"kernel_args",
                 {{"set", {{"{kernel.version}.x", "{mem.total_bytes}"}}},
                  {"remove", json::array({"{kernel.cmdline.names}"})}}}};
@@ -167,6 +167,20 @@ TEST_CASE("rules evaluate to pass, fail, skip and error", "[engine]") {
   CHECK(res[0].message == "low: 62.54 GiB");
   CHECK(res[0].fix["kernel_args"]["set"]["6.17.4.x"] == 134299025408);
   CHECK(res[0].fix["kernel_args"]["remove"] == json::array({"ro", "quiet"}));
+
+  // A fail case with its own fix replaces the rule's fix when it decides, and only then.
+  FailCase own{Severity::warning, leaf("kernel.version", Op::eq, "6.17.4"), "own case",
+               json{{"manual", json::array({"run on {kernel.version}"})}}};
+  rs.rules[0].fail.insert(rs.rules[0].fail.begin(), own);
+  res = evaluate(rs, f, {});
+  CHECK(res[0].message == "own case");
+  CHECK(res[0].fix == json{{"manual", json::array({"run on 6.17.4"})}});
+  rs.rules[0].fail[0].when = leaf("kernel.version", Op::eq, "6.18");
+  res = evaluate(rs, f, {});
+  CHECK(res[0].message == "low: 62.54 GiB");
+  CHECK(res[0].fix.contains("kernel_args"));
+  CHECK_FALSE(res[0].fix.contains("manual"));
+  rs.rules[0].fail.erase(rs.rules[0].fail.begin());
 
   rs.rules[0].applies.push_back(
       Precondition{leaf("gpu.0.gfx_target", Op::eq, "gfx942"), "not MI300 ({gpu.0.gfx_target})"});
