@@ -486,6 +486,15 @@ void derive_runenv(FactSet& facts) {
     evidence.emplace_back("/dev/kfd exists but /sys/bus/pci lists no AMD GPU");
   }
   facts.put_ok("host.container", !kind.empty(), "derived: container markers");
+  // The two halves of the kernel/ROCm matrix: /proc, /sys and /dev show the running kernel, the
+  // host's, while ROCm and PyTorch are the image's (issue 19; ROCm's Docker how-to: "Docker
+  // containers share the kernel with the host OS"). Appended to the matrix rules' messages.
+  facts.put_ok("host.stack_origin",
+               kind.empty() ? std::string()
+                            : fmt::format(" (ROCm user space from this {} container's image; the "
+                                          "kernel, amdgpu and KFD are the host's)",
+                                          kind),
+               "derived: host.runs_in");
   facts.put_ok("host.runs_in", kind.empty() ? std::string("host") : kind,
                evidence.empty() ? std::string("derived: no container marker")
                                 : fmt::format("derived: {}", fmt::join(evidence, ", ")));
@@ -1103,6 +1112,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.mes_feature_version",
                                                                "host.container",
                                                                "host.runs_in",
+                                                               "host.stack_origin",
                                                                "gpu.visible",
                                                                "gpu.device0",
                                                                "gpu.device0_gfx_target",
