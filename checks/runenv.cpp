@@ -16,12 +16,17 @@
 //             placement. ROCm's Docker how-to recommends --security-opt seccomp=unconfined.
 //   CapEff:   the effective capability mask in hex; CAP_SYS_NICE is bit 23
 //             (include/uapi/linux/capability.h).
+// And whether the machine is a virtual machine, with systemd-detect-virt's evidence (systemd
+// src/basic/virt.c detect_vm_dmi_vendor(): the DMI strings below, read in this order) and the
+// CPU's hypervisor bit (CPUID leaf 1 ECX bit 31, shown by Linux as the "hypervisor" flag in
+// /proc/cpuinfo: arch/x86/include/asm/cpufeatures.h X86_FEATURE_HYPERVISOR).
 #include "probe_util.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 
 namespace halo::probes {
 namespace {
@@ -90,6 +95,33 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("runenv.seccomp_mode", r.status, r.path, r.reason);
     facts.put_status("runenv.cap_sys_nice", r.status, r.path, r.reason);
   }
+  for (const char* f :
+       {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
+    const std::string path = std::string("/sys/class/dmi/id/") + f;
+    if (ReadResult r = root.read_trimmed(path); r.ok())
+      facts.put_ok(std::string("runenv.dmi.") + f, r.text.substr(0, 128), r.path);
+    else
+      facts.put_status(std::string("runenv.dmi.") + f, r.status, r.path, r.reason);
+  }
+  // The first "flags" line is enough: every CPU of an x86 machine has the same hypervisor bit.
+  if (ReadResult r = root.read("/proc/cpuinfo", 256 * 1024); r.ok()) {
+    std::optional<bool> hv;
+    for (const auto& line : split_lines(r.text)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string flags = " " + line.substr(colon + 1) + " ";
+      hv = flags.find(" hypervisor ") != std::string::npos;
+      break;
+    }
+    if (hv)
+      facts.put_ok("runenv.cpu_hypervisor_flag", *hv, r.path + " (flags)");
+    else
+      facts.put_status("runenv.cpu_hypervisor_flag", Status::missing, r.path,
+                       "no \"flags\" line (not an x86 CPU)");
+  } else {
+    facts.put_status("runenv.cpu_hypervisor_flag", r.status, r.path, r.reason);
+  }
   std::string engine;
   if (ReadResult r = root.read("/proc/1/cgroup", 64 * 1024); r.ok()) {
     for (const char* word : {"kubepods", "docker", "libpod", "lxc"})
@@ -105,13 +137,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_runenv_probe() {
   return std::make_unique<BasicProbe>(
       "runenv",
-      std::vector<std::string>{
-          "runenv.host_root", "runenv.dockerenv", "runenv.toolboxenv", "runenv.containerenv",
-          "runenv.containerenv.*", "runenv.systemd_container", "runenv.kubernetes",
-          "runenv.cgroup_engine", "runenv.seccomp_mode", "runenv.cap_sys_nice"},
-      std::vector<std::string>{
-          "/.dockerenv", "/run/.toolboxenv", "/run/.containerenv", "/run/systemd/container",
-          "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup", "/proc/self/status"},
+      std::vector<std::string>{"runenv.host_root", "runenv.dockerenv", "runenv.toolboxenv",
+                               "runenv.containerenv", "runenv.containerenv.*",
+                               "runenv.systemd_container", "runenv.kubernetes",
+                               "runenv.cgroup_engine", "runenv.seccomp_mode", "runenv.cap_sys_nice",
+                               "runenv.dmi.*", "runenv.cpu_hypervisor_flag"},
+      std::vector<std::string>{"/.dockerenv", "/run/.toolboxenv", "/run/.containerenv",
+                               "/run/systemd/container",
+                               "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup",
+                               "/proc/self/status", "/sys/class/dmi/id/*", "/proc/cpuinfo"},
       collect);
 }
 

@@ -19,6 +19,8 @@ packages=(
   mmdebstrap nix-bin
   # tests/cli/kmod_diff.py: the parsers against real kmod (modprobe -c)
   kmod
+  # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
+  systemd
 )
 missing=()
 for p in "${packages[@]}"; do
