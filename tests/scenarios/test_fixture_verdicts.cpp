@@ -265,6 +265,11 @@ TEST_CASE("the RDNA3.5 kernel minimum applies to Strix Point (gfx1150) too",
   CHECK_THAT(r.message, Catch::Contains("gfx1150"));
   // A GPU outside the family is not judged by it.
   CHECK(get(run(fixture("mi300x-numa-4021")), "gfx1151-kernel-min").status == Outcome::skip);
+  // Krackan Point (gfx1152): CachyOS 6.18.3 is below the 6.18.4 minimum, Ubuntu's 7.0 above it.
+  const auto below = run(fixture("krackan-6.18.3-cachyos"));
+  CHECK(get(below, "gfx1151-kernel-min").status == Outcome::fail);
+  CHECK_THAT(get(below, "gfx1151-kernel-min").message, Catch::Contains("gfx1152"));
+  CHECK(get(run(fixture("krackan-7.0-ubuntu2604")), "gfx1151-kernel-min").status == Outcome::pass);
 }
 
 // Issue 19: for every rule, the verdict inside toolbox equals the verdict on the bare-metal host.
