@@ -3,6 +3,7 @@
 // and whether each is an APU; which TTM limit is configured for the module amdgpu really uses;
 // the recommended limit for --reserve; amdgpu.gttsize; suspicious kernel arguments.
 // It runs last, and again on facts replayed with --facts (so --reserve still applies).
+#include "alloc_conf.hpp"
 #include "cmdline.hpp"
 #include "gfx.hpp"
 #include "probe_util.hpp"
@@ -461,6 +462,39 @@ void derive_visibility(FactSet& facts) {
   else
     facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, kDerived,
                      apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
+}
+
+/// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
+/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
+/// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
+/// PYTORCH_CUDA_ALLOC_CONF and only when it is unset PYTORCH_HIP_ALLOC_CONF.
+void derive_alloc_conf(FactSet& facts) {
+  const Fact* names = facts.find("env.names");
+  if (names == nullptr || names->status != Status::ok) {
+    for (const char* k : {"framework.alloc_conf.vars", "framework.alloc_conf.problems",
+                          "framework.alloc_conf.shadowed"})
+      facts.put_status(k, Status::missing, "derived", "the environment could not be read");
+    return;
+  }
+  std::vector<std::string> vars;
+  std::vector<std::string> problems;
+  for (const auto& [var, key] :
+       {std::pair{"PYTORCH_ALLOC_CONF", "env.pytorch_alloc_conf"},
+        std::pair{"PYTORCH_CUDA_ALLOC_CONF", "env.pytorch_cuda_alloc_conf"},
+        std::pair{"PYTORCH_HIP_ALLOC_CONF", "env.pytorch_hip_alloc_conf"}}) {
+    const auto v = facts.get<std::string>(key);
+    if (!v) continue;
+    vars.emplace_back(var);
+    for (const auto& p : alloc_conf_problems(*v))
+      problems.push_back(fmt::format("{}={}: {}", var, v->substr(0, 200), p));
+  }
+  const std::string src = "derived: c10/core/AllocatorConfig.cpp parseArgs";
+  facts.put_ok("framework.alloc_conf.vars", vars, src);
+  facts.put_ok("framework.alloc_conf.problems", problems, src);
+  const auto cuda = facts.get<std::string>("env.pytorch_cuda_alloc_conf");
+  const auto hip = facts.get<std::string>("env.pytorch_hip_alloc_conf");
+  facts.put_ok("framework.alloc_conf.shadowed", cuda && hip && *cuda != *hip,
+               "derived: c10/cuda/CUDAAllocatorConfig.h (the CUDA name first, HIP only if unset)");
 }
 
 /// Where the doctor runs (checks/runenv.cpp lists the markers and their sources). A container
@@ -1112,6 +1146,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
   derive_virtualization(facts);
+  derive_alloc_conf(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1164,6 +1199,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "host.runs_in",
                                                                "host.stack_origin",
                                                                "host.virtualization",
+                                                               "framework.alloc_conf.*",
                                                                "gpu.visible",
                                                                "gpu.visible_gfx_targets",
                                                                "gpu.visible_gfx_target_count",
