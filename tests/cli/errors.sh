@@ -46,7 +46,7 @@ expect 0 "" -- "$bin" check --root "$fixtures/no-amd-gpu" --no-runtime
 expect 1 "" -- "$bin" check --root "$fixtures/strix-halo-default-ttm" --no-runtime
 expect 0 "" -- "$bin" check --root "$fixtures/strix-halo-default-ttm" --no-runtime --fail-on never
 expect 1 "" -- "$bin" check --root "$fixtures/mi300x-numa-4021" --no-runtime --fail-on warning
-expect 0 "" -- "$bin" check --root "$fixtures/mi300x-numa-4021" --no-runtime --skip instinct-numa-balancing,instinct-iommu-pt --fail-on warning
+expect 0 "" -- "$bin" check --root "$fixtures/mi300x-numa-4021" --no-runtime --skip instinct-numa-balancing,instinct-iommu-pt,instinct-pci-realloc-off --fail-on warning
 
 # Facts saved and replayed give the same report; --add-facts merges.
 "$bin" facts --root "$fixtures/strix-halo-default-ttm" --no-runtime --format json -o "$tmp/saved.json"

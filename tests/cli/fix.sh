@@ -293,9 +293,9 @@ printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=soft"\n' >"$work/grub-test"
 (
   . "$work/grub-test"
   . "$work/mi300x-root/etc/default/grub.d/90-halo-doctor.cfg"
-  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet" ] && [ "$GRUB_CMDLINE_LINUX" = "iommu=pt" ]
+  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet" ] && [ "$GRUB_CMDLINE_LINUX" = "pci=realloc=off iommu=pt" ]
 ) || bad "mi300x: the drop-in does not replace iommu=soft with iommu=pt"
-ok "ran mi300x-numa-4021: sysctl and iommu=pt"
+ok "ran mi300x-numa-4021: sysctl, iommu=pt and pci=realloc=off"
 
 # The drop-in's filter does not expand patterns: foo=* stays foo=* even where a file matches it.
 mkdir -p "$work/globdir"
@@ -306,7 +306,7 @@ printf 'GRUB_CMDLINE_LINUX_DEFAULT="quiet foo=* iommu=soft"\n' >"$work/grub-test
   cd "$work/globdir" || exit 1
   . "$work/grub-test"
   . "$work/mi300x-root/etc/default/grub.d/90-halo-doctor.cfg"
-  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet foo=*" ] && [ "$GRUB_CMDLINE_LINUX" = "iommu=pt" ]
+  [ "$GRUB_CMDLINE_LINUX_DEFAULT" = "quiet foo=*" ] && [ "$GRUB_CMDLINE_LINUX" = "pci=realloc=off iommu=pt" ]
 ) || bad "grub drop-in: an argument foo=* was glob-expanded"
 ok "grub drop-in keeps foo=* as it is"
 

@@ -15,7 +15,7 @@
 # HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are edited
 # under DIR and the boot tools run inside it (chroot DIR TOOL), never on the running host.
 #
-# Rules covered: instinct-numa-balancing, instinct-iommu-pt
+# Rules covered: instinct-numa-balancing, instinct-pci-realloc-off, instinct-iommu-pt
 
 # The part every generated fix script starts with (after its header): options, the root, and the
 # helpers the steps use. Each step checks the state it needs on the system being fixed, never what
@@ -205,26 +205,26 @@ edit_args() {
   printf '%s' "${out[*]}"
 }
 
-KARGS_SET=( 'iommu=pt' )
+KARGS_SET=( 'pci=realloc=off' 'iommu=pt' )
 KARGS_REMOVE=( )
 
 # ---------------------------------------------------------------------------
 # Step 1: kernel command line
-# Rules: instinct-iommu-pt
-# Set: iommu=pt
+# Rules: instinct-pci-realloc-off, instinct-iommu-pt
+# Set: pci=realloc=off iommu=pt
 # Through grub-debian; arguments not named here are left as they are, in their order.
 say '== step 1: kernel command line'
 GRUB_FLAVOUR='debian'
 GRUB_BLOCK=$(
   cat <<'HALO_EOF'
-# BEGIN halo-doctor (written by halo-doctor fix; rules: instinct-iommu-pt)
-# Drops iommu from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).
+# BEGIN halo-doctor (written by halo-doctor fix; rules: instinct-pci-realloc-off, instinct-iommu-pt)
+# Drops pci, iommu from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).
 halo_filter() {
   set -f
   halo_out=
   for halo_a in $1; do
     case $halo_a in
-      iommu | iommu=*) ;;
+      pci | pci=* | iommu | iommu=*) ;;
       *) halo_out="$halo_out $halo_a" ;;
     esac
   done
@@ -232,7 +232,7 @@ halo_filter() {
 }
 GRUB_CMDLINE_LINUX_DEFAULT="$(halo_filter "${GRUB_CMDLINE_LINUX_DEFAULT:-}")"
 halo_d="$(halo_filter "${GRUB_CMDLINE_LINUX:-}")"
-GRUB_CMDLINE_LINUX="${halo_d:+$halo_d }iommu=pt"
+GRUB_CMDLINE_LINUX="${halo_d:+$halo_d }pci=realloc=off iommu=pt"
 unset -f halo_filter
 unset halo_out halo_a halo_d
 # END halo-doctor

@@ -22,6 +22,8 @@
 #
 # Rules covered: ttm-limit-low
 # Not done by this script (needs a person):
+#   [gfx1151-cwsr-hang] add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)
+#   [gfx1151-cwsr-hang] or install a 6.18 or later kernel, where the driver's default handles it
 #   [gfx1151-kernel-min] install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
 #   [gfx1151-kernel-min] reboot into it
 
@@ -333,6 +335,8 @@ fi
 
 # ---------------------------------------------------------------------------
 # Done: what is left to do.
+say 'needs a person [gfx1151-cwsr-hang]: add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)'
+say 'needs a person [gfx1151-cwsr-hang]: or install a 6.18 or later kernel, where the driver'\''s default handles it'
 say 'needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later'
 say 'needs a person [gfx1151-kernel-min]: reboot into it'
 # The end of every fix script: what happened, how to undo it, what is left.
