@@ -10,6 +10,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_os_probe());
   r.add(probes::make_memory_probe());
   r.add(probes::make_amdgpu_module_probe());
+  r.add(probes::make_module_file_probe()); // after kernel, whose kernel.release it reads
   r.add(probes::make_ttm_probe());
   r.add(probes::make_modprobe_probe());
   r.add(probes::make_pci_probe());
