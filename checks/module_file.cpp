@@ -224,9 +224,17 @@ void child_body(int fd, const Root& root, const std::string& moddir) {
                      st.st_size, kMaxModuleBytes >> 20));
     return;
   }
+  // A context of its own: the lookup's already holds "amdgpu" with the unresolved path, and
+  // libkmod refuses a second path for one name (-EEXIST).
+  kmod_ctx* file_ctx = kmod_new(host_dir.c_str(), no_config);
   kmod_module* file_mod = nullptr;
-  if (kmod_module_new_from_path(ctx, host_file.c_str(), &file_mod) < 0 || file_mod == nullptr) {
-    emit(fd, "status", "error", fmt::format("libkmod could not open {}", target));
+  if (file_ctx != nullptr) kmod_set_log_fn(file_ctx, keep_kmod_log, nullptr);
+  if (file_ctx == nullptr ||
+      kmod_module_new_from_path(file_ctx, host_file.c_str(), &file_mod) < 0 ||
+      file_mod == nullptr) {
+    emit(fd, "status", "error",
+         fmt::format("libkmod could not open {}{}", target,
+                     g_kmod_error.empty() ? "" : ": " + g_kmod_error));
     return;
   }
   kmod_list* info = nullptr;
@@ -277,18 +285,27 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   const std::string moddir = "/lib/modules/" + release;
-  const std::string source = moddir + "/modules.dep.bin (libkmod lookup, as modprobe)";
+  // The running kernel's modules are the host's: in toolbox or distrobox they are under the
+  // host root (/run/host) when the image has none of its own (ProbeContext::host_config_root).
+  const Root* where = &ctx.root;
+  std::string source = moddir + "/modules.dep.bin (libkmod lookup, as modprobe)";
   if (!ctx.root.is_dir(moddir)) {
-    // Not there to read (a container without the host's /lib/modules, a fixture or a bundle):
-    // not probed, so rules that need it are skipped, not "could not be checked".
-    put_all(facts, Status::missing, moddir,
-            fmt::format("{}no {} in this root (a container without the host's /lib/modules, or "
-                        "a fixture)",
-                        kNotProbedPrefix, moddir));
-    return;
+    const Root* host = ctx.host_config_root();
+    if (host != nullptr && host != &ctx.root && host->is_dir(moddir)) {
+      where = host;
+      source += fmt::format(" in the host root ({})", ctx.host_basis());
+    } else {
+      // Not there to read (a container without the host's /lib/modules, a fixture or a
+      // bundle): not probed, so rules that need it are skipped, not "could not be checked".
+      put_all(facts, Status::missing, moddir,
+              fmt::format("{}no {} in this root (a container without the host's /lib/modules, "
+                          "or a fixture)",
+                          kNotProbedPrefix, moddir));
+      return;
+    }
   }
-  const ChildRun run = run_in_child([&](int fd) { child_main(fd, ctx.root, moddir); },
-                                    kChildTimeoutS, std::size_t{4} << 20);
+  const ChildRun run = run_in_child([&](int fd) { child_main(fd, *where, moddir); }, kChildTimeoutS,
+                                    std::size_t{4} << 20);
   const bool ended = !run.lines.empty() && run.lines.back().starts_with("end\t");
   if (!ended) {
     put_all(facts, Status::error, source,

@@ -99,6 +99,23 @@ index link-rel
 rm link-rel/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
 ln -s ../../../../../../../outside/amdgpu.ko.zst link-rel/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
 facts link-rel
+# An absolute link that stays inside the root (as /var/lib/dkms on the machine the root came
+# from): followed there, and read.
+make_root link-in
+cp outside/amdgpu.ko.zst link-in/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
+index link-in
+rm link-in/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
+mkdir -p link-in/var/lib/dkms/amdgpu
+cp outside/amdgpu.ko.zst link-in/var/lib/dkms/amdgpu/amdgpu.ko.zst
+ln -s /var/lib/dkms/amdgpu/amdgpu.ko.zst link-in/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
+facts link-in
+# amdgpu built into the kernel (modules.builtin, indexed by depmod into modules.builtin.bin).
+make_root builtin
+rm -r builtin/lib/modules/$rel/kernel/drivers
+echo kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko >builtin/lib/modules/$rel/modules.builtin
+index builtin
+facts builtin
+modinfo -b builtin -k "$rel" -n amdgpu >builtin/modinfo.n
 # 5. A truncated .ko.zst and one of random bytes.
 make_root truncated
 head -c 300 signed-zst/lib/modules/$rel/updates/dkms/amdgpu.ko.zst >truncated/lib/modules/$rel/updates/dkms/amdgpu.ko.zst
@@ -189,9 +206,20 @@ for name in ("link-abs", "link-rel"):
     assert "inside the root" in f["amdgpu.module.signed"]["reason"], f["amdgpu.module.signed"]
     print(f"ok: {name}: {f['amdgpu.module.signed']['reason']}")
 
+f = facts("link-in")
+assert f["amdgpu.module.signed"]["value"] is True, f["amdgpu.module.signed"]
+assert "-> /var/lib/dkms/amdgpu/amdgpu.ko.zst" in f["amdgpu.module.signed"]["source"], f["amdgpu.module.signed"]
+print("ok: a link inside the root is followed there")
+
+f = facts("builtin")
+assert open(os.path.join(tmp, "builtin/modinfo.n")).read().strip() == "(builtin)"
+assert f["amdgpu.module.origin"]["value"] == "builtin", f["amdgpu.module.origin"]
+assert f["amdgpu.module.path"]["status"] == "missing", f["amdgpu.module.path"]
+print("ok: built in, as modinfo -n says (builtin)")
+
 # 5.-7. bad files: error facts with the reason, never a pass.
 for name, words in (("truncated", "libkmod could not read"), ("garbage", "libkmod could not read"),
-                    ("bomb", ""), ("huge", "over the 128 MiB bound"), ("no-index", "modules.dep.bin")):
+                    ("bomb", "Cannot allocate memory"), ("huge", "over the 128 MiB bound"), ("no-index", "modules.dep.bin")):
     f = facts(name)
     s = f["amdgpu.module.signed"]
     want = "missing" if name == "no-index" else "error"

@@ -53,3 +53,20 @@ TEST_CASE("module file probe: an index that is a link out of the root is refused
   CHECK(s->status == Status::error);
   CHECK(s->reason.find("symbolic link") != std::string::npos);
 }
+
+TEST_CASE("module file probe: in toolbox, the host's /lib/modules under /run/host",
+          "[probe][module_file]") {
+  FixtureTree t;
+  t.file("/proc/sys/kernel/osrelease", "6.18.4-200.fc43.x86_64\n");
+  t.file("/run/.toolboxenv", "");
+  t.file("/run/host/etc/os-release", "ID=fedora\n");
+  // The host's modules, not indexed by depmod: looked for there, and found missing there.
+  t.file("/run/host/lib/modules/6.18.4-200.fc43.x86_64/extra/amdgpu.ko.xz", "xz");
+  FactSet f = halo::test::probe_root(t.path());
+  const Fact* s = f.find("amdgpu.module.signed");
+  REQUIRE(s != nullptr);
+  CHECK(s->status == Status::missing);
+  CHECK(!s->not_probed());
+  CHECK(s->reason.find("depmod") != std::string::npos);
+  CHECK(s->source.find("host root") != std::string::npos);
+}
