@@ -8,7 +8,10 @@
 //   "amdgpu: probe of 0000:03:00.0 failed with error -12"  the same, kernels before 6.3;
 //   "Direct firmware load for amdgpu/X.bin failed with error -2"  firmware_loader/main.c;
 //   "Loading of unsigned module is rejected", "Loading of module with unavailable key is
-//   rejected"  kernel/module/signing.c module_sig_check();
+//   rejected"  kernel/module/signing.c module_sig_check() where signatures are enforced;
+//   "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"
+//   security/lockdown/lockdown.c lockdown_is_locked_down(), the same check where only the
+//   lockdown (Secure Boot) stops the module;
 //   "ring gfx_0.0.0 timeout"  amdgpu_job.c amdgpu_job_timedout().
 // Each firmware file that failed to load is looked up again, now, where the kernel looks for it
 // (drivers/base/firmware_loader/main.c: fw_path[] = {firmware_class.path=,
@@ -151,7 +154,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   };
   for (const auto& line : log.lines) {
     if ((line.find("amdgpu") != std::string::npos || line.find("firmware") != std::string::npos ||
-         line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos) &&
+         line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos ||
+         line.find("unsigned module loading is restricted") != std::string::npos) &&
         kept.size() < 2000)
       kept.push_back(line);
     std::string a;
@@ -161,7 +165,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     else if (RE2::PartialMatch(line, firmware, &a, &b))
       add_once(fw, fmt::format("{}: {}", a, b));
     else if (line.find("Loading of unsigned module is rejected") != std::string::npos ||
-             line.find("Loading of module with unavailable key is rejected") != std::string::npos)
+             line.find("Loading of module with unavailable key is rejected") != std::string::npos ||
+             line.find("unsigned module loading is restricted") != std::string::npos)
       add_once(sig, line.substr(0, 200));
     else if (RE2::PartialMatch(line, ring, &a))
       add_once(rings, a);

@@ -83,3 +83,19 @@ TEST_CASE("firmware failures: a directory of that name, /usr/lib only, a root wi
   REQUIRE(causes.size() == 1);
   CHECK(causes[0].find("a firmware file is missing") != std::string::npos);
 }
+
+TEST_CASE("a module refused by the lockdown alone is a rejected module too",
+          "[probe][kernel_log]") {
+  // security/lockdown/lockdown.c: module_sig_check() asks the lockdown when signatures are not
+  // enforced, and it says "Lockdown: <comm>: unsigned module loading is restricted".
+  FixtureTree t;
+  t.file("/proc/sys/kernel/osrelease", "6.18.4-200.fc43.x86_64\n");
+  t.file("/.halo/dmesg.txt", "[    4.812345] Lockdown: modprobe: unsigned module loading is "
+                             "restricted; see man kernel_lockdown.7\n");
+  FactSet f = probe_root(t.path());
+  const auto rejected = list(f, "kernel_log.module_signature_rejected");
+  REQUIRE(rejected.size() == 1);
+  CHECK(rejected[0].find("unsigned module loading is restricted") != std::string::npos);
+  const auto kept = list(f, "kernel_log.lines");
+  CHECK(kept.size() == 1); // kept for capture bundles
+}
