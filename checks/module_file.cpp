@@ -387,7 +387,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_ok(std::string(kVersion), *v, file_source);
   else
     facts.put_status(std::string(kVersion), Status::missing, file_source,
-                     "no MODULE_VERSION: the kernel's own build");
+                     "the module declares no version (MODULE_VERSION; in-tree builds have none)");
   std::vector<std::string> fw;
   for (auto [i, end] = info.equal_range("firmware"); i != end; ++i)
     fw.push_back(i->second);
