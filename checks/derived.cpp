@@ -455,6 +455,45 @@ void derive_visibility(FactSet& facts) {
 
 /// Where the doctor runs (checks/runenv.cpp lists the markers and their sources). A container
 /// also shows when PCI lists no AMD GPU while /dev/kfd exists (the device was passed in).
+/// Whether the machine is a virtual machine, as systemd-detect-virt decides it from DMI (systemd
+/// src/basic/virt.c detect_vm_dmi_vendor(): the first of product_name, sys_vendor, board_vendor,
+/// bios_vendor, product_version that starts with a known vendor), else from the CPU's hypervisor
+/// flag ("vm-other"); "none" when neither says so; not probed when nothing could be read.
+void derive_virtualization(FactSet& facts) {
+  static constexpr std::pair<std::string_view, std::string_view> kVendors[] = {
+      {"KVM", "kvm"},           {"OpenStack", "kvm"},       {"KubeVirt", "kvm"},
+      {"Amazon EC2", "amazon"}, {"QEMU", "qemu"},           {"VMware", "vmware"},
+      {"VMW", "vmware"},        {"innotek GmbH", "oracle"}, {"VirtualBox", "oracle"},
+      {"Xen", "xen"},           {"Bochs", "bochs"},         {"Parallels", "parallels"},
+      {"BHYVE", "bhyve"},       {"Hyper-V", "microsoft"},   {"Apple Virtualization", "apple"}};
+  bool any = false;
+  for (const char* f :
+       {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
+    const std::string key = std::string("runenv.dmi.") + f;
+    const auto v = facts.get<std::string>(key);
+    if (!v) continue;
+    any = true;
+    for (const auto& [prefix, kind] : kVendors) {
+      if (v->rfind(prefix, 0) != 0) continue;
+      facts.put_ok("host.virtualization", std::string(kind),
+                   fmt::format("derived: {} is \"{}\" (systemd-detect-virt's DMI table)", key, *v));
+      return;
+    }
+  }
+  if (const auto hv = facts.get<bool>("runenv.cpu_hypervisor_flag")) {
+    facts.put_ok("host.virtualization", std::string(*hv ? "vm-other" : "none"),
+                 *hv ? "derived: the CPU's hypervisor flag (/proc/cpuinfo)"
+                     : "derived: no VM vendor in DMI, no hypervisor flag");
+    return;
+  }
+  if (any)
+    facts.put_ok("host.virtualization", std::string("none"),
+                 "derived: no VM vendor in DMI (no CPU flags to read)");
+  else
+    facts.put_status("host.virtualization", Status::missing, "derived",
+                     "neither /sys/class/dmi/id nor /proc/cpuinfo could be read");
+}
+
 void derive_runenv(FactSet& facts) {
   std::string kind;
   std::vector<std::string> evidence;
@@ -486,6 +525,15 @@ void derive_runenv(FactSet& facts) {
     evidence.emplace_back("/dev/kfd exists but /sys/bus/pci lists no AMD GPU");
   }
   facts.put_ok("host.container", !kind.empty(), "derived: container markers");
+  // The two halves of the kernel/ROCm matrix: /proc, /sys and /dev show the running kernel, the
+  // host's, while ROCm and PyTorch are the image's (issue 19; ROCm's Docker how-to: "Docker
+  // containers share the kernel with the host OS"). Appended to the matrix rules' messages.
+  facts.put_ok("host.stack_origin",
+               kind.empty() ? std::string()
+                            : fmt::format(" (ROCm user space from this {} container's image; the "
+                                          "kernel, amdgpu and KFD are the host's)",
+                                          kind),
+               "derived: host.runs_in");
   facts.put_ok("host.runs_in", kind.empty() ? std::string("host") : kind,
                evidence.empty() ? std::string("derived: no container marker")
                                 : fmt::format("derived: {}", fmt::join(evidence, ", ")));
@@ -1102,6 +1150,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_render_access(facts);
   derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
+  derive_virtualization(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1153,6 +1202,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.mes_feature_version",
                                                                "host.container",
                                                                "host.runs_in",
+                                                               "host.stack_origin",
+                                                               "host.virtualization",
                                                                "gpu.visible",
                                                                "gpu.device0",
                                                                "gpu.device0_gfx_target",

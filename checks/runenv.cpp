@@ -8,10 +8,25 @@
 //                               "lxc", "systemd-nspawn", "docker", "podman", ...
 //   /var/run/secrets/kubernetes.io/serviceaccount  a Kubernetes pod (kubelet's token mount).
 //   /proc/1/cgroup              cgroup v1 paths naming docker, kubepods or libpod.
+// And what the process may do there, from /proc/self/status (proc(5)):
+//   Seccomp:  0 disabled, 1 strict, 2 filter (since Linux 3.8). Docker's default profile
+//             (moby profiles/seccomp/default.json) allows get_mempolicy, mbind and set_mempolicy
+//             only with CAP_SYS_NICE; libhsakmt's bind_mem_to_numa() (ROCT-Thunk-Interface
+//             src/fmm.c) then logs "mbind is blocked by seccomp" and goes on without the NUMA
+//             placement. ROCm's Docker how-to recommends --security-opt seccomp=unconfined.
+//   CapEff:   the effective capability mask in hex; CAP_SYS_NICE is bit 23
+//             (include/uapi/linux/capability.h).
+// And whether the machine is a virtual machine, with systemd-detect-virt's evidence (systemd
+// src/basic/virt.c detect_vm_dmi_vendor(): the DMI strings below, read in this order) and the
+// CPU's hypervisor bit (CPUID leaf 1 ECX bit 31, shown by Linux as the "hypervisor" flag in
+// /proc/cpuinfo: arch/x86/include/asm/cpufeatures.h X86_FEATURE_HYPERVISOR).
 #include "probe_util.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
+
+#include <charconv>
+#include <optional>
 
 namespace halo::probes {
 namespace {
@@ -47,6 +62,66 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                root.exists("/var/run/secrets/kubernetes.io/serviceaccount") ||
                    root.exists("/run/secrets/kubernetes.io/serviceaccount"),
                "/var/run/secrets/kubernetes.io/serviceaccount");
+  if (ReadResult r = root.read("/proc/self/status", 64 * 1024); r.ok()) {
+    bool seccomp = false;
+    bool caps = false;
+    for (const auto& line : split_lines(r.text)) {
+      if (line.rfind("Seccomp:", 0) == 0) {
+        if (auto v = parse_int(std::string_view(line).substr(8)); v && *v >= 0 && *v <= 2) {
+          facts.put_ok("runenv.seccomp_mode", *v, r.path + " (Seccomp:)");
+          seccomp = true;
+        }
+      } else if (line.rfind("CapEff:", 0) == 0) {
+        std::string_view hex = std::string_view(line).substr(7);
+        while (!hex.empty() && (hex.front() == ' ' || hex.front() == '\t'))
+          hex.remove_prefix(1);
+        std::uint64_t mask = 0;
+        const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), mask, 16);
+        if (ec == std::errc() && end == hex.data() + hex.size() && !hex.empty()) {
+          constexpr unsigned kCapSysNice = 23; // include/uapi/linux/capability.h
+          facts.put_ok("runenv.cap_sys_nice", ((mask >> kCapSysNice) & 1U) != 0,
+                       r.path + " (CapEff: bit 23, CAP_SYS_NICE)");
+          caps = true;
+        }
+      }
+    }
+    if (!seccomp)
+      facts.put_status(
+          "runenv.seccomp_mode", Status::error, r.path,
+          "no valid \"Seccomp:\" line (kernel without CONFIG_SECCOMP, or not a status file)");
+    if (!caps)
+      facts.put_status("runenv.cap_sys_nice", Status::error, r.path, "no valid \"CapEff:\" line");
+  } else {
+    facts.put_status("runenv.seccomp_mode", r.status, r.path, r.reason);
+    facts.put_status("runenv.cap_sys_nice", r.status, r.path, r.reason);
+  }
+  for (const char* f :
+       {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
+    const std::string path = std::string("/sys/class/dmi/id/") + f;
+    if (ReadResult r = root.read_trimmed(path); r.ok())
+      facts.put_ok(std::string("runenv.dmi.") + f, r.text.substr(0, 128), r.path);
+    else
+      facts.put_status(std::string("runenv.dmi.") + f, r.status, r.path, r.reason);
+  }
+  // The first "flags" line is enough: every CPU of an x86 machine has the same hypervisor bit.
+  if (ReadResult r = root.read("/proc/cpuinfo", 256 * 1024); r.ok()) {
+    std::optional<bool> hv;
+    for (const auto& line : split_lines(r.text)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string flags = " " + line.substr(colon + 1) + " ";
+      hv = flags.find(" hypervisor ") != std::string::npos;
+      break;
+    }
+    if (hv)
+      facts.put_ok("runenv.cpu_hypervisor_flag", *hv, r.path + " (flags)");
+    else
+      facts.put_status("runenv.cpu_hypervisor_flag", Status::missing, r.path,
+                       "no \"flags\" line (not an x86 CPU)");
+  } else {
+    facts.put_status("runenv.cpu_hypervisor_flag", r.status, r.path, r.reason);
+  }
   std::string engine;
   if (ReadResult r = root.read("/proc/1/cgroup", 64 * 1024); r.ok()) {
     for (const char* word : {"kubepods", "docker", "libpod", "lxc"})
@@ -65,10 +140,12 @@ std::unique_ptr<Probe> make_runenv_probe() {
       std::vector<std::string>{"runenv.host_root", "runenv.dockerenv", "runenv.toolboxenv",
                                "runenv.containerenv", "runenv.containerenv.*",
                                "runenv.systemd_container", "runenv.kubernetes",
-                               "runenv.cgroup_engine"},
+                               "runenv.cgroup_engine", "runenv.seccomp_mode", "runenv.cap_sys_nice",
+                               "runenv.dmi.*", "runenv.cpu_hypervisor_flag"},
       std::vector<std::string>{"/.dockerenv", "/run/.toolboxenv", "/run/.containerenv",
                                "/run/systemd/container",
-                               "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup"},
+                               "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup",
+                               "/proc/self/status", "/sys/class/dmi/id/*", "/proc/cpuinfo"},
       collect);
 }
 

@@ -21,6 +21,8 @@ packages=(
   # tests/cli/module_signature.sh: modules built with gcc, signed with openssl as the kernel's
   # sign-file does, compressed with zstd and xz, indexed by depmod, compared with modinfo
   kmod gcc openssl zstd xz-utils
+  # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
+  systemd
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -123,6 +123,9 @@ inline constexpr std::string_view plan_capacity_bytes = "plan.capacity_bytes";
 /// On an APU, the bytes it could allocate with the recommended TTM limit (derived).
 inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
     "plan.capacity_with_ttm_fix_bytes";
+/// Whether the machine is a VM, string: "none", systemd-detect-virt's name, "vm-other"
+/// (derived from /sys/class/dmi/id and /proc/cpuinfo; checks/derived.cpp).
+inline constexpr std::string_view host_virtualization = "host.virtualization";
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
 std::string gpu(std::int64_t index, std::string_view field);
 } // namespace keys

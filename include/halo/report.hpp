@@ -28,6 +28,10 @@ struct ReportContext {
   /// Where the doctor ran: "host" (bare metal or a VM) or the container kind ("docker",
   /// "podman", "toolbox", "distrobox", "kubernetes", "lxc", ...): fact host.runs_in.
   std::string runs_in;
+  /// Whether the machine is a virtual machine: "none", a hypervisor as systemd-detect-virt names
+  /// it ("kvm", "qemu", "vmware", "microsoft", ...) or "vm-other"; empty when unknown (fact
+  /// host.virtualization).
+  std::string virtualization;
   int exit_code = 0;
   /// Wall-clock seconds the run took from start to results (steady clock, `check`); reported
   /// by the junit (`time`) and prometheus (`halo_doctor_run_duration_seconds`) formats.

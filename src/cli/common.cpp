@@ -181,6 +181,7 @@ ReportContext report_context(const Evaluation& ev, const CommonOptions& o, FailO
   ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
   ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
   ctx.runs_in = ev.facts.get<std::string>("host.runs_in").value_or("");
+  ctx.virtualization = ev.facts.get<std::string>(keys::host_virtualization).value_or("");
   ctx.ruleset_version = ev.rules.version;
   ctx.ruleset_digest = ev.rules.digest;
   ctx.root = !o.bundle.empty() ? o.bundle : o.facts_file.empty() ? o.root : o.facts_file;

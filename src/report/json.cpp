@@ -9,6 +9,7 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
   j["host"] = {
       {"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
   if (!ctx.runs_in.empty()) j["host"]["runs_in"] = ctx.runs_in;
+  if (!ctx.virtualization.empty()) j["host"]["virtualization"] = ctx.virtualization;
   j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {

@@ -169,6 +169,10 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
                      ctx.os.empty() ? "unknown OS" : ctx.os, ctx.kernel.empty() ? "?" : ctx.kernel);
   if (!ctx.runs_in.empty() && ctx.runs_in != "host")
     out += fmt::format(", in a {} container", ctx.runs_in);
+  if (!ctx.virtualization.empty() && ctx.virtualization != "none")
+    out += ctx.virtualization == "vm-other"
+               ? std::string(", in a virtual machine")
+               : fmt::format(", in a {} virtual machine", ctx.virtualization);
   if (ctx.root != "/") out += fmt::format(", root {}", ctx.root);
   out += "\n";
 

@@ -389,5 +389,31 @@ rm -f "$work/no-os/etc/os-release"
 expect_error "no os-release" "no /etc/os-release" --root "$work/no-os" --stack grubby
 expect_error "conflicting evidence" "conflicting evidence: grubby (grubby) vs grub-debian (update-grub)" \
   --root "$fixtures/stack-conflict"
+expect_error "docker without the host's /" "mount the host's / and pass --host-root" \
+  --root "$fixtures/mi300x-docker-rocm-pytorch"
+
+# --- 5. inside a container: the host's stack, the same steps as on the host (issue 19) ---------
+"$bin" fix --no-runtime --root "$fixtures/fedora-host-pending-ttm" -o "$work/host.sh" 2>/dev/null
+for box in fedora-toolbox-on-pending-ttm:flatpak-spawn ubuntu-distrobox-on-fedora-pending-ttm:distrobox-host-exec; do
+  name=${box%%:*}
+  exec_tool=${box##*:}
+  "$bin" fix --no-runtime --root "$fixtures/$name" -o "$work/box.sh" 2>"$work/box.err"
+  code=$?
+  if [ "$code" = 0 ] && cmp -s "$work/host.sh" "$work/box.sh" && grep -q "$exec_tool" "$work/box.err" &&
+    grep -q "^# Boot stack: grubby" "$work/box.sh"; then
+    ok "container $name: the host's grubby/dracut script, run with $exec_tool"
+  else
+    bad "container $name: exit $code, script differs from the host's or no $exec_tool: $(cat "$work/box.err")"
+  fi
+done
+"$bin" fix --no-runtime --root "$fixtures/mi300x-docker-rocm-pytorch" \
+  --host-root "$fixtures/mi300x-docker-rocm-pytorch/host" -o "$work/mi.sh" 2>"$work/mi.err"
+code=$?
+"$bin" fix --no-runtime --root "$fixtures/mi300x-host-tuned" -o "$work/mi-host.sh" 2>/dev/null
+if [ "$code" = "$?" ] && { [ ! -e "$work/mi.sh" ] || cmp -s "$work/mi.sh" "$work/mi-host.sh"; }; then
+  ok "docker with --host-root: the same plan as on the MI300X host (exit $code)"
+else
+  bad "docker with --host-root: exit $code: $(cat "$work/mi.err")"
+fi
 
 exit $fail

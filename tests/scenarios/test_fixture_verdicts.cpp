@@ -16,10 +16,16 @@ using halo::test::fixture;
 using halo::test::probe_root;
 
 namespace {
-std::vector<Result> run(const std::filesystem::path& root, std::int64_t reserve = 4) {
+std::vector<Result> run(const std::filesystem::path& root, std::int64_t reserve = 4,
+                        const std::string& host_root = {}) {
   static const ProbeRegistry reg = builtin_probes();
   static const RuleSet rules = load_builtin_rules(&reg);
-  return evaluate(rules, probe_root(root, reserve), Params{{"reserve_gib", reserve}});
+  return evaluate(rules, probe_root(root, reserve, host_root), Params{{"reserve_gib", reserve}});
+}
+/// Rules about the machine's own state, which a container may judge differently from its host
+/// on purpose (access inside the container, the container's own seccomp).
+bool container_scoped(std::string_view id) {
+  return id == "kfd-access" || id == "render-node-access" || id == "container-seccomp-numa";
 }
 const Result& get(const std::vector<Result>& rs, std::string_view id) {
   for (const auto& r : rs)
@@ -259,6 +265,11 @@ TEST_CASE("the RDNA3.5 kernel minimum applies to Strix Point (gfx1150) too",
   CHECK_THAT(r.message, Catch::Contains("gfx1150"));
   // A GPU outside the family is not judged by it.
   CHECK(get(run(fixture("mi300x-numa-4021")), "gfx1151-kernel-min").status == Outcome::skip);
+  // Krackan Point (gfx1152): CachyOS 6.18.3 is below the 6.18.4 minimum, Ubuntu's 7.0 above it.
+  const auto below = run(fixture("krackan-6.18.3-cachyos"));
+  CHECK(get(below, "gfx1151-kernel-min").status == Outcome::fail);
+  CHECK_THAT(get(below, "gfx1151-kernel-min").message, Catch::Contains("gfx1152"));
+  CHECK(get(run(fixture("krackan-7.0-ubuntu2604")), "gfx1151-kernel-min").status == Outcome::pass);
 }
 
 // Issue 19: for every rule, the verdict inside toolbox equals the verdict on the bare-metal host.
@@ -284,6 +295,54 @@ TEST_CASE("inside toolbox every rule gets the bare-metal verdict; docker without
     CHECK(get(docker, id).status == Outcome::skip);
     CHECK_THAT(get(docker, id).message, Catch::Contains("run halo-doctor on the host"));
   }
+}
+
+// Issue 19: an Ubuntu distrobox on a Fedora host judges the Fedora host's configuration, and
+// fix plans the host's grubby and dracut (tests/cli/fix.sh runs the script side).
+TEST_CASE("inside an Ubuntu distrobox every rule gets the Fedora host's verdict",
+          "[scenario][issue19]") {
+  auto bare = run(fixture("fedora-host-pending-ttm"));
+  auto box = run(fixture("ubuntu-distrobox-on-fedora-pending-ttm"));
+  REQUIRE(bare.size() == box.size());
+  for (std::size_t i = 0; i < bare.size(); ++i) {
+    INFO(bare[i].id);
+    CHECK(bare[i].status == box[i].status);
+    CHECK(bare[i].severity == box[i].severity);
+    CHECK(bare[i].pending_reboot == box[i].pending_reboot);
+  }
+  CHECK(gate_exit_code(box, FailOn::error) == exit_code::pending_reboot);
+}
+
+// Issue 19: docker on an MI300X node, with the host's / mounted at /host and without it.
+TEST_CASE("docker on an MI300X node: host rules need --host-root, and then match bare metal",
+          "[scenario][issue19]") {
+  const auto root = fixture("mi300x-docker-rocm-pytorch");
+  auto bare = run(fixture("mi300x-host-tuned"));
+  auto mounted = run(root, 4, (root / "host").string());
+  REQUIRE(bare.size() == mounted.size());
+  for (std::size_t i = 0; i < bare.size(); ++i) {
+    INFO(bare[i].id);
+    CHECK(bare[i].id == mounted[i].id);
+    if (container_scoped(bare[i].id)) continue;
+    CHECK(bare[i].status == mounted[i].status);
+    CHECK(bare[i].severity == mounted[i].severity);
+  }
+  CHECK(get(mounted, "container-seccomp-numa").status == Outcome::fail);
+  CHECK(get(bare, "container-seccomp-numa").status == Outcome::skip);
+
+  auto unmounted = run(root);
+  for (const auto& r : unmounted) {
+    const Result& b = get(bare, r.id);
+    INFO(r.id);
+    // Without the host, a rule may skip for it, never pass where bare metal fails or the reverse.
+    if (r.status == Outcome::skip && b.status != Outcome::skip) {
+      CHECK_THAT(r.message, Catch::Contains("run halo-doctor on the host"));
+      continue;
+    }
+    if (container_scoped(r.id)) continue;
+    CHECK(r.status == b.status);
+  }
+  CHECK(get(unmounted, "ttm-pending-reboot").status == Outcome::skip);
 }
 
 // Issue 21 part 2: why amdgpu is not driving a GPU, from the kernel log.

@@ -50,10 +50,12 @@ FixtureTree& FixtureTree::chmod(std::string_view abs, std::filesystem::perms p) 
   return *this;
 }
 
-FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib) {
+FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib,
+                   const std::string& host_root) {
   ProbeOptions opt;
   opt.reserve_gib = reserve_gib;
   opt.no_runtime = true;
+  opt.host_root = host_root;
   Root r(root);
   return builtin_probes().collect(ProbeContext{r, opt});
 }

@@ -35,8 +35,10 @@ private:
   std::filesystem::path base_;
 };
 
-/// Runs every built-in probe over a root and returns the facts.
-FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib = 4);
+/// Runs every built-in probe over a root and returns the facts. `host_root`: the --host-root
+/// option (a real path), empty to let detect_host_root choose.
+FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib = 4,
+                   const std::string& host_root = {});
 
 /// Runs one built-in probe (by id) over a root, after the probes it may read from.
 FactSet probe_one(const std::filesystem::path& root, std::string_view id);
