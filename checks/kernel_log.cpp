@@ -188,8 +188,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const char* fw_source = "/lib/firmware/updates/<release>, /lib/firmware/updates, "
                           "/lib/firmware/<release>, /lib/firmware (and firmware_class.path), each "
                           "as .bin, .bin.zst, .bin.xz";
-  if (!ctx.root.is_dir("/lib/firmware") && !(custom.ok() && ctx.root.is_dir(custom.text))) {
-    // A root without firmware (a fixture, a bundle, a container): not probed, not "missing".
+  // Nothing failed: nothing to look up, whatever the root holds. Else a root without firmware
+  // (a fixture, a bundle, a container) is not probed, not "missing".
+  if (!fw.empty() && !ctx.root.is_dir("/lib/firmware") &&
+      !(custom.ok() && ctx.root.is_dir(custom.text))) {
     facts.put_status("kernel_log.firmware_on_disk", Status::missing, "/lib/firmware",
                      std::string(kNotProbedPrefix) + "no /lib/firmware in this root");
     return;

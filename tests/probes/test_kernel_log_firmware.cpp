@@ -82,6 +82,15 @@ TEST_CASE("firmware failures: a directory of that name, /usr/lib only, a root wi
   const auto causes = list(b, "kernel_log.amdgpu_probe_causes");
   REQUIRE(causes.size() == 1);
   CHECK(causes[0].find("a firmware file is missing") != std::string::npos);
+
+  // A clean log needs no firmware directory: nothing failed, nothing is missing now.
+  FixtureTree clean;
+  clean.file("/proc/sys/kernel/osrelease", "6.8.0-45-generic\n");
+  clean.file("/.halo/dmesg.txt", "[    3.900000] [drm] amdgpu kernel modesetting enabled.\n");
+  FactSet c = probe_root(clean.path());
+  CHECK(list(c, "kernel_log.firmware_on_disk").empty());
+  CHECK(list(c, "kernel_log.firmware_missing_now").empty());
+  CHECK(list(c, "kernel_log.firmware_present_now").empty());
 }
 
 TEST_CASE("a module refused by the lockdown alone is a rejected module too",
