@@ -371,7 +371,8 @@ void derive_visibility(FactSet& facts) {
                    static_cast<std::int64_t>(pos - hip.begin()), src);
   }
   if (uuid) {
-    for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target"})
+    for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target",
+                          "gpu.visible_gfx_targets", "gpu.visible_gfx_target_count"})
       facts.put_status(k, Status::missing, src,
                        "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
   } else {
@@ -381,6 +382,15 @@ void derive_visibility(FactSet& facts) {
           "gpu.{} ({})", i,
           facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i)).value_or("unknown target")));
     facts.put_ok("gpu.visible", names, src);
+    // How many kinds of GPU HIP sees: an APU beside a discrete GPU (ROCm issue 5696) gives two.
+    std::vector<std::string> targets;
+    for (auto i : hip) {
+      const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+      const std::string t = g.value_or("unknown target");
+      if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
+    }
+    facts.put_ok("gpu.visible_gfx_targets", targets, src);
+    facts.put_ok("gpu.visible_gfx_target_count", static_cast<std::int64_t>(targets.size()), src);
     if (hip.empty()) {
       facts.put_status("gpu.device0", Status::missing, src, "no GPU is visible to HIP");
       facts.put_status("gpu.device0_gfx_target", Status::missing, src, "no GPU is visible to HIP");
@@ -1205,6 +1215,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "host.stack_origin",
                                                                "host.virtualization",
                                                                "gpu.visible",
+                                                               "gpu.visible_gfx_targets",
+                                                               "gpu.visible_gfx_target_count",
                                                                "gpu.device0",
                                                                "gpu.device0_gfx_target",
                                                                "env.hsa_override_mismatch",

@@ -67,8 +67,9 @@ constexpr std::array<Known, 17> kApus = {{
     {"gfx909", 0x15d8, "Picasso"},
     {"gfx942", 0x74a0, "Instinct MI300A"},
 }};
-// Discrete GPUs (pci.ids names; LLVM AMDGPUUsage targets).
-constexpr std::array<Known, 22> kDiscrete = {{
+// Discrete GPUs (pci.ids names; LLVM AMDGPUUsage targets; Vega M's gfx803 per libhsakmt's
+// gfxip table, ROCT-Thunk-Interface src/topology.c: {0x694C, 8, 0, 3, "VegaM"}).
+constexpr std::array<Known, 23> kDiscrete = {{
     {"gfx942", 0x74a1, "Instinct MI300X"},
     {"gfx942", 0x74a2, "Instinct MI308X"},
     {"gfx942", 0x74a5, "Instinct MI325X"},
@@ -91,6 +92,7 @@ constexpr std::array<Known, 22> kDiscrete = {{
     {"gfx1030", 0x73a3, "Radeon PRO W6800"},
     {"gfx1031", 0x73df, "Radeon RX 6700 XT"},
     {"gfx1032", 0x73ff, "Radeon RX 6600 XT"},
+    {"gfx803", 0x694c, "Radeon RX Vega M GH"},
 }};
 } // namespace
 

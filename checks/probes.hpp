@@ -48,6 +48,7 @@ std::unique_ptr<Probe> make_ras_probe();           // checks/ras.cpp
 std::unique_ptr<Probe> make_runenv_probe();        // checks/runenv.cpp
 std::unique_ptr<Probe> make_kernel_log_probe();    // checks/kernel_log.cpp
 std::unique_ptr<Probe> make_secure_boot_probe();   // checks/secure_boot.cpp
+std::unique_ptr<Probe> make_initramfs_probe();     // checks/initramfs.cpp
 std::unique_ptr<Probe> make_hsa_probe();           // checks/hsa.cpp (ROCr, in a child process)
 std::unique_ptr<Probe> make_libdrm_probe();        // checks/libdrm.cpp (libdrm_amdgpu queries)
 std::unique_ptr<Probe> make_boot_stack_probe();    // checks/boot_stack.cpp

@@ -23,6 +23,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_runenv_probe());
   r.add(probes::make_kernel_log_probe());
   r.add(probes::make_secure_boot_probe());
+  r.add(probes::make_initramfs_probe()); // after kernel_log, whose firmware failures it reads
   r.add(probes::make_hsa_probe());
   r.add(probes::make_libdrm_probe());
   r.add(probes::make_boot_stack_probe());

@@ -23,6 +23,8 @@ packages=(
   kmod gcc openssl zstd xz-utils
   # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
   systemd
+  # tests/cli/initramfs.sh: a real multi-segment initramfs (cpio, zstd) and the real lsinitramfs
+  cpio zstd initramfs-tools-core
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -85,6 +85,12 @@ public:
   /// Ownership and mode of a device node, from the sidecar when present, else from stat(2).
   NodeInfo node(std::string_view abs) const;
 
+  /// Opens a regular file for reading, confined to the root as read() is, for readers that
+  /// stream a large file through a library (an initramfs image through libarchive). Returns the
+  /// descriptor (O_RDONLY | O_CLOEXEC; the caller closes it), or -1 with errno set: EINVAL when
+  /// the path is not a regular file.
+  int open_regular(std::string_view abs) const;
+
 private:
   /// Opens `abs` with `flags`, confined to the root (see read()); -1 with errno on failure.
   int open_in_root(std::string_view abs, int flags) const;

@@ -83,6 +83,19 @@ int Root::open_in_root(std::string_view abs, int flags) const {
   return ::open(resolve(abs).c_str(), flags);
 }
 
+int Root::open_regular(std::string_view abs) const {
+  // O_NONBLOCK: a FIFO planted in a fixture or bundle must not block the open.
+  const int fd = open_in_root(abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
 Root::Root(std::filesystem::path base) : base_(std::move(base)) {
   std::error_code ec;
   auto canon = std::filesystem::weakly_canonical(base_, ec);

@@ -358,6 +358,25 @@ TEST_CASE("the kernel log's probe error gives the cause", "[scenario][issue21]")
   CHECK(none.status == Outcome::skip);
 }
 
+TEST_CASE("a firmware file on disk but not in the initramfs is named, with the image",
+          "[scenario][issue21]") {
+  const auto rs = run(fixture("vega-m-firmware-not-in-initramfs"));
+  const Result& r = get(rs, "amdgpu-firmware-initramfs");
+  CHECK(r.status == Outcome::fail);
+  CHECK_THAT(r.message, Catch::Contains("amdgpu/vegam_pfp.bin"));
+  CHECK_THAT(r.message, Catch::Contains("/boot/initrd-5.6.3-desktop-1.mga8.img"));
+  CHECK(r.fix["initramfs"] == true);
+  // A log without firmware failures: the image is not read and the rule skips.
+  CHECK(get(run(fixture("strix-halo-fixed")), "amdgpu-firmware-initramfs").status == Outcome::skip);
+  // A failure but no image in the root (a capture): skipped with the reason, never a pass.
+  const auto enomem = run(fixture("dgpu-probe-enomem-2927"));
+  const Result& n = get(enomem, "amdgpu-firmware-initramfs");
+  CHECK(n.status == Outcome::skip);
+  CHECK_THAT(n.message, Catch::Contains("no initramfs image"));
+  // An unbound GPU has no RAS counters to judge: skipped, not "could not be checked".
+  CHECK(get(enomem, "gpu-ras-uncorrectable").status == Outcome::skip);
+}
+
 TEST_CASE("rootless podman without keep-groups: the container's remedy for device access",
           "[scenario][issue19]") {
   auto rs = run(fixture("fedora-podman-rootless-no-keep-groups"));
