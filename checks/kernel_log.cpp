@@ -8,8 +8,17 @@
 //   "amdgpu: probe of 0000:03:00.0 failed with error -12"  the same, kernels before 6.3;
 //   "Direct firmware load for amdgpu/X.bin failed with error -2"  firmware_loader/main.c;
 //   "Loading of unsigned module is rejected", "Loading of module with unavailable key is
-//   rejected"  kernel/module/signing.c module_sig_check();
+//   rejected"  kernel/module/signing.c module_sig_check() where signatures are enforced;
+//   "Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7"
+//   security/lockdown/lockdown.c lockdown_is_locked_down(), the same check where only the
+//   lockdown (Secure Boot) stops the module;
 //   "ring gfx_0.0.0 timeout"  amdgpu_job.c amdgpu_job_timedout().
+// Each firmware file that failed to load is looked up again, now, where the kernel looks for it
+// (drivers/base/firmware_loader/main.c: fw_path[] = {firmware_class.path=,
+// "/lib/firmware/updates/" UTS_RELEASE, "/lib/firmware/updates", "/lib/firmware/" UTS_RELEASE,
+// "/lib/firmware"}; _request_firmware() tries the plain name in every directory, then ".zst",
+// then ".xz" with CONFIG_FW_LOADER_COMPRESS_ZSTD/_XZ): a file there now was installed after
+// the boot, or is on disk but not in the initramfs amdgpu loaded from.
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -96,13 +105,31 @@ LogText read_capture(const Root& root) {
   return t;
 }
 
+/// Where the kernel would find firmware file `name` ("amdgpu/gc_11_5_1_mes_2.bin") now, as the
+/// path on the target system, or "" when it finds none. `custom` is firmware_class.path.
+std::string find_firmware(const Root& root, const std::string& name, const std::string& release,
+                          const std::string& custom) {
+  std::vector<std::string> dirs;
+  if (!custom.empty()) dirs.push_back(custom);
+  if (!release.empty() && release.find('/') == std::string::npos && release != "..")
+    dirs.push_back("/lib/firmware/updates/" + release);
+  dirs.emplace_back("/lib/firmware/updates");
+  if (!release.empty() && release.find('/') == std::string::npos && release != "..")
+    dirs.push_back("/lib/firmware/" + release);
+  dirs.emplace_back("/lib/firmware");
+  for (const char* suffix : {"", ".zst", ".xz"})
+    for (const auto& d : dirs) {
+      const std::string p = d + "/" + name + suffix;
+      if (root.exists(p) && !root.is_dir(p)) return p;
+    }
+  return {};
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const LogText log = ctx.root.is_live() ? read_kmsg() : read_capture(ctx.root);
-  const char* keys[] = {"kernel_log.amdgpu_probe_errors",
-                        "kernel_log.firmware_load_failures",
-                        "kernel_log.module_signature_rejected",
-                        "kernel_log.ring_timeouts",
-                        "kernel_log.lines",
+  const char* keys[] = {"kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
+                        "kernel_log.firmware_on_disk",    "kernel_log.module_signature_rejected",
+                        "kernel_log.ring_timeouts",       "kernel_log.lines",
                         "kernel_log.gpu_resets"};
   if (log.status != Status::ok) {
     facts.put_status("kernel_log.status", log.status, log.source, log.reason);
@@ -127,7 +154,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   };
   for (const auto& line : log.lines) {
     if ((line.find("amdgpu") != std::string::npos || line.find("firmware") != std::string::npos ||
-         line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos) &&
+         line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos ||
+         line.find("unsigned module loading is restricted") != std::string::npos) &&
         kept.size() < 2000)
       kept.push_back(line);
     std::string a;
@@ -137,7 +165,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     else if (RE2::PartialMatch(line, firmware, &a, &b))
       add_once(fw, fmt::format("{}: {}", a, b));
     else if (line.find("Loading of unsigned module is rejected") != std::string::npos ||
-             line.find("Loading of module with unavailable key is rejected") != std::string::npos)
+             line.find("Loading of module with unavailable key is rejected") != std::string::npos ||
+             line.find("unsigned module loading is restricted") != std::string::npos)
       add_once(sig, line.substr(0, 200));
     else if (RE2::PartialMatch(line, ring, &a))
       add_once(rings, a);
@@ -152,6 +181,30 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok("kernel_log.ring_timeouts", rings, log.source);
   facts.put_ok("kernel_log.lines", kept, log.source);
   facts.put_ok("kernel_log.gpu_resets", resets, log.source);
+  // The failed files as the kernel would find them now ("name: path"), for those it would find.
+  const std::string release = facts.get<std::string>(keys::kernel_release).value_or("");
+  ReadResult custom = ctx.root.read_trimmed("/sys/module/firmware_class/parameters/path");
+  std::vector<std::string> on_disk;
+  const char* fw_source = "/lib/firmware/updates/<release>, /lib/firmware/updates, "
+                          "/lib/firmware/<release>, /lib/firmware (and firmware_class.path), each "
+                          "as .bin, .bin.zst, .bin.xz";
+  // Nothing failed: nothing to look up, whatever the root holds. Else a root without firmware
+  // (a fixture, a bundle, a container) is not probed, not "missing".
+  if (!fw.empty() && !ctx.root.is_dir("/lib/firmware") &&
+      !(custom.ok() && ctx.root.is_dir(custom.text))) {
+    facts.put_status("kernel_log.firmware_on_disk", Status::missing, "/lib/firmware",
+                     std::string(kNotProbedPrefix) + "no /lib/firmware in this root");
+    return;
+  }
+  for (const auto& entry : fw) {
+    const std::string name = entry.substr(0, entry.rfind(": "));
+    if (name.find("..") != std::string::npos) continue; // never a name that climbs
+    if (const std::string p =
+            find_firmware(ctx.root, name, release, custom.ok() ? custom.text : "");
+        !p.empty())
+      on_disk.push_back(fmt::format("{}: {}", name, p));
+  }
+  facts.put_ok("kernel_log.firmware_on_disk", on_disk, fw_source);
 }
 
 } // namespace
@@ -160,10 +213,14 @@ std::unique_ptr<Probe> make_kernel_log_probe() {
   return std::make_unique<BasicProbe>(
       "kernel_log",
       std::vector<std::string>{"kernel_log.status", "kernel_log.amdgpu_probe_errors",
-                               "kernel_log.firmware_load_failures",
+                               "kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
                                "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
                                "kernel_log.lines", "kernel_log.gpu_resets"},
-      std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)"},
+      std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)",
+                               "/sys/module/firmware_class/parameters/path",
+                               "$FW_PATH/<each file that failed to load>{,.zst,.xz} ($FW_PATH: "
+                               "firmware_class.path, /lib/firmware/updates/<release>, "
+                               "/lib/firmware/updates, /lib/firmware/<release>, /lib/firmware)"},
       collect);
 }
 

@@ -35,6 +35,7 @@ std::unique_ptr<Probe> make_kernel_probe();        // checks/kernel.cpp
 std::unique_ptr<Probe> make_os_probe();            // checks/os.cpp
 std::unique_ptr<Probe> make_memory_probe();        // checks/memory.cpp
 std::unique_ptr<Probe> make_amdgpu_module_probe(); // checks/amdgpu_module.cpp
+std::unique_ptr<Probe> make_module_file_probe();   // checks/module_file.cpp (libkmod, child)
 std::unique_ptr<Probe> make_ttm_probe();           // checks/ttm.cpp
 std::unique_ptr<Probe> make_modprobe_probe();      // checks/modprobe.cpp
 std::unique_ptr<Probe> make_pci_probe();           // checks/pci.cpp

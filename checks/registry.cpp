@@ -22,6 +22,8 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_runenv_probe());
   r.add(probes::make_kernel_log_probe());
   r.add(probes::make_secure_boot_probe());
+  // after kernel, amdgpu_module and secure_boot, whose release, initstate and Secure Boot it reads
+  r.add(probes::make_module_file_probe());
   r.add(probes::make_initramfs_probe()); // after kernel_log, whose firmware failures it reads
   r.add(probes::make_hsa_probe());
   r.add(probes::make_libdrm_probe());

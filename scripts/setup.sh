@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config git
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev libvalijson-dev
-  libyaml-cpp-dev
+  libyaml-cpp-dev libkmod-dev
   catch2
   # tests/fuzz: libFuzzer targets (clang; libFuzzer itself is in libclang-rt-14-dev)
   clang libclang-rt-14-dev
@@ -17,8 +17,10 @@ packages=(
   slurm-wlm munge rpm
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check
   mmdebstrap nix-bin
-  # tests/cli/kmod_diff.py: the parsers against real kmod (modprobe -c)
-  kmod
+  # tests/cli/kmod_diff.py: the parsers against real kmod (modprobe -c);
+  # tests/cli/module_signature.sh: modules built with gcc, signed with openssl as the kernel's
+  # sign-file does, compressed with zstd and xz, indexed by depmod, compared with modinfo
+  kmod gcc openssl zstd xz-utils
   # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
   systemd
   # tests/cli/initramfs.sh: a real multi-segment initramfs (cpio, zstd) and the real lsinitramfs

@@ -111,6 +111,9 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 namespace keys {
 /// The machine's host name, string (/proc/sys/kernel/hostname; checks/os.cpp).
 inline constexpr std::string_view host_name = "host.name";
+/// The running kernel's release, string, as `uname -r` (/proc/sys/kernel/osrelease;
+/// checks/kernel.cpp). The module-file probe looks in /lib/modules/<release>.
+inline constexpr std::string_view kernel_release = "kernel.release";
 /// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
 inline constexpr std::string_view gpu_count = "gpu.count";
 /// The GPU a training plan runs on (HIP device 0), integer (derived; checks/derived.cpp).

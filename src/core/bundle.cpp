@@ -342,11 +342,15 @@ std::string node_sidecar(const Root& root) {
 
 /// Facts no file in the bundle holds: those of the runtime probes (ROCr, libdrm), and the
 /// framework probe's (checks/framework.cpp), which reads a Python environment named by
-/// VIRTUAL_ENV/CONDA_PREFIX and the file names of kernel libraries of hundreds of MB.
+/// VIRTUAL_ENV/CONDA_PREFIX and the file names of kernel libraries of hundreds of MB; the
+/// amdgpu module file's (checks/module_file.cpp: a binary of megabytes, never stored) and which
+/// firmware files that failed at boot are on disk now (checks/kernel_log.cpp: /lib/firmware is
+/// not stored either).
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
-    if (k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework."))
+    if (k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework.") ||
+        k.starts_with("amdgpu.module.") || k == "kernel_log.firmware_on_disk")
       out.put(f);
   return out;
 }

@@ -415,6 +415,14 @@ TEST_CASE("an unsigned amdgpu-dkms module under Secure Boot is named as the caus
   CHECK_THAT(r.message, Catch::Contains("Secure Boot: true"));
   CHECK_THAT(r.message, Catch::Contains("Loading of unsigned module is rejected"));
   CHECK(get(rs, "amdgpu-driver-loaded").status == Outcome::fail);
+  // The module modprobe picks (updates/dkms over kernel/) is the unsigned DKMS build.
+  const Result& m = get(rs, "dkms-module-unsigned");
+  CHECK(m.status == Outcome::fail);
+  CHECK(m.severity == Severity::error);
+  CHECK_THAT(m.message,
+             Catch::Contains("/lib/modules/6.8.0-45-generic/updates/dkms/amdgpu.ko.zst"));
+  // Machines without Secure Boot, or whose /lib/modules is not in the root, are not judged.
+  CHECK(get(run(fixture("strix-halo-fixed")), "dkms-module-unsigned").status == Outcome::skip);
 }
 
 // Issue 20's post-job check: a GPU hang since boot, from the kernel log.
