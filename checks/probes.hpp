@@ -31,29 +31,30 @@ private:
   Collect collect_;
 };
 
-std::unique_ptr<Probe> make_kernel_probe();        // checks/kernel.cpp
-std::unique_ptr<Probe> make_os_probe();            // checks/os.cpp
-std::unique_ptr<Probe> make_memory_probe();        // checks/memory.cpp
-std::unique_ptr<Probe> make_amdgpu_module_probe(); // checks/amdgpu_module.cpp
-std::unique_ptr<Probe> make_module_file_probe();   // checks/module_file.cpp (libkmod, child)
-std::unique_ptr<Probe> make_ttm_probe();           // checks/ttm.cpp
-std::unique_ptr<Probe> make_modprobe_probe();      // checks/modprobe.cpp
-std::unique_ptr<Probe> make_pci_probe();           // checks/pci.cpp
-std::unique_ptr<Probe> make_drm_probe();           // checks/drm.cpp
-std::unique_ptr<Probe> make_kfd_topology_probe();  // checks/kfd_topology.cpp
-std::unique_ptr<Probe> make_device_access_probe(); // checks/device_access.cpp
-std::unique_ptr<Probe> make_environment_probe();   // checks/environment.cpp
-std::unique_ptr<Probe> make_numa_probe();          // checks/numa.cpp
-std::unique_ptr<Probe> make_ras_probe();           // checks/ras.cpp
-std::unique_ptr<Probe> make_runenv_probe();        // checks/runenv.cpp
-std::unique_ptr<Probe> make_kernel_log_probe();    // checks/kernel_log.cpp
-std::unique_ptr<Probe> make_secure_boot_probe();   // checks/secure_boot.cpp
-std::unique_ptr<Probe> make_initramfs_probe();     // checks/initramfs.cpp
-std::unique_ptr<Probe> make_hsa_probe();           // checks/hsa.cpp (ROCr, in a child process)
-std::unique_ptr<Probe> make_libdrm_probe();        // checks/libdrm.cpp (libdrm_amdgpu queries)
-std::unique_ptr<Probe> make_boot_stack_probe();    // checks/boot_stack.cpp
-std::unique_ptr<Probe> make_framework_probe();     // checks/framework.cpp (PyTorch, from files)
-std::unique_ptr<Probe> make_plan_probe();          // checks/plan.cpp (the training run given)
-std::unique_ptr<Probe> make_derived_probe();       // checks/derived.cpp (runs last)
+std::unique_ptr<Probe> make_kernel_probe();           // checks/kernel.cpp
+std::unique_ptr<Probe> make_os_probe();               // checks/os.cpp
+std::unique_ptr<Probe> make_memory_probe();           // checks/memory.cpp
+std::unique_ptr<Probe> make_amdgpu_module_probe();    // checks/amdgpu_module.cpp
+std::unique_ptr<Probe> make_module_file_probe();      // checks/module_file.cpp (libkmod, child)
+std::unique_ptr<Probe> make_ttm_probe();              // checks/ttm.cpp
+std::unique_ptr<Probe> make_modprobe_probe();         // checks/modprobe.cpp
+std::unique_ptr<Probe> make_pci_probe();              // checks/pci.cpp
+std::unique_ptr<Probe> make_drm_probe();              // checks/drm.cpp
+std::unique_ptr<Probe> make_kfd_topology_probe();     // checks/kfd_topology.cpp
+std::unique_ptr<Probe> make_device_access_probe();    // checks/device_access.cpp
+std::unique_ptr<Probe> make_environment_probe();      // checks/environment.cpp
+std::unique_ptr<Probe> make_numa_probe();             // checks/numa.cpp
+std::unique_ptr<Probe> make_ras_probe();              // checks/ras.cpp
+std::unique_ptr<Probe> make_runenv_probe();           // checks/runenv.cpp
+std::unique_ptr<Probe> make_kernel_log_probe();       // checks/kernel_log.cpp
+std::unique_ptr<Probe> make_secure_boot_probe();      // checks/secure_boot.cpp
+std::unique_ptr<Probe> make_initramfs_probe();        // checks/initramfs.cpp
+std::unique_ptr<Probe> make_hsa_probe();              // checks/hsa.cpp (ROCr, in a child process)
+std::unique_ptr<Probe> make_libdrm_probe();           // checks/libdrm.cpp (libdrm_amdgpu queries)
+std::unique_ptr<Probe> make_boot_stack_probe();       // checks/boot_stack.cpp
+std::unique_ptr<Probe> make_firmware_package_probe(); // checks/firmware_package.cpp
+std::unique_ptr<Probe> make_framework_probe();        // checks/framework.cpp (PyTorch, from files)
+std::unique_ptr<Probe> make_plan_probe();             // checks/plan.cpp (the training run given)
+std::unique_ptr<Probe> make_derived_probe();          // checks/derived.cpp (runs last)
 
 } // namespace halo::probes

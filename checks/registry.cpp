@@ -28,6 +28,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_hsa_probe());
   r.add(probes::make_libdrm_probe());
   r.add(probes::make_boot_stack_probe());
+  r.add(probes::make_firmware_package_probe());
   r.add(probes::make_framework_probe());
   r.add(probes::make_plan_probe());
   r.add(probes::make_derived_probe());

@@ -86,3 +86,37 @@ TEST_CASE("a virtual machine is told from DMI as systemd-detect-virt does, else 
   const FactSet none = probe_root(e.path());
   CHECK(none.find(keys::host_virtualization)->status == Status::missing);
 }
+
+TEST_CASE("the GPU firmware package and version from dpkg's or pacman's database",
+          "[probes][issue21]") {
+  FixtureTree d;
+  // deb-control(5) stanzas; a removed package ("deinstall ok config-files") does not count.
+  d.file(
+      "/var/lib/dpkg/status",
+      "Package: firmware-amd-graphics\nStatus: deinstall ok config-files\nVersion: 20230210-5\n\n"
+      "Package: bash\nStatus: install ok installed\nVersion: 5.2.15-2+b7\n\n"
+      "Package: linux-firmware\nStatus: install ok installed\nPriority: optional\n"
+      "Version: 20240318.git3b128b60-0ubuntu2.23\nDescription: Firmware for Linux kernel "
+      "drivers\n");
+  FactSet f = probe_root(d.path());
+  CHECK(f.get<std::string>("firmware.package") == "linux-firmware");
+  CHECK(f.get<std::string>("firmware.package_version") == "20240318.git3b128b60-0ubuntu2.23");
+
+  FixtureTree a;
+  a.file("/var/lib/pacman/local/linux-firmware-whence-20251125-2/desc",
+         "%NAME%\nlinux-firmware-whence\n");
+  a.file("/var/lib/pacman/local/linux-firmware-amdgpu-20251125-2/desc",
+         "%NAME%\nlinux-firmware-amdgpu\n\n%VERSION%\n20251125-2\n\n%BASE%\nlinux-firmware\n");
+  f = probe_root(a.path());
+  CHECK(f.get<std::string>("firmware.package") == "linux-firmware-amdgpu");
+  CHECK(f.get<std::string>("firmware.package_version") == "20251125-2");
+
+  FixtureTree none;
+  none.file("/var/lib/dpkg/status", "Package: bash\nStatus: install ok installed\nVersion: 5.2\n");
+  f = probe_root(none.path());
+  CHECK(f.find("firmware.package_version")->status == Status::missing);
+  FixtureTree rpm; // Fedora: no dpkg or pacman database, not probed
+  rpm.dir("/var/lib/rpm");
+  f = probe_root(rpm.path());
+  CHECK(f.find("firmware.package")->reason.find("rpm") != std::string::npos);
+}

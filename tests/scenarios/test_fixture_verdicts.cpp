@@ -265,6 +265,9 @@ TEST_CASE("the RDNA3.5 kernel minimum applies to Strix Point (gfx1150) too",
   CHECK_THAT(r.message, Catch::Contains("gfx1150"));
   // A GPU outside the family is not judged by it.
   CHECK(get(run(fixture("mi300x-numa-4021")), "gfx1151-kernel-min").status == Outcome::skip);
+  // The same Strix Point on Ubuntu's fixed HWE kernel 6.17.0-19 passes.
+  CHECK(get(run(fixture("strix-point-6.17.0-19-hwe")), "gfx1151-kernel-min").status ==
+        Outcome::pass);
   // Krackan Point (gfx1152): CachyOS 6.18.3 is below the 6.18.4 minimum, Ubuntu's 7.0 above it.
   const auto below = run(fixture("krackan-6.18.3-cachyos"));
   CHECK(get(below, "gfx1151-kernel-min").status == Outcome::fail);
