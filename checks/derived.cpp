@@ -19,6 +19,7 @@
 #include <charconv>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace halo::probes {
 namespace {
@@ -97,6 +98,21 @@ void derive_gpus(FactSet& facts) {
     facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gfx.cpp");
   };
 
+  // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node
+  // belongs to a partition device, not to the PCI card; KFD's location_id and domain are the PCI
+  // function's (kfd_topology.c: location_id = pci_dev_id(pdev) = bus << 8 | devfn) for every
+  // partition, so they find the card.
+  auto card_for_location = [&](const std::string& kpre) -> std::string {
+    const auto loc = facts.get_int(kpre + ".location_id");
+    const auto dom = facts.get_int(kpre + ".domain");
+    if (!loc || !dom || *loc <= 0 || *loc > 0xffff || *dom < 0 || *dom > 0xffffffff) return {};
+    const std::string slot = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", *dom, (*loc >> 8) & 0xff,
+                                         (*loc >> 3) & 0x1f, *loc & 0x7);
+    for (const auto& c : cards)
+      if (facts.get<std::string>("drm." + c + ".pci_slot") == slot) return c;
+    return {};
+  };
+
   std::int64_t n = 0;
   if (!kfd.empty()) {
     for (const auto& node : kfd) {
@@ -104,8 +120,9 @@ void derive_gpus(FactSet& facts) {
       auto gfx = facts.get<std::string>(kpre + ".gfx_target");
       auto dev = facts.get_int(kpre + ".device_id");
       auto minor = facts.get_int(kpre + ".drm_render_minor");
-      put_gpu(n, gfx, dev, minor ? card_for_minor(*minor) : std::string(),
-              "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties", true,
+      std::string card = minor ? card_for_minor(*minor) : std::string();
+      if (card.empty()) card = card_for_location(kpre);
+      put_gpu(n, gfx, dev, card, "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties", true,
               "KFD lists it: amdgpu drives it");
       facts.put_ok(fmt::format("gpu.{}.kfd_node", n), node, kDerived);
       if (minor)
@@ -1079,6 +1096,22 @@ void derive_libdrm_per_gpu(FactSet& facts) {
         status != nullptr && !status->ok()
             ? status->reason
             : fmt::format("libdrm lists no device at {}", slot.value_or("an unknown PCI slot"));
+    // Without libdrm's answer, the card's fw_version/mes_fw_version (sysfs, no root; the same
+    // masked number: amdgpu_ucode.c FW_VERSION_ATTR(mes_fw_version, mes.sched_version &
+    // AMDGPU_MES_VERSION_MASK)).
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const Fact* sysfs_mes = card.empty() ? nullptr : facts.find("fw." + card + ".mes");
+    if ((found.empty() || !facts.get_int(found + ".mes_fw_version")) && sysfs_mes != nullptr &&
+        sysfs_mes->ok()) {
+      if (const auto v = parse_hex(format_value(sysfs_mes->value)); v && *v > 0) {
+        facts.put_ok(keys::gpu(i, "mes_fw_version"), *v, sysfs_mes->source);
+        facts.put_ok(keys::gpu(i, "mes_fw_version_hex"), fmt::format("0x{:08x}", *v),
+                     sysfs_mes->source);
+        facts.put_status(keys::gpu(i, "mes_feature_version"), Status::missing, sysfs_mes->source,
+                         "sysfs gives the MES firmware version only");
+        continue;
+      }
+    }
     for (const char* field : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"}) {
       const std::string to = fmt::format("gpu.{}.{}", i, field);
       if (found.empty() && status != nullptr && !status->ok()) {
@@ -1108,6 +1141,198 @@ void derive_link_and_thermal_per_gpu(FactSet& facts) {
         {"edge_mc", "edge_crit_mc", "junction_mc", "junction_crit_mc", "mem_mc", "mem_crit_mc"},
         "no amdgpu DRM card for this GPU, so no hwmon temperatures");
   }
+}
+
+/// Lists GPU indexes as "GPU 7" or "GPUs 0, 1, 2".
+std::string gpu_list(const std::vector<std::int64_t>& idx) {
+  return fmt::format("{} {}", idx.size() == 1 ? "GPU" : "GPUs", fmt::join(idx, ", "));
+}
+
+/// Partitions of MI300-class GPUs (amdgpu_gfx.c / amdgpu_gmc.c; AMD's "GPU partitioning" docs):
+/// each compute partition is a KFD node, so one physical GPU is 1 (SPX), 2 (DPX), 3 (TPX),
+/// 4 (QPX) or one per XCC (CPX) logical GPUs, all on the same PCI card.
+///   gpu.N.partition_index          N's place among the logical GPUs of its card (0 = the first)
+///   gpu.N.partition_nodes          how many KFD nodes (logical GPUs) its card has
+///   gpu.N.partition_xcc            the XCCs of those nodes together (KFD num_xcc, summed)
+///   gpu.N.{compute,memory}_partition, gpu.N.partition_mode ("CPX/NPS4")
+///   gpu.N.partition_expected_nodes what the compute mode promises (CPX: one per XCC)
+///   gpu.N.vram_total_bytes         for a partition, its KFD frame-buffer bank, not the card's
+///                                  whole HBM (rocm-smi's mistake, ROCm/ROCm#4750)
+/// and for the host gpu.partition_modes (distinct modes), gpu.partition_mode_count and
+/// gpu.partition_summary ("SPX/NPS1 on GPUs 0, 1; CPX/NPS4 on GPU 2").
+void derive_partitions(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::map<std::string, std::vector<std::int64_t>> by_card;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    if (!card.empty()) by_card[card].push_back(i);
+  }
+  std::map<std::string, std::vector<std::int64_t>> physical_by_mode;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const std::string from = card.empty() ? std::string() : "drm." + card;
+    const std::string no_files = "this GPU has no partition modes (no current_compute_partition)";
+    alias(facts, keys::gpu(i, "compute_partition"),
+          from.empty() ? std::string() : from + ".current_compute_partition", no_files);
+    alias(facts, keys::gpu(i, "memory_partition"),
+          from.empty() ? std::string() : from + ".current_memory_partition", no_files);
+    if (card.empty()) {
+      facts.put_ok(keys::gpu(i, "partition_index"), std::int64_t{0},
+                   "derived: no DRM card, one logical GPU");
+      facts.put_ok(keys::gpu(i, "partition_nodes"), std::int64_t{1},
+                   "derived: no DRM card, one logical GPU");
+      for (const char* k : {"partition_xcc", "partition_mode", "partition_expected_nodes"})
+        facts.put_status(keys::gpu(i, k), Status::missing, kDerived, "no amdgpu DRM card");
+      continue;
+    }
+    const auto& siblings = by_card[card];
+    const auto pos = std::find(siblings.begin(), siblings.end(), i) - siblings.begin();
+    const std::string src = fmt::format("derived: KFD nodes on {} (location_id)", card);
+    facts.put_ok(keys::gpu(i, "partition_index"), static_cast<std::int64_t>(pos), src);
+    facts.put_ok(keys::gpu(i, "partition_nodes"), static_cast<std::int64_t>(siblings.size()), src);
+    std::int64_t xcc_sum = 0;
+    bool xcc = true;
+    for (const auto j : siblings) {
+      const auto node = facts.get<std::string>(keys::gpu(j, "kfd_node"));
+      const auto x = node ? facts.get_int("kfd.node." + *node + ".num_xcc") : std::nullopt;
+      xcc = xcc && x && *x > 0 && *x <= 64;
+      if (xcc) xcc_sum += *x;
+    }
+    if (xcc)
+      facts.put_ok(keys::gpu(i, "partition_xcc"), xcc_sum, "derived: KFD num_xcc of " + card);
+    else
+      facts.put_status(keys::gpu(i, "partition_xcc"), Status::missing, kDerived,
+                       "KFD lists no num_xcc for a node of this GPU (kernel before 6.5)");
+    if (siblings.size() > 1) {
+      const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node")).value_or("");
+      for (const Fact* b : facts.match("kfd.node." + node + ".mem_bank.*.size_bytes"))
+        if (b->ok() && facts.get_int(b->key.substr(0, b->key.rfind('.')) + ".heap_type") != 0) {
+          Fact c = *b;
+          c.key = keys::gpu(i, "vram_total_bytes");
+          facts.put(std::move(c));
+          break;
+        }
+    }
+    const auto compute = facts.get<std::string>(keys::gpu(i, "compute_partition"));
+    const auto memory = facts.get<std::string>(keys::gpu(i, "memory_partition"));
+    if (!compute || !memory) {
+      const Fact* bad =
+          facts.find(keys::gpu(i, compute ? "memory_partition" : "compute_partition"));
+      for (const char* k : {"partition_mode", "partition_expected_nodes"}) {
+        Fact c = bad != nullptr ? *bad : Fact{};
+        c.key = keys::gpu(i, k);
+        c.value = {};
+        if (bad == nullptr) c.status = Status::missing;
+        facts.put(std::move(c));
+      }
+      continue;
+    }
+    const std::string mode = *compute + "/" + *memory;
+    facts.put_ok(keys::gpu(i, "partition_mode"), mode, "derived: " + from + ".current_*_partition");
+    if (pos == 0) physical_by_mode[mode].push_back(i);
+    static const std::map<std::string, std::int64_t, std::less<>> kPartitions = {
+        {"SPX", 1}, {"DPX", 2}, {"TPX", 3}, {"QPX", 4}};
+    if (const auto it = kPartitions.find(*compute); it != kPartitions.end())
+      facts.put_ok(keys::gpu(i, "partition_expected_nodes"), it->second,
+                   "derived: " + *compute + " is " + std::to_string(it->second) +
+                       " partition(s) per GPU");
+    else if (*compute == "CPX" && xcc)
+      facts.put_ok(keys::gpu(i, "partition_expected_nodes"), xcc_sum,
+                   "derived: CPX is one partition per XCC (KFD num_xcc)");
+    else
+      facts.put_status(keys::gpu(i, "partition_expected_nodes"), Status::missing, kDerived,
+                       "compute partition '" + *compute + "' has no known partition count");
+  }
+  std::vector<std::string> modes;
+  std::vector<std::string> summary;
+  for (const auto& [mode, idx] : physical_by_mode) {
+    modes.push_back(mode);
+    summary.push_back(fmt::format("{} on {}", mode, gpu_list(idx)));
+  }
+  facts.put_ok("gpu.partition_modes", modes, "derived: gpu.*.partition_mode");
+  facts.put_ok("gpu.partition_mode_count", static_cast<std::int64_t>(modes.size()),
+               "derived: gpu.*.partition_mode");
+  facts.put_ok("gpu.partition_summary", fmt::format("{}", fmt::join(summary, "; ")),
+               "derived: gpu.*.partition_mode");
+}
+
+/// XGMI per GPU (checks/xgmi.cpp) and for the host: xgmi.expected_members, the physical
+/// MI300-series GPUs here (an MI300X or MI325X board joins its eight OAMs in one hive), and
+/// xgmi.main_hive_id, the hive most of them are in.
+void derive_xgmi(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::int64_t members = 0;
+  std::map<std::string, std::int64_t> hives;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    alias_fields(facts, keys::gpu(i, "xgmi"), card.empty() ? std::string() : "xgmi." + card,
+                 {"member", "hive_id", "hive_size", "far_peers", "physical_id"},
+                 "no amdgpu DRM card for this GPU, so no XGMI facts");
+    if (facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
+    if (facts.get<bool>(keys::gpu(i, "mi300_series")) == true) ++members;
+    if (auto h = facts.get<std::string>(keys::gpu(i, "xgmi.hive_id")); h && *h != "0") ++hives[*h];
+  }
+  facts.put_ok("xgmi.expected_members", members,
+               "derived: physical MI300-series GPUs (gpu.*.mi300_series)");
+  if (hives.empty()) {
+    facts.put_status("xgmi.main_hive_id", Status::missing, kDerived, "no GPU is in an XGMI hive");
+    return;
+  }
+  const auto best = std::max_element(
+      hives.begin(), hives.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  facts.put_ok("xgmi.main_hive_id", best->first, "derived: the hive most GPUs are in");
+}
+
+/// Firmware of the GPUs (checks/gpu_firmware.cpp) compared within each product (PCI device id):
+/// gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
+/// ("mec (0x000080a5: GPU 2; 0x000080b1: GPUs 0, 1)"), gpu.firmware_compared the number of
+/// GPUs of the largest product group whose firmware could be read. Partitions count once.
+/// gpu.N.perf_level: the DPM performance level of GPU N's card.
+void derive_gpu_firmware(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::map<std::int64_t, std::vector<std::int64_t>> by_product;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    alias(facts, keys::gpu(i, "perf_level"),
+          card.empty() ? std::string() : "drm." + card + ".perf_level",
+          "no power_dpm_force_performance_level for this GPU");
+    if (card.empty() || facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
+    if (!facts.get<std::vector<std::string>>("fw." + card + ".names")) continue;
+    if (auto id = facts.get_int(keys::gpu(i, "device_id"))) by_product[*id].push_back(i);
+  }
+  std::vector<std::string> mismatch;
+  std::size_t compared = 0;
+  for (const auto& [id, gpus] : by_product) {
+    compared = std::max(compared, gpus.size());
+    if (gpus.size() < 2) continue;
+    std::set<std::string> names = {"vbios_version"};
+    for (const auto i : gpus) {
+      const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+      for (const auto& name : facts.get<std::vector<std::string>>("fw." + card + ".names")
+                                  .value_or(std::vector<std::string>{}))
+        names.insert(name);
+    }
+    for (const auto& name : names) {
+      std::map<std::string, std::vector<std::int64_t>> by_value;
+      for (const auto i : gpus) {
+        const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+        const Fact* f = facts.find("fw." + card + "." + name);
+        by_value[f == nullptr ? "absent"
+                 : f->ok()    ? format_value(f->value)
+                              : "unreadable"]
+            .push_back(i);
+      }
+      if (by_value.size() < 2) continue;
+      std::vector<std::string> parts;
+      for (const auto& [value, idx] : by_value)
+        parts.push_back(fmt::format("{}: {}", value, gpu_list(idx)));
+      mismatch.push_back(fmt::format("{} ({})", name, fmt::join(parts, "; ")));
+    }
+  }
+  facts.put_ok("gpu.firmware_mismatch", mismatch,
+               "derived: /sys/class/drm/card*/device/fw_version/*, vbios_version");
+  facts.put_ok("gpu.firmware_compared", static_cast<std::int64_t>(compared),
+               "derived: GPUs of one product whose fw_version/ could be read");
 }
 
 /// gpu.N.ras.*: the RAS counters (checks/ras.cpp) of GPU N's DRM card.
@@ -1191,6 +1416,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_gpus(facts);
   derive_ras_per_gpu(facts);
   derive_link_and_thermal_per_gpu(facts);
+  derive_partitions(facts);
+  derive_xgmi(facts);
+  derive_gpu_firmware(facts);
   derive_render_access(facts);
   derive_libdrm_per_gpu(facts);
   derive_runenv(facts);
@@ -1242,6 +1470,22 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.ras.*",
                                                                "gpu.*.pcie.*",
                                                                "gpu.*.temp.*",
+                                                               "gpu.*.compute_partition",
+                                                               "gpu.*.memory_partition",
+                                                               "gpu.*.partition_index",
+                                                               "gpu.*.partition_nodes",
+                                                               "gpu.*.partition_xcc",
+                                                               "gpu.*.partition_mode",
+                                                               "gpu.*.partition_expected_nodes",
+                                                               "gpu.partition_modes",
+                                                               "gpu.partition_mode_count",
+                                                               "gpu.partition_summary",
+                                                               "gpu.*.xgmi.*",
+                                                               "xgmi.expected_members",
+                                                               "xgmi.main_hive_id",
+                                                               "gpu.*.perf_level",
+                                                               "gpu.firmware_mismatch",
+                                                               "gpu.firmware_compared",
                                                                "gpu.*.mes_fw_version",
                                                                "gpu.*.mes_fw_version_hex",
                                                                "gpu.*.mes_feature_version",

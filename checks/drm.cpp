@@ -66,6 +66,38 @@ void collect_temperatures(const Root& root, const std::string& dev, const std::s
   }
 }
 
+/// Compute and memory partition modes (MI300-class; amdgpu_gfx.c, amdgpu_gmc.c): the current
+/// mode ("SPX", "DPX", "TPX", "QPX", "CPX"; "NPS1", "NPS2", "NPS4", "NPS8", "UNKNOWN") and the
+/// modes this GPU offers ("SPX, DPX, QPX, CPX"). The files exist only on GPUs with partitions. A
+/// read refused with EPERM is a GPU in reset: amdgpu rejects partition queries during a reset
+/// (commit 75f138db48c5, "Disallow partition query during reset"); the files are world-readable.
+void collect_partitions(const Root& root, const std::string& dev, const std::string& pre,
+                        FactSet& facts) {
+  for (const char* p : {"current_compute_partition", "current_memory_partition"}) {
+    const std::string path = dev + "/" + p;
+    if (!root.exists(path)) continue;
+    ReadResult r = root.read_trimmed(path);
+    if (r.ok())
+      facts.put_ok(pre + "." + p, r.text, r.path);
+    else if (r.status == Status::denied)
+      facts.put_status(pre + "." + p, Status::error, r.path,
+                       "the kernel refused the read: the GPU is being reset (amdgpu answers "
+                       "EPERM to partition queries during a reset)");
+    else
+      facts.put_status(pre + "." + p, r.status, r.path, r.reason);
+  }
+  for (const char* p : {"available_compute_partition", "available_memory_partition"}) {
+    const std::string path = dev + "/" + p;
+    if (!root.exists(path)) continue;
+    ReadResult r = root.read_trimmed(path);
+    if (!r.ok()) {
+      facts.put_status(pre + "." + p, r.status, r.path, r.reason);
+      continue;
+    }
+    facts.put_ok(pre + "." + p, split_list(r.text, ',', 16), r.path);
+  }
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::string base = "/sys/class/drm";
   Status st = Status::ok;
@@ -99,9 +131,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     for (const char* m : {"vram_total", "vis_vram_total", "gtt_total", "vram_used", "gtt_used"})
       put_int(facts, ctx.root, pre + "." + m + "_bytes", dev + "/mem_info_" + m);
-    for (const char* p : {"current_compute_partition", "current_memory_partition"}) {
-      if (ctx.root.exists(dev + "/" + p)) put_text(facts, ctx.root, pre + "." + p, dev + "/" + p);
-    }
+    collect_partitions(ctx.root, dev, pre, facts);
+    // power_dpm_force_performance_level (amdgpu_pm.c, 0644): auto (the default), low, high,
+    // manual, profile_standard, profile_min_sclk, profile_min_mclk, profile_peak,
+    // perf_determinism. Absent where the GPU has no DPM (a GPU without power management).
+    if (ctx.root.exists(dev + "/power_dpm_force_performance_level"))
+      put_text(facts, ctx.root, pre + ".perf_level", dev + "/power_dpm_force_performance_level");
     if (ctx.root.exists(dev + "/uma/carveout"))
       put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
     // uma/carveout_options (amdgpu_acpi.c, kernel 7.0+, only where the firmware's ATCS function
@@ -143,17 +178,33 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_drm_probe() {
   return std::make_unique<BasicProbe>(
       "drm",
-      std::vector<std::string>{
-          "drm.amd_cards", "drm.*.device_id", "drm.*.driver", "drm.*.pci_slot",
-          "drm.*.vram_total_bytes", "drm.*.vis_vram_total_bytes", "drm.*.gtt_total_bytes",
-          "drm.*.vram_used_bytes", "drm.*.gtt_used_bytes", "drm.*.current_compute_partition",
-          "drm.*.current_memory_partition", "drm.*.uma_carveout", "drm.*.uma_carveout_options",
-          "drm.*.uma_carveout_min_bytes", "drm.*.render_minor", "drm.*.pcie.*", "drm.*.temp.*"},
+      std::vector<std::string>{"drm.amd_cards",
+                               "drm.*.device_id",
+                               "drm.*.driver",
+                               "drm.*.pci_slot",
+                               "drm.*.vram_total_bytes",
+                               "drm.*.vis_vram_total_bytes",
+                               "drm.*.gtt_total_bytes",
+                               "drm.*.vram_used_bytes",
+                               "drm.*.gtt_used_bytes",
+                               "drm.*.current_compute_partition",
+                               "drm.*.current_memory_partition",
+                               "drm.*.available_compute_partition",
+                               "drm.*.available_memory_partition",
+                               "drm.*.perf_level",
+                               "drm.*.uma_carveout",
+                               "drm.*.uma_carveout_options",
+                               "drm.*.uma_carveout_min_bytes",
+                               "drm.*.render_minor",
+                               "drm.*.pcie.*",
+                               "drm.*.temp.*"},
       std::vector<std::string>{
           "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
           "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",
           "/sys/class/drm/card*/device/mem_info_*",
           "/sys/class/drm/card*/device/current_*_partition",
+          "/sys/class/drm/card*/device/available_*_partition",
+          "/sys/class/drm/card*/device/power_dpm_force_performance_level",
           "/sys/class/drm/card*/device/uma/carveout",
           "/sys/class/drm/card*/device/uma/carveout_options",
           "/sys/class/drm/card*/device/drm/renderD*",

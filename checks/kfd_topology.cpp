@@ -52,8 +52,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       continue;
     }
     auto kv = parse_key_value_lines(r.text);
-    for (const char* k : {"gfx_target_version", "device_id", "vendor_id", "simd_count",
-                          "drm_render_minor", "location_id", "domain", "cpu_cores_count"}) {
+    for (const char* k :
+         {"gfx_target_version", "device_id", "vendor_id", "simd_count", "drm_render_minor",
+          "location_id", "domain", "cpu_cores_count", "num_xcc"}) {
       auto it = kv.find(k);
       if (it == kv.end()) {
         facts.put_status(pre + "." + k, Status::missing, r.path, std::string(k) + " not listed");

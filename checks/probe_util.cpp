@@ -16,6 +16,18 @@ std::string_view trim_view(std::string_view s) {
 }
 } // namespace
 
+std::vector<std::string> split_list(std::string_view text, char sep, std::size_t max_items) {
+  std::vector<std::string> out;
+  while (out.size() < max_items) {
+    const auto at = text.find(sep);
+    const std::string_view item = trim_view(text.substr(0, at));
+    if (!item.empty()) out.emplace_back(item);
+    if (at == std::string_view::npos) break;
+    text.remove_prefix(at + 1);
+  }
+  return out;
+}
+
 std::optional<std::int64_t> parse_int(std::string_view s) {
   s = trim_view(s);
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);

@@ -30,6 +30,10 @@ std::optional<std::int64_t> put_int(FactSet& facts, const Root& root, const std:
 /// do not have that shape are skipped.
 std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::string_view text);
 
+/// Splits a sysfs list such as "SPX, DPX, QPX, CPX" at `sep`, trims each item and drops empty
+/// ones; at most `max_items` items (the rest is ignored).
+std::vector<std::string> split_list(std::string_view text, char sep, std::size_t max_items);
+
 /// Splits text into lines without the newline characters.
 std::vector<std::string> split_lines(std::string_view text);
 

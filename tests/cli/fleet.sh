@@ -22,7 +22,7 @@ grep -qE '^! kernel +6\.8\.0-79-generic +6\.8\.0-79-generic +6\.8\.0-79-generic 
   { bad "the kernel row does not mark mi300x-node01's kernel"; cat "$tmp/out.txt"; }
 grep -qE '^~ PCIe link widths +16 x8 +16, 16, 16, 16, 16, 8, 16, 16\* +16 x8 +16 x8$' "$tmp/out.txt" ||
   bad "the PCIe row does not mark the degraded node"
-grep -q '^the same on every node: GPUs, gfx targets, compute partitions, memory partitions, OS$' "$tmp/out.txt" ||
+grep -q '^the same on every node: GPUs, gfx targets, compute partitions, memory partitions, XGMI hive sizes, VBIOS, MEC firmware, PSP SOS firmware, SMU firmware, DPM performance levels, OS$' "$tmp/out.txt" ||
   bad "uniform quantities not listed"
 
 "$bin" fleet compare --format json "$tmp"/*.json >"$tmp/out.json"

@@ -554,3 +554,88 @@ TEST_CASE("8x MI300X with one link at x8 and one at Gen4: only those GPUs fail g
   REQUIRE(apu.size() == 1);
   CHECK(apu[0]->status == Outcome::skip);
 }
+
+TEST_CASE("8x MI300X with GPU 7 left in CPX: its eight partitions are GPUs 7..14 on one card, "
+          "each with its own memory, and the node's modes differ",
+          "[scenario][gpu][partition]") {
+  const FactSet f = probe_root(fixture("mi300x-partition-mismatch"), 4);
+  REQUIRE(f.get_int("gpu.count") == 15);
+  for (std::int64_t i = 7; i < 15; ++i) {
+    INFO(i);
+    // A partition's render node belongs to a partition device; KFD's location_id finds the card.
+    CHECK(f.get<std::string>(fmt::format("gpu.{}.card", i)) == "card8");
+    CHECK(f.get<std::string>(fmt::format("gpu.{}.pci_slot", i)) == "0000:df:00.0");
+    CHECK(f.get_int(fmt::format("gpu.{}.partition_index", i)) == i - 7);
+    CHECK(f.get_int(fmt::format("gpu.{}.partition_nodes", i)) == 8);
+    CHECK(f.get_int(fmt::format("gpu.{}.partition_expected_nodes", i)) == 8);
+    // The partition's own frame-buffer bank (ROCm#4750), not the card's 192 GiB.
+    CHECK(f.get_int(fmt::format("gpu.{}.vram_total_bytes", i)) == 25767706624);
+  }
+  CHECK(f.get_int("gpu.6.vram_total_bytes") == 206141652992);
+  CHECK(f.get_int("gpu.6.partition_nodes") == 1);
+  const auto rs = run(fixture("mi300x-partition-mismatch"));
+  const Result& uniform = get(rs, "gpu-partition-uniform");
+  CHECK(uniform.status == Outcome::fail);
+  CHECK(uniform.severity == Severity::warning);
+  CHECK_THAT(uniform.message, Catch::Contains("CPX/NPS1 on GPU 7; SPX/NPS1 on GPUs 0, 1, 2"));
+  // Physical-GPU rules judge each card once: 8 results, not 15.
+  for (const char* id : {"gpu-partition-mode", "gpu-pcie-link", "gpu-ras-uncorrectable",
+                         "xgmi-hive", "gpu-perf-level"}) {
+    INFO(id);
+    const auto results = all_of(rs, id);
+    CHECK(results.size() == 8);
+  }
+  for (const Result* r : all_of(rs, "gpu-partition-mode"))
+    CHECK(r->status == Outcome::pass);
+  const auto perf = all_of(rs, "gpu-perf-level");
+  CHECK(perf[7]->status == Outcome::fail);
+  CHECK_THAT(perf[7]->message, Catch::Contains("profile_peak"));
+  CHECK(gate_exit_code(rs, FailOn::error) == exit_code::ok);
+  CHECK(gate_exit_code(rs, FailOn::warning) == exit_code::failed);
+}
+
+TEST_CASE("8x MI300X whose GPU 5 did not join the XGMI hive: every GPU fails xgmi-hive, and "
+          "GPU 5's firmware differs",
+          "[scenario][gpu][xgmi]") {
+  const FactSet f = probe_root(fixture("mi300x-xgmi-missing-gpu"), 4);
+  CHECK(f.get<bool>("gpu.5.xgmi.member") == false);
+  CHECK(f.get_int("gpu.0.xgmi.hive_size") == 7);
+  CHECK(f.get_int("gpu.0.xgmi.far_peers") == 0);
+  // Members other than the first reach the hive's directory through their xgmi_hive_info link.
+  CHECK(f.get<std::string>("gpu.7.xgmi.hive_id") == "11638818706288400384");
+  CHECK(f.get<std::string>("xgmi.main_hive_id") == "11638818706288400384");
+  CHECK(f.get_int("xgmi.expected_members") == 8);
+  const auto rs = run(fixture("mi300x-xgmi-missing-gpu"));
+  const auto hive = all_of(rs, "xgmi-hive");
+  REQUIRE(hive.size() == 8);
+  for (const Result* r : hive) {
+    INFO(r->gpu->index);
+    CHECK(r->status == Outcome::fail);
+    CHECK_THAT(r->message,
+               Catch::Contains(r->gpu->index == 5 ? "did not add this GPU" : "7 of the node's 8"));
+  }
+  const Result& fw = get(rs, "gpu-firmware-uniform");
+  CHECK(fw.status == Outcome::fail);
+  CHECK_THAT(fw.message,
+             Catch::Contains("mec (0x000080a5: GPU 5; 0x000080b1: GPUs 0, 1, 2, 3, 4, 6, 7)"));
+  // The healthy twin passes both.
+  const auto ok = run(fixture("mi300x-host-tuned"));
+  for (const Result* r : all_of(ok, "xgmi-hive"))
+    CHECK(r->status == Outcome::pass);
+  CHECK(get(ok, "gpu-firmware-uniform").status == Outcome::pass);
+}
+
+TEST_CASE("Strix Halo with MES 0x83: the card's sysfs fw_version is enough, without libdrm or root",
+          "[scenario][gpu][firmware]") {
+  const FactSet f = probe_root(fixture("strix-halo-mes-0x83-sysfs"), 4);
+  CHECK(f.get_int("gpu.0.mes_fw_version") == 0x83);
+  CHECK(f.find("gpu.0.mes_fw_version")->source ==
+        "/sys/class/drm/card1/device/fw_version/mes_fw_version");
+  const auto rs = run(fixture("strix-halo-mes-0x83-sysfs"));
+  const Result& mes = get(rs, "gfx1151-mes-firmware");
+  CHECK(mes.status == Outcome::fail);
+  CHECK(mes.severity == Severity::error);
+  CHECK(get(rs, "gfx1151-cwsr-hang").status == Outcome::fail);
+  // Without the file (strix-halo-fixed), and without libdrm under --root, it is skipped.
+  CHECK(get(run(fixture("strix-halo-fixed")), "gfx1151-mes-firmware").status == Outcome::skip);
+}

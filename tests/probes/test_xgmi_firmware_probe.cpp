@@ -1,0 +1,102 @@
+// The XGMI (checks/xgmi.cpp), GPU firmware (checks/gpu_firmware.cpp) and partition (checks/drm.cpp)
+// reads on copies of the MI300X fixtures, edited into what the kernel can also show: a malformed
+// or oversized xgmi_num_hops, a peer two hops away, a partition file refused during a GPU reset.
+#include "fixture_tree.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace halo;
+using halo::test::fixture;
+using halo::test::probe_root;
+
+namespace {
+struct CopiedFixture {
+  halo::test::FixtureTree tree;
+  explicit CopiedFixture(const char* name) {
+    std::filesystem::copy(fixture(name), tree.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::copy_symlinks |
+                              std::filesystem::copy_options::overwrite_existing);
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    std::ofstream(tree.path() / rel, std::ios::trunc) << text;
+  }
+};
+const std::string kGpu0 = "sys/bus/pci/devices/0000:0c:00.0/";
+} // namespace
+
+TEST_CASE("xgmi probe: the hive as amdgpu shows it", "[probe][xgmi]") {
+  const FactSet f = probe_root(fixture("mi300x-host-tuned"));
+  for (int i = 0; i < 8; ++i) {
+    INFO(i);
+    const std::string pre = "gpu." + std::to_string(i) + ".xgmi.";
+    CHECK(f.get<bool>(pre + "member") == true);
+    CHECK(f.get_int(pre + "hive_size") == 8);
+    CHECK(f.get_int(pre + "physical_id") == i);
+    CHECK(f.get<std::string>(pre + "hive_id") == "11638818706288400384");
+  }
+}
+
+TEST_CASE("xgmi probe: hop counts are bits 2:0 of each byte; bad text is an error, not a size",
+          "[probe][xgmi]") {
+  CopiedFixture c("mi300x-host-tuned");
+  // 0x42: xGMI3, two hops; 0x81: link type 2, one hop.
+  c.write(kGpu0 + "xgmi_num_hops", "00 41 42 41 81 41 41 42 \n");
+  FactSet f = probe_root(c.tree.path());
+  CHECK(f.get_int("gpu.0.xgmi.far_peers") == 2);
+  CHECK(f.get_int("gpu.0.xgmi.hive_size") == 8);
+  c.write(kGpu0 + "xgmi_num_hops", "00 41 zz 41\n");
+  f = probe_root(c.tree.path());
+  CHECK(f.find("gpu.0.xgmi.hive_size")->status == Status::error);
+  CHECK(f.find("gpu.0.xgmi.far_peers")->status == Status::error);
+  std::string many;
+  for (int i = 0; i < 65; ++i)
+    many += "41 ";
+  c.write(kGpu0 + "xgmi_num_hops", many + "\n");
+  f = probe_root(c.tree.path());
+  CHECK(f.find("gpu.0.xgmi.hive_size")->status == Status::error); // past the PSP's 64 nodes
+}
+
+TEST_CASE("gpu_firmware probe: every fw_version file, in the kernel's 0x%08x form", "[probe]") {
+  CopiedFixture c("mi300x-host-tuned");
+  FactSet f = probe_root(c.tree.path());
+  CHECK(f.get<std::string>("fw.card1.mec") == "0x000080b1");
+  CHECK(f.get<std::string>("fw.card1.vbios_version") == "113-M3000100-103");
+  CHECK(f.get<std::vector<std::string>>("fw.card1.names") ==
+        std::vector<std::string>{"mec", "smc", "sos"});
+  CHECK(f.get<std::vector<std::string>>("gpu.firmware_mismatch")->empty());
+  CHECK(f.get_int("gpu.firmware_compared") == 8);
+  c.write(kGpu0 + "fw_version/sdma_fw_version", "garbage\n");
+  f = probe_root(c.tree.path());
+  CHECK(f.find("fw.card1.sdma")->status == Status::error);
+  // A version that cannot be read on one GPU, absent on the others, is a difference too.
+  REQUIRE(f.get<std::vector<std::string>>("gpu.firmware_mismatch")->size() == 1);
+  CHECK(f.get<std::vector<std::string>>("gpu.firmware_mismatch")->at(0) ==
+        "sdma (absent: GPUs 1, 2, 3, 4, 5, 6, 7; unreadable: GPU 0)");
+}
+
+TEST_CASE("drm probe: a partition query refused during a GPU reset is an error, not a permission",
+          "[probe][partition]") {
+  CopiedFixture c("mi300x-host-tuned");
+  if (::geteuid() == 0) {
+    WARN("running as root: permission bits do not deny reads, so the refusal cannot be made here");
+    return;
+  }
+  // EACCES stands in for the kernel's EPERM here: both are 'denied' to the root reader.
+  const auto p = c.tree.path() / (kGpu0 + "current_compute_partition");
+  REQUIRE(::chmod(p.c_str(), 0) == 0);
+  const FactSet f = probe_root(c.tree.path());
+  const Fact* cp = f.find("gpu.0.compute_partition");
+  REQUIRE(cp != nullptr);
+  CHECK(cp->status == Status::error);
+  CHECK_THAT(cp->reason, Catch::Contains("being reset"));
+  CHECK(f.get<std::vector<std::string>>("drm.card1.available_compute_partition") ==
+        std::vector<std::string>{"SPX", "DPX", "QPX", "CPX"});
+}
