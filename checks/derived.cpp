@@ -1287,7 +1287,8 @@ void derive_xgmi(FactSet& facts) {
 /// gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
 /// ("mec (0x000080a5: GPU 2; 0x000080b1: GPUs 0, 1)"), gpu.firmware_compared the number of
 /// GPUs of the largest product group whose firmware could be read. Partitions count once.
-/// gpu.N.perf_level: the DPM performance level of GPU N's card.
+/// gpu.N.perf_level: the DPM performance level of GPU N's card; gpu.N.metrics.*: its gpu_metrics
+/// table (checks/gpu_metrics.cpp).
 void derive_gpu_firmware(FactSet& facts) {
   const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
   std::map<std::int64_t, std::vector<std::int64_t>> by_product;
@@ -1296,6 +1297,11 @@ void derive_gpu_firmware(FactSet& facts) {
     alias(facts, keys::gpu(i, "perf_level"),
           card.empty() ? std::string() : "drm." + card + ".perf_level",
           "no power_dpm_force_performance_level for this GPU");
+    alias_fields(facts, keys::gpu(i, "metrics"),
+                 card.empty() ? std::string() : "gpu_metrics." + card,
+                 {"version", "temperature_edge_c", "temperature_hotspot_c", "temperature_mem_c",
+                  "socket_power_w", "throttle_power", "throttle_current", "throttle_thermal"},
+                 "no amdgpu DRM card for this GPU, so no gpu_metrics");
     if (card.empty() || facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
     if (!facts.get<std::vector<std::string>>("fw." + card + ".names")) continue;
     if (auto id = facts.get_int(keys::gpu(i, "device_id"))) by_product[*id].push_back(i);
@@ -1484,6 +1490,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "xgmi.expected_members",
                                                                "xgmi.main_hive_id",
                                                                "gpu.*.perf_level",
+                                                               "gpu.*.metrics.*",
                                                                "gpu.firmware_mismatch",
                                                                "gpu.firmware_compared",
                                                                "gpu.*.mes_fw_version",

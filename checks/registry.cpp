@@ -17,6 +17,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_ras_probe());          // after drm, whose drm.amd_cards it reads
   r.add(probes::make_xgmi_probe());         // the same
   r.add(probes::make_gpu_firmware_probe()); // the same
+  r.add(probes::make_gpu_metrics_probe());  // the same
   r.add(probes::make_kfd_topology_probe());
   r.add(probes::make_environment_probe()); // before device_access, which reads env.sudo_uid
   r.add(probes::make_device_access_probe());

@@ -128,7 +128,24 @@ constexpr FactMetric kFactMetrics[] = {
      "Memory (HBM/VRAM) temperature, degrees Celsius (hwmon; fact gpu.N.temp.mem_mc)", 0.001},
     {"gpu.*.temp.edge_mc", "halo_doctor_gpu_edge_temperature_celsius", "gpu",
      "Edge temperature, degrees Celsius (hwmon; fact gpu.N.temp.edge_mc)", 0.001},
+    // The exporter's GPU_PACKAGE_POWER (MI300-class: the current socket power).
+    {"gpu.*.metrics.socket_power_w", "halo_doctor_gpu_package_power_watts", "gpu",
+     "Socket power the SMU reports in gpu_metrics, watts (fact gpu.N.metrics.socket_power_w)"},
+    {"gpu.*.xgmi.hive_size", "halo_doctor_gpu_xgmi_hive_size", "gpu",
+     "GPUs in this GPU's XGMI hive, itself included (xgmi_num_hops; fact gpu.N.xgmi.hive_size)"},
+    {"gpu.*.partition_nodes", "halo_doctor_gpu_partitions", "gpu",
+     "Logical GPUs (KFD nodes) of this GPU's card: 1 in SPX, 8 in CPX on an MI300X (fact "
+     "gpu.N.partition_nodes)"},
 };
+
+/// Adds the GPU's PCI slot and gfx target (facts gpu.N.pci_slot, gpu.N.gfx_target) where known:
+/// the labels a fleet dashboard joins on, as the AMD device metrics exporter labels its series.
+void gpu_labels(const FactSet& facts, const std::string& index, Labels& labels) {
+  if (auto slot = facts.get<std::string>("gpu." + index + ".pci_slot"))
+    labels.emplace_back("pci_slot", *slot);
+  if (auto gfx = facts.get<std::string>("gpu." + index + ".gfx_target"))
+    labels.emplace_back("gfx", *gfx);
+}
 
 /// The `*` segment of `key` for a pattern with one `*`.
 std::string star_segment(std::string_view pattern, std::string_view key) {
@@ -209,8 +226,32 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
       if (!started) e.gauge(m.name, m.help);
       started = true;
       Labels labels;
-      if (m.label != nullptr) labels.emplace_back(m.label, star_segment(m.pattern, f->key));
+      if (m.label != nullptr) {
+        const std::string index = star_segment(m.pattern, f->key);
+        labels.emplace_back(m.label, index);
+        if (std::string_view(m.label) == "gpu") gpu_labels(facts, index, labels);
+      }
       e.sample(m.name, labels, *v * m.scale);
+    }
+  }
+  // Throttler reasons active now, by kind (gpu_metrics' ASIC-independent throttle status): the
+  // number of reasons set, 0 when none; left out where the table has no such status.
+  bool started = false;
+  for (const char* kind : {"thermal", "power", "current"}) {
+    const std::string pattern = std::string("gpu.*.metrics.throttle_") + kind;
+    for (const Fact* f : facts.match(pattern)) {
+      const auto* reasons = std::get_if<std::vector<std::string>>(&f->value);
+      if (!f->ok() || reasons == nullptr) continue;
+      if (!started)
+        e.gauge("halo_doctor_gpu_throttle_reasons",
+                "Throttler reasons the SMU reports active now, by kind (thermal, power, current; "
+                "gpu_metrics indep_throttle_status; facts gpu.N.metrics.throttle_*)");
+      started = true;
+      const std::string index = star_segment(pattern, f->key);
+      Labels labels{{"gpu", index}};
+      gpu_labels(facts, index, labels);
+      labels.emplace_back("kind", kind);
+      e.sample("halo_doctor_gpu_throttle_reasons", labels, static_cast<double>(reasons->size()));
     }
   }
   return e.str();

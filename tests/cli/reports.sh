@@ -69,9 +69,13 @@ grep -q '^halo_doctor_rule_failed{id="render-node-access",severity="error",area=
 
 # Fleet series (issue 16): each GPU's PCIe link as the AMD device metrics exporter's PCIE_* series.
 name=mi300x-degraded-link
-grep -q '^halo_doctor_gpu_pcie_width{gpu="5"} 8$' "$tmp/$name.prom" || bad "$name: no x8 width sample for gpu 5"
-grep -q '^halo_doctor_gpu_pcie_max_width{gpu="5"} 16$' "$tmp/$name.prom" || bad "$name: no max width sample for gpu 5"
-grep -q '^halo_doctor_gpu_pcie_speed_gts{gpu="2"} 16$' "$tmp/$name.prom" || bad "$name: no 16 GT/s sample for gpu 2"
+# Per-GPU series carry the GPU's PCI slot and gfx target, the labels a fleet dashboard joins on.
+grep -q '^halo_doctor_gpu_pcie_width{gpu="5",pci_slot="0000:af:00.0",gfx="gfx942"} 8$' "$tmp/$name.prom" || bad "$name: no x8 width sample for gpu 5"
+grep -q '^halo_doctor_gpu_pcie_max_width{gpu="5",pci_slot="0000:af:00.0",gfx="gfx942"} 16$' "$tmp/$name.prom" || bad "$name: no max width sample for gpu 5"
+grep -q '^halo_doctor_gpu_pcie_speed_gts{gpu="2",pci_slot="0000:38:00.0",gfx="gfx942"} 16$' "$tmp/$name.prom" || bad "$name: no 16 GT/s sample for gpu 2"
+grep -q '^halo_doctor_gpu_xgmi_hive_size{gpu="0",pci_slot="0000:0c:00.0",gfx="gfx942"} 8$' "$tmp/$name.prom" || bad "$name: no XGMI hive size for gpu 0"
+grep -q '^halo_doctor_gpu_throttle_reasons{gpu="0",pci_slot="0000:03:00.0",gfx="gfx1201",kind="thermal"} 2$' "$tmp/r9700-thermal-throttle.prom" || bad "r9700-thermal-throttle: no thermal throttle sample"
+grep -q '^halo_doctor_gpu_package_power_watts{gpu="0",pci_slot="0000:03:00.0",gfx="gfx1201"} 300$' "$tmp/r9700-thermal-throttle.prom" || bad "r9700-thermal-throttle: no package power sample"
 grep -q '^halo_doctor_rule_failed{id="gpu-pcie-link",severity="error",area="gpu-health",gpu="5",pci_slot="0000:af:00.0"} 1$' \
   "$tmp/$name.prom" || bad "$name: gpu-pcie-link does not fail for gpu 5"
 

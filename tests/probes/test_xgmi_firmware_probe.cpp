@@ -26,7 +26,7 @@ struct CopiedFixture {
                               std::filesystem::copy_options::overwrite_existing);
   }
   void write(const std::string& rel, const std::string& text) const {
-    std::ofstream(tree.path() / rel, std::ios::trunc) << text;
+    std::ofstream(tree.path() / rel, std::ios::trunc | std::ios::binary) << text;
   }
 };
 const std::string kGpu0 = "sys/bus/pci/devices/0000:0c:00.0/";
@@ -99,4 +99,65 @@ TEST_CASE("drm probe: a partition query refused during a GPU reset is an error, 
   CHECK_THAT(cp->reason, Catch::Contains("being reset"));
   CHECK(f.get<std::vector<std::string>>("drm.card1.available_compute_partition") ==
         std::vector<std::string>{"SPX", "DPX", "QPX", "CPX"});
+}
+
+TEST_CASE(
+    "gpu_metrics probe: the v1.3 and v1.4 tables the fixtures lay out from the kernel's structs",
+    "[probe][gpu_metrics]") {
+  // v1.3 (an R9700), laid out by ctypes from struct gpu_metrics_v1_3 in build_fixtures.py.
+  FactSet f = probe_root(fixture("r9700-thermal-throttle"));
+  CHECK(f.get<std::string>("gpu.0.metrics.version") == "1.3");
+  CHECK(f.get_int("gpu.0.metrics.temperature_edge_c") == 96);
+  CHECK(f.get_int("gpu.0.metrics.temperature_hotspot_c") == 110);
+  CHECK(f.get_int("gpu.0.metrics.temperature_mem_c") == 100);
+  CHECK(f.get_int("gpu.0.metrics.socket_power_w") == 300);
+  CHECK(f.get<std::vector<std::string>>("gpu.0.metrics.throttle_thermal") ==
+        std::vector<std::string>{"TEMP_MEM", "TEMP_HOTSPOT"});
+  CHECK(f.get<std::vector<std::string>>("gpu.0.metrics.throttle_power") ==
+        std::vector<std::string>{"PPT0"});
+  CHECK(f.get<std::vector<std::string>>("gpu.0.metrics.throttle_current")->empty());
+  // v1.4 (MI300X): temperatures and power; no ASIC-independent throttle status in that layout.
+  f = probe_root(fixture("mi300x-host-tuned"));
+  CHECK(f.get<std::string>("gpu.3.metrics.version") == "1.4");
+  CHECK(f.get_int("gpu.3.metrics.temperature_hotspot_c") == 38);
+  CHECK(f.get_int("gpu.3.metrics.temperature_mem_c") == 33);
+  CHECK(f.get_int("gpu.3.metrics.socket_power_w") == 142);
+  CHECK(f.find("gpu.3.metrics.throttle_thermal")->status == Status::missing);
+  CHECK(f.find("gpu.3.metrics.temperature_edge_c")->status == Status::missing);
+}
+
+TEST_CASE("gpu_metrics probe: truncated, inconsistent and unknown tables are errors or missing, "
+          "never numbers",
+          "[probe][gpu_metrics]") {
+  CopiedFixture c("r9700-thermal-throttle");
+  const std::string path = "sys/bus/pci/devices/0000:03:00.0/gpu_metrics";
+  auto blob = [](std::uint16_t size, std::uint8_t format, std::uint8_t content, std::size_t len) {
+    std::string b(len, '\0');
+    if (len >= 4) {
+      b[0] = static_cast<char>(size & 0xFF);
+      b[1] = static_cast<char>(size >> 8);
+      b[2] = static_cast<char>(format);
+      b[3] = static_cast<char>(content);
+    }
+    return b;
+  };
+  const auto version = [&] { return probe_root(c.tree.path()).find("gpu.0.metrics.version"); };
+  c.write(path, std::string("\x78\x00", 2)); // two bytes: no header
+  CHECK(version()->status == Status::error);
+  c.write(path, blob(120, 1, 3, 64)); // says 120 bytes, 64 read
+  CHECK(version()->status == Status::error);
+  c.write(path, blob(64, 1, 3, 64)); // a v1.3 header on a 64-byte table
+  FactSet f = probe_root(c.tree.path());
+  CHECK(f.get<std::string>("gpu.0.metrics.version") == "1.3");
+  CHECK(f.find("gpu.0.metrics.throttle_thermal")->status == Status::error);
+  c.write(path, blob(80, 3, 0, 80)); // v3.0 (APUs): only the version
+  f = probe_root(c.tree.path());
+  CHECK(f.get<std::string>("gpu.0.metrics.version") == "3.0");
+  CHECK(f.find("gpu.0.metrics.temperature_hotspot_c")->status == Status::missing);
+  std::string all_ones = blob(120, 1, 3, 120);
+  for (std::size_t i = 112; i < 120; ++i)
+    all_ones[i] = '\xFF';
+  c.write(path, all_ones); // every throttle bit set: "not reported", not "throttling everywhere"
+  f = probe_root(c.tree.path());
+  CHECK(f.find("gpu.0.metrics.throttle_thermal")->status == Status::missing);
 }

@@ -242,12 +242,13 @@ TEST_CASE("the built-in rules that can change between jobs are marked volatile",
     if (r.volatile_verdict) ids.push_back(r.id);
   std::sort(ids.begin(), ids.end());
   // Device access, the driver, the runtime, firmware, a GPU hang, RAS errors, the PCIe link (it
-  // retrains after a GPU reset), the DPM level a job may leave forced: not the boot-time
-  // configuration.
-  CHECK(ids == std::vector<std::string>{
-                   "amdgpu-driver-loaded", "amdgpu-gpu-hang", "gfx1151-mes-firmware",
-                   "gpu-bad-pages", "gpu-pcie-link", "gpu-perf-level", "gpu-ras-uncorrectable",
-                   "hsa-runtime-init", "kfd-access", "kfd-present", "render-node-access"});
+  // retrains after a GPU reset), the DPM level a job may leave forced, throttling: not the
+  // boot-time configuration.
+  CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded", "amdgpu-gpu-hang",
+                                        "gfx1151-mes-firmware", "gpu-bad-pages", "gpu-pcie-link",
+                                        "gpu-perf-level", "gpu-ras-uncorrectable", "gpu-throttling",
+                                        "hsa-runtime-init", "kfd-access", "kfd-present",
+                                        "render-node-access"});
   const std::string rule = R"({"area": "a", "rules": [
     {"id": "x", "title": "x", "pass_message": "ok", "why": "w", "volatile": "yes",
      "fail": [{"severity": "error", "when": {"fact": "mem.total_bytes", "lt": 1}, "message": "m"}],
