@@ -22,6 +22,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_environment_probe()); // before device_access, which reads env.sudo_uid
   r.add(probes::make_device_access_probe());
   r.add(probes::make_numa_probe());
+  r.add(probes::make_host_tuning_probe());
   r.add(probes::make_runenv_probe());
   r.add(probes::make_kernel_log_probe());
   r.add(probes::make_secure_boot_probe());

@@ -45,6 +45,10 @@ inline constexpr CompareKey kCompareKeys[] = {
     {"os.pretty_name", "OS", Severity::warning},
     {"ttm.pages_limit_bytes", "TTM pages_limit (bytes)", Severity::warning},
     {"numa.balancing", "NUMA balancing", Severity::warning},
+    {"host.cpufreq_governors", "CPU frequency governors", Severity::warning},
+    {"host.cpuidle_c2_enabled_cpus", "CPUs with C2 enabled", Severity::warning},
+    {"host.thp_enabled", "transparent hugepages", Severity::warning},
+    {"user.limits.memlock_soft", "locked-memory limit (ulimit -l)", Severity::warning},
     {"framework.torch.version", "PyTorch", Severity::warning},
 };
 

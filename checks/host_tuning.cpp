@@ -1,0 +1,131 @@
+// Probe: host settings a lab tunes on GPU nodes, read without root:
+//   /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor   the cpufreq governor of each CPU
+//       (Documentation/admin-guide/pm/cpufreq.rst); the distinct ones are kept
+//   /sys/devices/system/cpu/cpuN/cpuidle/state2/{name,disable}  the third idle state (C2 on AMD
+//       EPYC) and whether it is disabled (Documentation/admin-guide/pm/cpuidle.rst: "disable" is
+//       1 when the state is disabled for that CPU); AMD's MI300X guide disables it with
+//       `cpupower idle-set -d 2`
+//   /sys/kernel/mm/transparent_hugepage/enabled             "always [madvise] never": the
+//       bracketed mode (Documentation/admin-guide/mm/transhuge.rst)
+//   /proc/self/limits                                       "Max locked memory" and "Max open
+//       files", soft limits of this process (proc(5)): what a training run started the same way
+//       inherits
+// At most kMaxCpus CPUs are read.
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+
+#include <re2/re2.h>
+
+#include <set>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::size_t kMaxCpus = 4096; // CONFIG_NR_CPUS of distribution kernels is 8192 at most
+
+void collect_cpus(const ProbeContext& ctx, FactSet& facts) {
+  const std::string base = "/sys/devices/system/cpu";
+  Status st = Status::ok;
+  const auto names = ctx.root.list(base, &st);
+  if (!names) {
+    for (const char* k : {"host.cpufreq_governors", "host.cpuidle_c2_enabled_cpus"})
+      facts.put_status(k, st, base, "cannot list " + base);
+    return;
+  }
+  static const RE2 cpu_re("cpu[0-9]+");
+  std::set<std::string> governors;
+  std::int64_t c2_enabled = 0;
+  std::size_t cpus = 0;
+  std::size_t with_state2 = 0;
+  std::string state2_name;
+  for (const auto& n : *names) {
+    if (!RE2::FullMatch(n, cpu_re)) continue;
+    if (++cpus > kMaxCpus) break;
+    const std::string dir = base + "/" + n;
+    if (ReadResult g = ctx.root.read_trimmed(dir + "/cpufreq/scaling_governor"); g.ok())
+      governors.insert(g.text.substr(0, 32));
+    ReadResult d = ctx.root.read_trimmed(dir + "/cpuidle/state2/disable");
+    if (!d.ok()) continue;
+    ++with_state2;
+    if (state2_name.empty())
+      if (ReadResult nm = ctx.root.read_trimmed(dir + "/cpuidle/state2/name"); nm.ok())
+        state2_name = nm.text.substr(0, 32);
+    if (parse_int(d.text) == 0) ++c2_enabled;
+  }
+  const std::string gsrc = base + "/cpu*/cpufreq/scaling_governor";
+  if (governors.empty())
+    facts.put_status("host.cpufreq_governors", Status::missing, gsrc,
+                     "no cpufreq governor (no cpufreq driver, or a VM)");
+  else
+    facts.put_ok("host.cpufreq_governors",
+                 std::vector<std::string>(governors.begin(), governors.end()), gsrc);
+  const std::string csrc = base + "/cpu*/cpuidle/state2/disable";
+  if (with_state2 == 0) {
+    facts.put_status("host.cpuidle_c2_enabled_cpus", Status::missing, csrc,
+                     "no third idle state (cpuidle off, or a VM)");
+  } else {
+    facts.put_ok("host.cpuidle_c2_enabled_cpus", c2_enabled,
+                 fmt::format("{} ({})", csrc, state2_name.empty() ? "state2" : state2_name));
+  }
+}
+
+/// One soft limit of /proc/self/limits ("Max locked memory  8388608  8388608  bytes"): the soft
+/// value as text ("unlimited" or a number) and, when a number, as an integer.
+void collect_limit(const ReadResult& r, std::string_view row, const std::string& key,
+                   FactSet& facts) {
+  if (!r.ok()) {
+    facts.put_status(key, r.status, r.path, r.reason);
+    return;
+  }
+  for (const auto& line : split_lines(r.text)) {
+    if (line.rfind(row, 0) != 0) continue;
+    const auto fields = split_list(line.substr(row.size()), ' ', 4);
+    if (fields.empty()) break;
+    if (fields[0] == "unlimited")
+      facts.put_ok(key, std::string("unlimited"), r.path);
+    else if (auto v = parse_int(fields[0]); v && *v >= 0)
+      facts.put_ok(key, *v, r.path);
+    else
+      break;
+    return;
+  }
+  facts.put_status(key, Status::error, r.path, fmt::format("no '{}' row", row));
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  collect_cpus(ctx, facts);
+  const std::string thp = "/sys/kernel/mm/transparent_hugepage/enabled";
+  if (ReadResult r = ctx.root.read_trimmed(thp); !r.ok()) {
+    facts.put_status("host.thp_enabled", r.status, r.path, r.reason);
+  } else {
+    static const RE2 bracket_re(R"(.*\[([a-z]+)\].*)");
+    std::string mode;
+    if (RE2::FullMatch(r.text, bracket_re, &mode))
+      facts.put_ok("host.thp_enabled", mode, r.path);
+    else
+      facts.put_status("host.thp_enabled", Status::error, r.path,
+                       "no bracketed mode: '" + r.text.substr(0, 64) + "'");
+  }
+  const ReadResult limits = ctx.root.read("/proc/self/limits");
+  collect_limit(limits, "Max locked memory", "user.limits.memlock_soft", facts);
+  collect_limit(limits, "Max open files", "user.limits.nofile_soft", facts);
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_host_tuning_probe() {
+  return std::make_unique<BasicProbe>(
+      "host_tuning",
+      std::vector<std::string>{"host.cpufreq_governors", "host.cpuidle_c2_enabled_cpus",
+                               "host.thp_enabled", "user.limits.memlock_soft",
+                               "user.limits.nofile_soft"},
+      std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+                               "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
+                               "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",
+                               "/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/limits"},
+      collect);
+}
+
+} // namespace halo::probes
