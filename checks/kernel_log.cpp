@@ -43,6 +43,7 @@ struct LogText {
   std::string source;
   std::string reason;
   std::vector<std::string> lines;
+  std::vector<std::string> times; ///< seconds since boot of each line ("8133.520117"), or ""
 };
 
 /// The live kernel's records, text only (the part after ';', up to the first newline).
@@ -75,6 +76,12 @@ LogText read_kmsg() {
     std::string_view r(rec.data(), static_cast<std::size_t>(n));
     const auto semi = r.find(';');
     if (semi == std::string_view::npos) continue;
+    // "prio,seq,usec,flags;text" (Documentation/ABI/testing/dev-kmsg): usec since boot.
+    const auto fields = split_list(r.substr(0, semi), ',', 4);
+    const auto usec = fields.size() >= 3 ? parse_int(fields[2]) : std::nullopt;
+    t.times.push_back(usec && *usec >= 0
+                          ? fmt::format("{}.{:06d}", *usec / 1000000, *usec % 1000000)
+                          : std::string());
     r.remove_prefix(semi + 1);
     t.lines.emplace_back(r.substr(0, r.find('\n')));
   }
@@ -97,10 +104,13 @@ LogText read_capture(const Root& root) {
   }
   // `dmesg` output: drop the "[    5.120394] " timestamp so lines read like /dev/kmsg's text.
   // Only a timestamp is removed ("[drm] ..." is the message's own text).
-  static const RE2 stamp(R"(^\[\s*\d+\.\d+\] )");
+  static const RE2 stamp(R"(^\[\s*(\d+\.\d+)\] )");
   for (auto& line : split_lines(r.text)) {
+    std::string when;
+    RE2::PartialMatch(line, stamp, &when);
     RE2::Replace(&line, stamp, "");
     t.lines.push_back(std::move(line));
+    t.times.push_back(std::move(when));
   }
   return t;
 }
@@ -130,7 +140,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const char* keys[] = {"kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
                         "kernel_log.firmware_on_disk",    "kernel_log.module_signature_rejected",
                         "kernel_log.ring_timeouts",       "kernel_log.lines",
-                        "kernel_log.gpu_resets"};
+                        "kernel_log.gpu_resets",          "kernel_log.mes_failures",
+                        "kernel_log.page_faults",         "kernel_log.hang_events"};
   if (log.status != Status::ok) {
     facts.put_status("kernel_log.status", log.status, log.source, log.reason);
     for (const char* k : keys)
@@ -149,15 +160,29 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> rings;
   std::vector<std::string> kept; // the lines that matter here, for capture bundles
   std::int64_t resets = 0;
+  std::int64_t mes = 0;
+  std::int64_t faults = 0;
+  std::vector<std::string> events; // "<seconds since boot> s: <message>", the first 32
+  // GPU hang signatures (ROCm issues 6273, 6018, 5724; amdgpu_mes.c, gmc_v*.c, amdgpu_device.c):
+  // MES not answering ("MES failed to respond to msg=..."; older kernels "failed to response"),
+  // GPU page faults ("[gfxhub] page fault", "[mmhub] page fault"), resets and wedged devices.
+  static const RE2 mes_re(R"(MES failed to respon|MES might be in unrecoverable state)");
+  static const RE2 fault_re(R"(\[(gfxhub|mmhub)\S*\] (retry|no-retry )?page fault)");
+  static const RE2 event_re(
+      R"(ring \S+ timeout|GPU reset begin|GPU reset\S* failed|reset failed|device wedged|MES failed to respon|MES might be in unrecoverable state|\[(gfxhub|mmhub)\S*\] (retry |no-retry )?page fault)");
   auto add_once = [](std::vector<std::string>& v, std::string s) {
     if (std::find(v.begin(), v.end(), s) == v.end() && v.size() < 64) v.push_back(std::move(s));
   };
-  for (const auto& line : log.lines) {
+  for (std::size_t li = 0; li < log.lines.size(); ++li) {
+    const std::string& line = log.lines[li];
     if ((line.find("amdgpu") != std::string::npos || line.find("firmware") != std::string::npos ||
          line.find("Loading of") != std::string::npos || line.find("kfd") != std::string::npos ||
          line.find("unsigned module loading is restricted") != std::string::npos) &&
         kept.size() < 2000)
-      kept.push_back(line);
+      // With its time as dmesg prints it, so a capture bundle replays the times too.
+      kept.push_back(li < log.times.size() && !log.times[li].empty()
+                         ? fmt::format("[{:>12}] {}", log.times[li], line)
+                         : line);
     std::string a;
     std::string b;
     if (RE2::PartialMatch(line, probe_new, &a, &b) || RE2::PartialMatch(line, probe_old, &a, &b))
@@ -174,6 +199,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (line.find("amdgpu") != std::string::npos &&
         line.find("GPU reset begin") != std::string::npos)
       ++resets;
+    if (line.find("amdgpu") == std::string::npos) continue;
+    if (RE2::PartialMatch(line, mes_re)) ++mes;
+    if (RE2::PartialMatch(line, fault_re)) ++faults;
+    if (events.size() < 32 && RE2::PartialMatch(line, event_re)) {
+      const std::string& when = li < log.times.size() ? log.times[li] : std::string();
+      events.push_back(
+          fmt::format("{}: {}", when.empty() ? "(no time)" : when + " s", line.substr(0, 160)));
+    }
   }
   facts.put_ok("kernel_log.amdgpu_probe_errors", probe_errors, log.source);
   facts.put_ok("kernel_log.firmware_load_failures", fw, log.source);
@@ -181,6 +214,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok("kernel_log.ring_timeouts", rings, log.source);
   facts.put_ok("kernel_log.lines", kept, log.source);
   facts.put_ok("kernel_log.gpu_resets", resets, log.source);
+  facts.put_ok("kernel_log.mes_failures", mes, log.source);
+  facts.put_ok("kernel_log.page_faults", faults, log.source);
+  facts.put_ok("kernel_log.hang_events", events, log.source);
   // The failed files as the kernel would find them now ("name: path"), for those it would find.
   const std::string release = facts.get<std::string>(keys::kernel_release).value_or("");
   ReadResult custom = ctx.root.read_trimmed("/sys/module/firmware_class/parameters/path");
@@ -215,7 +251,9 @@ std::unique_ptr<Probe> make_kernel_log_probe() {
       std::vector<std::string>{"kernel_log.status", "kernel_log.amdgpu_probe_errors",
                                "kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
                                "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
-                               "kernel_log.lines", "kernel_log.gpu_resets"},
+                               "kernel_log.lines", "kernel_log.gpu_resets",
+                               "kernel_log.mes_failures", "kernel_log.page_faults",
+                               "kernel_log.hang_events"},
       std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)",
                                "/sys/module/firmware_class/parameters/path",
                                "$FW_PATH/<each file that failed to load>{,.zst,.xz} ($FW_PATH: "
