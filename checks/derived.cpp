@@ -1140,6 +1140,9 @@ void derive_link_and_thermal_per_gpu(FactSet& facts) {
         facts, keys::gpu(i, "temp"), card.empty() ? std::string() : from + ".temp",
         {"edge_mc", "edge_crit_mc", "junction_mc", "junction_crit_mc", "mem_mc", "mem_crit_mc"},
         "no amdgpu DRM card for this GPU, so no hwmon temperatures");
+    alias_fields(facts, keys::gpu(i, "power"), card.empty() ? std::string() : from + ".power",
+                 {"cap_uw", "cap_max_uw", "cap_default_uw", "now_uw"},
+                 "no amdgpu DRM card for this GPU, so no hwmon power");
   }
 }
 
@@ -1476,6 +1479,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "gpu.*.ras.*",
                                                                "gpu.*.pcie.*",
                                                                "gpu.*.temp.*",
+                                                               "gpu.*.power.*",
                                                                "gpu.*.compute_partition",
                                                                "gpu.*.memory_partition",
                                                                "gpu.*.partition_index",

@@ -64,6 +64,18 @@ void collect_temperatures(const Root& root, const std::string& dev, const std::s
     put_int(facts, root, fmt::format("{}.temp.{}_crit_mc", pre, l),
             fmt::format("{}/temp{}_crit", hw, i));
   }
+  // Power in microwatts (Documentation/gpu/amdgpu/thermal.rst): the cap the SMU holds the GPU to
+  // (power1_cap) and its range, and the last reading (power1_input where the GPU has it,
+  // MI300-class and newer; else power1_average, which on an APU includes the CPU).
+  for (const char* f : {"power1_cap", "power1_cap_max", "power1_cap_default"})
+    if (root.exists(hw + "/" + f))
+      put_int(facts, root, fmt::format("{}.power.{}_uw", pre, std::string_view(f).substr(7)),
+              hw + "/" + f);
+  for (const char* f : {"power1_input", "power1_average"})
+    if (root.exists(hw + "/" + f)) {
+      put_int(facts, root, pre + ".power.now_uw", hw + "/" + f);
+      break;
+    }
 }
 
 /// Compute and memory partition modes (MI300-class; amdgpu_gfx.c, amdgpu_gmc.c): the current
@@ -214,7 +226,8 @@ std::unique_ptr<Probe> make_drm_probe() {
           "/sys/class/drm/card*/device/max_link_width",
           "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_label",
           "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_input",
-          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_crit"},
+          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_crit",
+          "/sys/class/drm/card*/device/hwmon/hwmon*/power1_*"},
       collect);
 }
 

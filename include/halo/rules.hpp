@@ -194,8 +194,9 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules);
 /// ("-rc6", "-200.fc43") are ignored; missing components count as 0.
 int compare_versions(std::string_view a, std::string_view b);
 
-/// Expands `{fact.key}`, `{gib:fact.key}`, `{pages_gib:fact.key}` and `{param:name}` in a
-/// message or fix template. Unknown facts render as "?".
+/// Expands `{fact.key}`, `{gib:fact.key}` (bytes as GiB), `{pages_gib:fact.key}` (4 KiB pages as
+/// GiB), `{watts:fact.key}` (microwatts as watts, "450 W") and `{param:name}` in a message or fix
+/// template. Unknown facts render as "?".
 std::string expand_template(std::string_view tmpl, const FactSet& facts, const Params& params);
 
 } // namespace halo

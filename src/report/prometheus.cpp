@@ -128,6 +128,12 @@ constexpr FactMetric kFactMetrics[] = {
      "Memory (HBM/VRAM) temperature, degrees Celsius (hwmon; fact gpu.N.temp.mem_mc)", 0.001},
     {"gpu.*.temp.edge_mc", "halo_doctor_gpu_edge_temperature_celsius", "gpu",
      "Edge temperature, degrees Celsius (hwmon; fact gpu.N.temp.edge_mc)", 0.001},
+    {"gpu.*.power.cap_uw", "halo_doctor_gpu_power_cap_watts", "gpu",
+     "Power cap the SMU holds the GPU to, watts (hwmon power1_cap; fact gpu.N.power.cap_uw)", 1e-6},
+    {"gpu.*.power.cap_default_uw", "halo_doctor_gpu_power_cap_default_watts", "gpu",
+     "The GPU's default power cap, watts (hwmon power1_cap_default; fact "
+     "gpu.N.power.cap_default_uw)",
+     1e-6},
     // The exporter's GPU_PACKAGE_POWER (MI300-class: the current socket power).
     {"gpu.*.metrics.socket_power_w", "halo_doctor_gpu_package_power_watts", "gpu",
      "Socket power the SMU reports in gpu_metrics, watts (fact gpu.N.metrics.socket_power_w)"},

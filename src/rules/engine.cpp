@@ -305,6 +305,10 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
       out += n ? units::gib(static_cast<std::int64_t>(
                      *n * (fn == "pages_gib" ? static_cast<double>(units::kTtmPageBytes) : 1.0)))
                : "?";
+    } else if (fn == "watts") {
+      // Microwatts (hwmon power1_*) as watts: "450 W".
+      auto n = facts.get_number(key);
+      out += n ? format_value(Value{*n / 1e6}) + " W" : "?";
     } else {
       const Fact* f = facts.find(key);
       out += (f != nullptr && f->ok()) ? format_value(f->value) : "?";

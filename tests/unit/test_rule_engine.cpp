@@ -132,6 +132,11 @@ TEST_CASE("templates expand facts, GiB and params", "[engine]") {
                         p) == "unknown ?, missing ?");
   CHECK(expand_template("shell ${HOME} and {Not A Key} stay", f, p) ==
         "shell ${HOME} and {Not A Key} stay");
+  // hwmon power is in microwatts.
+  f.put_ok("gpu.0.power.cap_uw", std::int64_t{450000000}, "hwmon power1_cap");
+  f.put_ok("gpu.0.power.now_uw", std::int64_t{142500000}, "hwmon power1_input");
+  CHECK(expand_template("{watts:gpu.0.power.cap_uw}, {watts:gpu.0.power.now_uw}, {watts:no.fact}",
+                        f, p) == "450 W, 142.5 W, ?");
 }
 
 TEST_CASE("versions compare numerically", "[engine]") {

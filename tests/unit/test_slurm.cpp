@@ -246,9 +246,9 @@ TEST_CASE("the built-in rules that can change between jobs are marked volatile",
   // boot-time configuration.
   CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded", "amdgpu-gpu-hang",
                                         "gfx1151-mes-firmware", "gpu-bad-pages", "gpu-pcie-link",
-                                        "gpu-perf-level", "gpu-ras-uncorrectable", "gpu-throttling",
-                                        "hsa-runtime-init", "kfd-access", "kfd-present",
-                                        "render-node-access"});
+                                        "gpu-perf-level", "gpu-power-cap", "gpu-ras-uncorrectable",
+                                        "gpu-throttling", "hsa-runtime-init", "kfd-access",
+                                        "kfd-present", "render-node-access"});
   const std::string rule = R"({"area": "a", "rules": [
     {"id": "x", "title": "x", "pass_message": "ok", "why": "w", "volatile": "yes",
      "fail": [{"severity": "error", "when": {"fact": "mem.total_bytes", "lt": 1}, "message": "m"}],
