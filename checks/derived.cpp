@@ -481,6 +481,74 @@ void derive_visibility(FactSet& facts) {
                      apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
 }
 
+/// A Python package version "2.5.1+rocm6.2" split into its release ("2.5.1") and its local
+/// version label ("rocm6.2"; PEP 440: after '+'; "" without one).
+std::pair<std::string, std::string> split_local(const std::string& v) {
+  const auto plus = v.find('+');
+  return {v.substr(0, plus), plus == std::string::npos ? std::string() : v.substr(plus + 1)};
+}
+
+/// The first two numbers of a release ("2.5.1" -> {2, 5}); nullopt for anything else.
+std::optional<std::pair<int, int>> major_minor(const std::string& release) {
+  int major = 0;
+  int minor = 0;
+  const char* b = release.data();
+  const char* e = b + release.size();
+  auto r = std::from_chars(b, e, major);
+  if (r.ec != std::errc() || r.ptr == e || *r.ptr != '.') return std::nullopt;
+  r = std::from_chars(r.ptr + 1, e, minor);
+  if (r.ec != std::errc() || major < 0 || major > 99 || minor < 0 || minor > 999)
+    return std::nullopt;
+  return std::make_pair(major, minor);
+}
+
+/// framework.companion_problems: torchvision and torchaudio that do not belong to the torch
+/// beside them. Each release is built against one torch release (torchvision's README table:
+/// torch 2.N pairs with torchvision 0.(N+15), torch 1.N with 0.(N+1); torchaudio 2.N with torch
+/// 2.N, torch 1.N with torchaudio 0.N) and one build of it (the same local version label:
+/// "+rocm6.2" with "+rocm6.2"; a PyPI wheel without a label is the CUDA build on Linux x86-64).
+/// Their compiled operators are loaded into torch's process: a mismatch fails at import or at the
+/// first call ("operator torchvision::nms does not exist", undefined symbols).
+void derive_framework_companions(FactSet& facts) {
+  const auto torch = facts.get<std::string>("framework.torch.version");
+  if (!torch) {
+    facts.put_status("framework.companion_problems", Status::missing, kDerived,
+                     "no torch found (framework.torch.version)");
+    return;
+  }
+  const auto [torch_release, torch_local] = split_local(*torch);
+  const auto tmm = major_minor(torch_release);
+  std::vector<std::string> problems;
+  for (const char* pkg : {"torchvision", "torchaudio"}) {
+    const auto v = facts.get<std::string>(fmt::format("framework.{}.version", pkg));
+    if (!v) continue;
+    const auto [release, local] = split_local(*v);
+    const auto mm = major_minor(release);
+    if (tmm && mm) {
+      const bool vision = std::string_view(pkg) == "torchvision";
+      std::pair<int, int> want{0, 0};
+      if (tmm->first == 1)
+        want = vision ? std::make_pair(0, tmm->second + 1) : std::make_pair(0, tmm->second);
+      else
+        want = vision ? std::make_pair(0, tmm->second + 15) : *tmm;
+      if (*mm != want)
+        problems.push_back(fmt::format("{} {} pairs with another torch than {} (it wants {} {}.{})",
+                                       pkg, *v, *torch, pkg, want.first, want.second));
+    }
+    if (local != torch_local)
+      problems.push_back(fmt::format(
+          "{} {} {} but torch {} {}", pkg, *v,
+          local.empty() ? std::string("has no build label (a PyPI wheel without one is the CUDA "
+                                      "build on Linux)")
+                        : "is the " + local + " build",
+          *torch,
+          torch_local.empty() ? std::string("has none") : "is the " + torch_local + " build"));
+  }
+  facts.put_ok("framework.companion_problems", problems,
+               "derived: framework.torch.version, framework.torchvision.version, "
+               "framework.torchaudio.version");
+}
+
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
 /// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
 /// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
@@ -1433,6 +1501,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_runenv(facts);
   derive_virtualization(facts);
   derive_alloc_conf(facts);
+  derive_framework_companions(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1505,6 +1574,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                                                "host.stack_origin",
                                                                "host.virtualization",
                                                                "framework.alloc_conf.*",
+                                                               "framework.companion_problems",
                                                                "gpu.visible",
                                                                "gpu.visible_gfx_targets",
                                                                "gpu.visible_gfx_target_count",

@@ -42,6 +42,8 @@ constexpr std::string_view kTorchBuild = "framework.torch.build";
 constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
 constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
+constexpr std::string_view kVisionVersion = "framework.torchvision.version";
+constexpr std::string_view kAudioVersion = "framework.torchaudio.version";
 
 /// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB.
 constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;
@@ -332,6 +334,44 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
                join(pkg, "libbitsandbytes_rocm*.so"));
 }
 
+/// torchvision or torchaudio beside torch: `__version__` of PKG/version.py (both packages write
+/// it at build time: "0.20.1+rocm6.2"), else the `Version:` of its dist-info METADATA. Missing
+/// when the package is not installed in the site directory torch came from.
+void collect_companion(const Root& root, const std::string& site, std::string_view pkg,
+                       std::string_view key, FactSet& facts) {
+  const std::string dir = join(site, pkg);
+  if (!root.exists(join(dir, "__init__.py"))) {
+    facts.put_status(str(key), Status::missing, dir,
+                     fmt::format("{} is not installed in {}", pkg, site));
+    return;
+  }
+  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
+  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
+  std::string version;
+  if (ReadResult r = root.read(join(dir, "version.py"), kMaxVersionPyBytes);
+      r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) {
+    facts.put_ok(str(key), version, r.path);
+    return;
+  }
+  const RE2 dist_info(fmt::format(R"({}-[^/]+\.dist-info)", pkg));
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (!RE2::FullMatch(name, dist_info)) continue;
+      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
+      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
+        facts.put_ok(str(key), version, r.path);
+        return;
+      }
+    }
+  }
+  facts.put_status(str(key), Status::error, dir,
+                   fmt::format("{} is installed but neither version.py nor its dist-info METADATA "
+                               "names a version",
+                               pkg));
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   const PythonEnvVars env = read_env(root);
@@ -349,6 +389,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status(str(kTorchVersion), Status::missing, env.source, reason);
     facts.put_status(str(kBnbVersion), Status::missing, env.source, reason);
     facts.put_status(str(kBnbRocm), Status::missing, env.source, reason);
+    facts.put_status(str(kVisionVersion), Status::missing, env.source, reason);
+    facts.put_status(str(kAudioVersion), Status::missing, env.source, reason);
     return;
   }
   const std::string torch = join(site, "torch");
@@ -356,6 +398,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok(str(kPythonEnv), site, plan.basis);
   facts.put_ok(str(kTorchPath), torch, version_py + " (the first torch found)");
   collect_bitsandbytes(root, site, facts);
+  collect_companion(root, site, "torchvision", kVisionVersion, facts);
+  collect_companion(root, site, "torchaudio", kAudioVersion, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
   if (!r.ok()) {
@@ -407,7 +451,8 @@ std::unique_ptr<Probe> make_framework_probe() {
       "framework",
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
-                               str(kBnbVersion), str(kBnbRocm)},
+                               str(kBnbVersion), str(kBnbRocm), str(kVisionVersion),
+                               str(kAudioVersion)},
       std::vector<std::string>{
           "/proc/self/environ", "$VIRTUAL_ENV/pyvenv.cfg",
           "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
@@ -420,7 +465,8 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torch/lib/hipblaslt/library/",
           "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
           "SITE/bitsandbytes-*.dist-info/METADATA", "SITE/bitsandbytes/__init__.py",
-          "SITE/bitsandbytes/libbitsandbytes_rocm*.so"},
+          "SITE/bitsandbytes/libbitsandbytes_rocm*.so", "SITE/torchvision/version.py",
+          "SITE/torchaudio/version.py", "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
 }
 

@@ -11,8 +11,9 @@ packages=(
   # tests/fuzz: libFuzzer targets (clang; libFuzzer itself is in libclang-rt-14-dev)
   clang libclang-rt-14-dev
   python3 python3-jsonschema shellcheck strace hyperfine prometheus libxml2-utils dpkg-dev util-linux
-  # tests/cli/framework_torch.sh: a real torch tree (Debian's CPU build) for the framework probe
-  python3-torch
+  # tests/cli/framework_torch.sh: a real torch tree (Debian's CPU build) for the framework probe,
+  # with Debian's torchvision and torchaudio beside it (torch-companion-mismatch)
+  python3-torch python3-torchvision python3-torchaudio
   # tests/cli/slurm.sh (a real single-node Slurm) and the RPM built by CPack in tests/cli/install.sh
   slurm-wlm munge rpm
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check

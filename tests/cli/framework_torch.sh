@@ -56,3 +56,38 @@ assert r["status"] == "fail" and r["severity"] == "error", r
 assert "is a cpu build" in r["message"] and "1.13" in r["message"], r["message"]
 print("ok: torch-not-rocm:", r["message"])
 PY
+
+# Debian's torchvision 0.14.1a0 and torchaudio 0.13.1 belong to its torch 1.13.0a0: no mismatch. The
+# same torchvision/version.py beside a ROCm 6.2 torch 2.5.1 in a venv: the wrong release and build.
+for pkg in torchvision torchaudio; do
+  [ -f "/usr/lib/python3/dist-packages/$pkg/version.py" ] ||
+    { echo "SKIP: Debian's python3-$pkg is absent (scripts/setup.sh lists it)"; exit 77; }
+done
+"$bin" check --facts "$tmp/live.json" --only torch-companion-mismatch --format json >"$tmp/companions.json" || true
+python3 - "$tmp/live.json" "$tmp/companions.json" <<'PY'
+import json, re, sys
+facts = json.load(open(sys.argv[1]))["facts"]
+for pkg in ("torchvision", "torchaudio"):
+    text = open(f"/usr/lib/python3/dist-packages/{pkg}/version.py").read()
+    want = re.search(r"__version__ = '([^']+)'", text).group(1)
+    got = facts[f"framework.{pkg}.version"]
+    assert got["status"] == "ok" and got["value"] == want, (pkg, got, want)
+r = [x for x in json.load(open(sys.argv[2]))["results"] if x["id"] == "torch-companion-mismatch"]
+assert len(r) == 1 and r[0]["status"] == "pass", r
+print("ok: Debian's torch, torchvision and torchaudio belong together:", r[0]["message"])
+PY
+venv=$tmp/venv
+site=$venv/lib/python3.11/site-packages
+mkdir -p "$site/torch" "$site/torchvision"
+printf "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda = None\ngit_version = 'x'\nhip = '6.2.41133-dd7f95766'\n" >"$site/torch/version.py"
+cp /usr/lib/python3/dist-packages/torchvision/version.py /usr/lib/python3/dist-packages/torchvision/__init__.py "$site/torchvision/"
+VIRTUAL_ENV=$venv "$bin" facts --no-runtime --format json -o "$tmp/venv.json"
+"$bin" check --facts "$tmp/venv.json" --only torch-companion-mismatch --format json >"$tmp/venv-report.json" && {
+  echo "FAIL: a Debian torchvision beside torch 2.5.1+rocm6.2 passed"; exit 1; }
+python3 - "$tmp/venv-report.json" <<'PY'
+import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["results"] if x["id"] == "torch-companion-mismatch"][0]
+assert r["status"] == "fail" and r["severity"] == "error", r
+assert "it wants torchvision 0.20" in r["message"] and "rocm6.2 build" in r["message"], r["message"]
+print("ok: the mismatch is named:", r["message"][:160])
+PY

@@ -133,3 +133,57 @@ TEST_CASE("kfd topology: node ids are ordered as numbers", "[probe][kfd]") {
   CHECK(f.get<std::vector<std::string>>("kfd.gpu_nodes") ==
         std::vector<std::string>{"2", "10", "11"});
 }
+
+namespace {
+/// A venv at /home/dev/venv holding torch TORCH and, where given, torchvision/torchaudio.
+FactSet venv_with(const std::string& torch, const std::string& vision, const std::string& audio) {
+  halo::test::FixtureTree t;
+  const std::string env =
+      std::string("VIRTUAL_ENV=/home/dev/venv") + '\0' + "HOME=/home/dev" + '\0';
+  t.file("/proc/self/environ", env);
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = false\n");
+  const std::string site = "/home/dev/venv/lib/python3.12/site-packages";
+  // The formats torch, torchvision and torchaudio write at build time.
+  t.file(site + "/torch/version.py", "__version__ = '" + torch + "'\nhip = None\ncuda = None\n");
+  if (!vision.empty()) {
+    t.file(site + "/torchvision/__init__.py", "");
+    t.file(site + "/torchvision/version.py", "__version__ = '" + vision + "'\ngit_version = 'x'\n");
+  }
+  if (!audio.empty()) {
+    // torchaudio without version.py: its dist-info METADATA names the version.
+    t.file(site + "/torchaudio/__init__.py", "");
+    t.file(site + "/torchaudio-" + audio + ".dist-info/METADATA",
+           "Metadata-Version: 2.1\nName: torchaudio\nVersion: " + audio + "\n");
+  }
+  return probe_root(t.path());
+}
+} // namespace
+
+TEST_CASE("derived: torchvision and torchaudio must be the torch's release and build",
+          "[probe][derived][framework]") {
+  auto problems = [](const FactSet& f) {
+    return f.get<std::vector<std::string>>("framework.companion_problems")
+        .value_or(std::vector<std::string>{"(not derived)"});
+  };
+  // The ROCm 6.2 index's three wheels.
+  FactSet ok = venv_with("2.5.1+rocm6.2", "0.20.1+rocm6.2", "2.5.1+rocm6.2");
+  CHECK(ok.get<std::string>("framework.torchaudio.version") == "2.5.1+rocm6.2");
+  CHECK(problems(ok).empty());
+  // Debian 12's python3-torch 1.13.1 with python3-torchvision 0.14.1 and torchaudio 0.13.1.
+  CHECK(problems(venv_with("1.13.1", "0.14.1", "0.13.1")).empty());
+  // TheRock nightlies: 2.10 pairs with torchvision 0.25.
+  CHECK(problems(venv_with("2.10.0a0+rocm7.10.0a20251120", "0.25.0a0+rocm7.10.0a20251120", ""))
+            .empty());
+  // PyPI's torchvision (no label: the CUDA build) beside a ROCm torch.
+  auto cuda = problems(venv_with("2.5.1+rocm6.2", "0.20.1", ""));
+  REQUIRE(cuda.size() == 1);
+  CHECK_THAT(cuda[0],
+             Catch::Contains("has no build label (a PyPI wheel without one is the CUDA build"));
+  // torchvision for torch 2.4 and torchaudio for 2.4 beside torch 2.5.
+  auto old = problems(venv_with("2.5.1+rocm6.2", "0.19.1+rocm6.2", "2.4.1+rocm6.2"));
+  REQUIRE(old.size() == 2);
+  CHECK_THAT(old[0], Catch::Contains("it wants torchvision 0.20"));
+  CHECK_THAT(old[1], Catch::Contains("it wants torchaudio 2.5"));
+  // Another ROCm build of the right release.
+  CHECK(problems(venv_with("2.5.1+rocm6.2", "0.20.1+rocm6.1", "")).size() == 1);
+}
