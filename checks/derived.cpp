@@ -502,6 +502,44 @@ std::optional<std::pair<int, int>> major_minor(const std::string& release) {
   return std::make_pair(major, minor);
 }
 
+/// framework.deep.device0_expected_bytes: what HIP device 0 could give one process (an APU: its
+/// carve-out or the TTM limit `halo-doctor fix` sets, whichever is larger; a discrete GPU: its
+/// VRAM); framework.deep.device0_seen_ratio: PyTorch's total_memory of device 0 over that.
+void derive_framework_deep(FactSet& facts) {
+  const auto total = facts.get_int("framework.deep.device0.total_bytes");
+  const auto dev0 = facts.get_int("gpu.device0");
+  if (!total || !dev0) {
+    // Not asked (no --framework-deep): not probed either, with the deep probe's reason.
+    const Fact* deep = facts.find("framework.deep.status");
+    const std::string why = deep != nullptr && deep->not_probed()
+                                ? deep->reason
+                                : "PyTorch's device 0 or HIP device 0 is unknown";
+    for (const char* k :
+         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
+      facts.put_status(k, Status::missing, kDerived, why);
+    return;
+  }
+  const auto vram = facts.get_int(keys::gpu(*dev0, "vram_total_bytes"));
+  const auto rec = facts.get_int("ttm.recommended_bytes");
+  std::optional<std::int64_t> expected;
+  if (facts.get<bool>(keys::gpu(*dev0, "apu")) == true && vram && rec)
+    expected = std::max(*vram, *rec);
+  else if (facts.get<bool>(keys::gpu(*dev0, "apu")) == false && vram)
+    expected = *vram;
+  if (!expected || *expected <= 0) {
+    for (const char* k :
+         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
+      facts.put_status(k, Status::missing, kDerived, "HIP device 0's memory is unknown");
+    return;
+  }
+  facts.put_ok("framework.deep.device0_expected_bytes", *expected,
+               "derived: an APU's max(carve-out, ttm.recommended_bytes), a dGPU's VRAM");
+  facts.put_ok(
+      "framework.deep.device0_seen_ratio",
+      static_cast<double>(*total) / static_cast<double>(*expected),
+      "derived: framework.deep.device0.total_bytes / framework.deep.device0_expected_bytes");
+}
+
 /// framework.companion_problems: torchvision and torchaudio that do not belong to the torch
 /// beside them. Each release is built against one torch release (torchvision's README table:
 /// torch 2.N pairs with torchvision 0.(N+15), torch 1.N with 0.(N+1); torchaudio 2.N with torch
@@ -1513,108 +1551,112 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_suspects(facts);
   derive_usable_memory(facts);
   derive_plan(facts);
+  derive_framework_deep(facts);
 }
 
 } // namespace
 
 std::unique_ptr<Probe> make_derived_probe() {
-  return std::make_unique<BasicProbe>("derived",
-                                      std::vector<std::string>{"amd.gpu_present",
-                                                               "gpu.count",
-                                                               "gpu.*.gfx_target",
-                                                               "gpu.*.device_id",
-                                                               "gpu.*.card",
-                                                               "gpu.*.vram_total_bytes",
-                                                               "gpu.*.vis_vram_total_bytes",
-                                                               "gpu.*.gtt_total_bytes",
-                                                               "gpu.*.apu",
-                                                               "gpu.*.instinct",
-                                                               "gpu.*.mi300_series",
-                                                               "gpu.*.kfd_node",
-                                                               "gpu.*.amdgpu_bound",
-                                                               "gpu.*.name",
-                                                               "gpu.*.pci_slot",
-                                                               "gpu.*.hip_device",
-                                                               "gpu.*.render_minor",
-                                                               "gpu.*.hsa_coarse_pool_bytes",
-                                                               "gpu.*.usable_bytes",
-                                                               "plan.gpu",
-                                                               "plan.capacity_bytes",
-                                                               "plan.capacity_with_ttm_fix_bytes",
-                                                               "plan.apu",
-                                                               "plan.gfx_target",
-                                                               "gpu.*.render.*",
-                                                               "gpu.render_nodes_present",
-                                                               "gpu.*.ras.*",
-                                                               "gpu.*.pcie.*",
-                                                               "gpu.*.temp.*",
-                                                               "gpu.*.power.*",
-                                                               "gpu.*.compute_partition",
-                                                               "gpu.*.memory_partition",
-                                                               "gpu.*.partition_index",
-                                                               "gpu.*.partition_nodes",
-                                                               "gpu.*.partition_xcc",
-                                                               "gpu.*.partition_mode",
-                                                               "gpu.*.partition_expected_nodes",
-                                                               "gpu.partition_modes",
-                                                               "gpu.partition_mode_count",
-                                                               "gpu.partition_summary",
-                                                               "gpu.*.xgmi.*",
-                                                               "xgmi.expected_members",
-                                                               "xgmi.main_hive_id",
-                                                               "gpu.*.perf_level",
-                                                               "gpu.*.metrics.*",
-                                                               "gpu.firmware_mismatch",
-                                                               "gpu.firmware_compared",
-                                                               "gpu.*.mes_fw_version",
-                                                               "gpu.*.mes_fw_version_hex",
-                                                               "gpu.*.mes_feature_version",
-                                                               "host.container",
-                                                               "host.runs_in",
-                                                               "host.stack_origin",
-                                                               "host.virtualization",
-                                                               "framework.alloc_conf.*",
-                                                               "framework.companion_problems",
-                                                               "gpu.visible",
-                                                               "gpu.visible_gfx_targets",
-                                                               "gpu.visible_gfx_target_count",
-                                                               "gpu.device0",
-                                                               "gpu.device0_gfx_target",
-                                                               "env.hsa_override_mismatch",
-                                                               "apu.present",
-                                                               "apu.index",
-                                                               "apu.gfx_target",
-                                                               "apu.vram_total_bytes",
-                                                               "apu.gtt_total_bytes",
-                                                               "apu.amdgpu_bound",
-                                                               "apu.hsa_coarse_pool_bytes",
-                                                               "apu.card",
-                                                               "apu.carveout_min_bytes",
-                                                               "amdgpu.live",
-                                                               "amdgpu.blocked_by",
-                                                               "amd.gpus_unbound",
-                                                               "kernel_log.amdgpu_probe_causes",
-                                                               "kernel_log.firmware_present_now",
-                                                               "kernel_log.firmware_missing_now",
-                                                               "amd.gpus_passthrough",
-                                                               "modparam.invalid",
-                                                               "modparam.invalid_modules",
-                                                               "ttm.configured_elsewhere",
-                                                               "ttm.configured_on_used",
-                                                               "ttm.configured.*",
-                                                               "ttm.cmdline.*",
-                                                               "ttm.modprobe.*",
-                                                               "ttm.recommended_gib",
-                                                               "ttm.recommended_pages",
-                                                               "ttm.recommended_bytes",
-                                                               "ttm.max_limit_bytes",
-                                                               "amdgpu.gttsize_set",
-                                                               "amdgpu.gttsize_mib",
-                                                               "amdgpu.gttsize_bytes",
-                                                               "kernel.cmdline.suspect_names",
-                                                               "kernel.cmdline.suspect_hints",
-                                                               "modprobe.suspect_hints"},
-                                      std::vector<std::string>{}, collect);
+  return std::make_unique<BasicProbe>(
+      "derived",
+      std::vector<std::string>{"amd.gpu_present",
+                               "gpu.count",
+                               "gpu.*.gfx_target",
+                               "gpu.*.device_id",
+                               "gpu.*.card",
+                               "gpu.*.vram_total_bytes",
+                               "gpu.*.vis_vram_total_bytes",
+                               "gpu.*.gtt_total_bytes",
+                               "gpu.*.apu",
+                               "gpu.*.instinct",
+                               "gpu.*.mi300_series",
+                               "gpu.*.kfd_node",
+                               "gpu.*.amdgpu_bound",
+                               "gpu.*.name",
+                               "gpu.*.pci_slot",
+                               "gpu.*.hip_device",
+                               "gpu.*.render_minor",
+                               "gpu.*.hsa_coarse_pool_bytes",
+                               "gpu.*.usable_bytes",
+                               "plan.gpu",
+                               "plan.capacity_bytes",
+                               "plan.capacity_with_ttm_fix_bytes",
+                               "plan.apu",
+                               "plan.gfx_target",
+                               "gpu.*.render.*",
+                               "gpu.render_nodes_present",
+                               "gpu.*.ras.*",
+                               "gpu.*.pcie.*",
+                               "gpu.*.temp.*",
+                               "gpu.*.power.*",
+                               "gpu.*.compute_partition",
+                               "gpu.*.memory_partition",
+                               "gpu.*.partition_index",
+                               "gpu.*.partition_nodes",
+                               "gpu.*.partition_xcc",
+                               "gpu.*.partition_mode",
+                               "gpu.*.partition_expected_nodes",
+                               "gpu.partition_modes",
+                               "gpu.partition_mode_count",
+                               "gpu.partition_summary",
+                               "gpu.*.xgmi.*",
+                               "xgmi.expected_members",
+                               "xgmi.main_hive_id",
+                               "gpu.*.perf_level",
+                               "gpu.*.metrics.*",
+                               "gpu.firmware_mismatch",
+                               "gpu.firmware_compared",
+                               "gpu.*.mes_fw_version",
+                               "gpu.*.mes_fw_version_hex",
+                               "gpu.*.mes_feature_version",
+                               "host.container",
+                               "host.runs_in",
+                               "host.stack_origin",
+                               "host.virtualization",
+                               "framework.alloc_conf.*",
+                               "framework.companion_problems",
+                               "framework.deep.device0_expected_bytes",
+                               "framework.deep.device0_seen_ratio",
+                               "gpu.visible",
+                               "gpu.visible_gfx_targets",
+                               "gpu.visible_gfx_target_count",
+                               "gpu.device0",
+                               "gpu.device0_gfx_target",
+                               "env.hsa_override_mismatch",
+                               "apu.present",
+                               "apu.index",
+                               "apu.gfx_target",
+                               "apu.vram_total_bytes",
+                               "apu.gtt_total_bytes",
+                               "apu.amdgpu_bound",
+                               "apu.hsa_coarse_pool_bytes",
+                               "apu.card",
+                               "apu.carveout_min_bytes",
+                               "amdgpu.live",
+                               "amdgpu.blocked_by",
+                               "amd.gpus_unbound",
+                               "kernel_log.amdgpu_probe_causes",
+                               "kernel_log.firmware_present_now",
+                               "kernel_log.firmware_missing_now",
+                               "amd.gpus_passthrough",
+                               "modparam.invalid",
+                               "modparam.invalid_modules",
+                               "ttm.configured_elsewhere",
+                               "ttm.configured_on_used",
+                               "ttm.configured.*",
+                               "ttm.cmdline.*",
+                               "ttm.modprobe.*",
+                               "ttm.recommended_gib",
+                               "ttm.recommended_pages",
+                               "ttm.recommended_bytes",
+                               "ttm.max_limit_bytes",
+                               "amdgpu.gttsize_set",
+                               "amdgpu.gttsize_mib",
+                               "amdgpu.gttsize_bytes",
+                               "kernel.cmdline.suspect_names",
+                               "kernel.cmdline.suspect_hints",
+                               "modprobe.suspect_hints"},
+      std::vector<std::string>{}, collect);
 }
 
 } // namespace halo::probes

@@ -49,6 +49,7 @@ std::unique_ptr<Probe> make_xgmi_probe();             // checks/xgmi.cpp
 std::unique_ptr<Probe> make_gpu_firmware_probe();     // checks/gpu_firmware.cpp
 std::unique_ptr<Probe> make_gpu_metrics_probe();      // checks/gpu_metrics.cpp
 std::unique_ptr<Probe> make_host_tuning_probe();      // checks/host_tuning.cpp
+std::unique_ptr<Probe> make_framework_deep_probe();   // checks/framework_deep.cpp
 std::unique_ptr<Probe> make_runenv_probe();           // checks/runenv.cpp
 std::unique_ptr<Probe> make_kernel_log_probe();       // checks/kernel_log.cpp
 std::unique_ptr<Probe> make_secure_boot_probe();      // checks/secure_boot.cpp

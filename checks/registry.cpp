@@ -34,6 +34,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_boot_stack_probe());
   r.add(probes::make_firmware_package_probe());
   r.add(probes::make_framework_probe());
+  r.add(probes::make_framework_deep_probe());
   r.add(probes::make_plan_probe());
   r.add(probes::make_derived_probe());
   return r;

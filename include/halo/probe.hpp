@@ -33,6 +33,15 @@ struct ProbeOptions {
   /// The training run to judge (`plan`, `check --model`): the plan probe (checks/plan.cpp)
   /// turns it into `plan.*` facts; nullptr: no run given, and `plan.present` is false.
   std::shared_ptr<const plan::Plan> plan;
+  /// Ask PyTorch itself (`--framework-deep`): run the interpreter training will use in a child
+  /// process and import torch (checks/framework_deep.cpp). Off: the framework.deep.* facts are
+  /// not probed.
+  bool framework_deep = false;
+  /// The interpreter for that (`--python PATH`); empty: $VIRTUAL_ENV/bin/python, else
+  /// $CONDA_PREFIX/bin/python, else python3 on the PATH training will see.
+  std::string python;
+  /// Time limit for importing torch and querying the GPUs, seconds (`--framework-timeout S`).
+  double framework_timeout_s = 60.0;
 };
 
 /// Where the host's boot configuration is read from. Kernel state (/proc, /sys, /dev) is the

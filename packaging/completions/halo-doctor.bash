@@ -3,7 +3,7 @@ _halo_doctor() {
   local cur prev words cword
   _init_completion || return
   local commands="check facts capture rules explain bench slurm plan fleet"
-  local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root"
+  local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root --framework-deep --python --framework-timeout"
   local rule="--rules --only --skip"
   local run="--model --config --method --batch --seq --grad-accum --gradient-checkpointing --optim --lora-r --load-dtype"
   local cmd="" i

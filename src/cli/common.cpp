@@ -61,6 +61,16 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
                   "Seconds the ROCr queries may take before they count as hung")
       ->check(finite_number())
       ->check(CLI::Range(0.1, 600.0));
+  sub->add_flag("--framework-deep", o.framework_deep,
+                "Also ask PyTorch itself: import torch in a child process and query its GPUs "
+                "(docs/framework.md)");
+  sub->add_option("--python", o.python,
+                  "The Python interpreter for --framework-deep (default: the active venv or "
+                  "conda environment's, else python3 on PATH)");
+  sub->add_option("--framework-timeout", o.framework_timeout_s,
+                  "Seconds importing torch and querying the GPUs may take (--framework-deep)")
+      ->check(finite_number())
+      ->check(CLI::Range(1.0, 600.0));
 }
 
 void add_rule_options(CLI::App* sub, CommonOptions& o) {
@@ -77,6 +87,9 @@ ProbeOptions probe_options(const CommonOptions& o) {
   po.runtime_timeout_s = o.runtime_timeout_s;
   po.host_root = o.host_root;
   po.plan = o.plan;
+  po.framework_deep = o.framework_deep;
+  po.python = o.python;
+  po.framework_timeout_s = o.framework_timeout_s;
   return po;
 }
 

@@ -29,7 +29,10 @@ struct CommonOptions {
   bool no_runtime = false;
   std::string hsa_library;
   double runtime_timeout_s = 10.0;
-  std::string host_root; ///< --host-root DIR: the host's / as mounted in this container
+  std::string host_root;             ///< --host-root DIR: the host's / as mounted in this container
+  bool framework_deep = false;       ///< --framework-deep: import torch in a child process
+  std::string python;                ///< --python PATH: the interpreter for --framework-deep
+  double framework_timeout_s = 60.0; ///< --framework-timeout S
   std::string rules_dir;
   /// Read each rule's examples too (`rules --test`); other commands leave them unparsed.
   bool rule_examples = false;

@@ -349,8 +349,11 @@ std::string node_sidecar(const Root& root) {
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
-    if (k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework.") ||
-        k.starts_with("amdgpu.module.") || k == "kernel_log.firmware_on_disk")
+    // A probe that did not run (--no-runtime, no --framework-deep) has nothing to keep: on
+    // replay under --root it is not run either.
+    if ((k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework.") ||
+         k.starts_with("amdgpu.module.") || k == "kernel_log.firmware_on_disk") &&
+        !f.not_probed())
       out.put(f);
   return out;
 }

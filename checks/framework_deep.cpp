@@ -1,0 +1,229 @@
+// Probe: what PyTorch itself reports (`--framework-deep`, live system only). Runs the interpreter
+// training will use (`--python PATH`, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python,
+// else python3 on PATH) in a forked child with a time limit (checks/child_run.hpp), stdin and
+// stderr on /dev/null, and a script that imports torch and prints one JSON line:
+// torch.__version__, torch.version.hip, torch.cuda.is_available(), torch.cuda.device_count(), and
+// for each device get_device_properties(i).{name,total_memory,gcnArchName} and
+// torch.cuda.mem_get_info(i) (PyTorch's documented torch.cuda API; on ROCm builds torch.cuda is
+// HIP). A Python that is missing, hangs, crashes or prints no JSON is a fact with that status.
+#include "child_run.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <halo/units.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::size_t kMaxOutputBytes = std::size_t{64} * 1024;
+constexpr std::size_t kMaxDevices = 64;
+
+// Kept short and dependency-free: it runs under the user's interpreter.
+constexpr const char* kScript = R"PY(import json, sys
+out = {"python": sys.executable, "python_version": sys.version.split()[0]}
+try:
+    import torch
+except BaseException as e:
+    out["import_error"] = (type(e).__name__ + ": " + str(e))[:300]
+    print(json.dumps(out)); sys.exit(0)
+out["torch_version"] = str(torch.__version__)
+out["hip"] = getattr(torch.version, "hip", None)
+out["cuda"] = getattr(torch.version, "cuda", None)
+try:
+    out["available"] = bool(torch.cuda.is_available())
+    n = int(torch.cuda.device_count()) if out["available"] else 0
+    out["device_count"] = n
+    devs = []
+    for i in range(min(n, 64)):
+        p = torch.cuda.get_device_properties(i)
+        d = {"name": str(p.name), "total_memory": int(p.total_memory),
+             "arch": str(getattr(p, "gcnArchName", "") or "")}
+        try:
+            free, total = torch.cuda.mem_get_info(i)
+            d["free"] = int(free)
+        except BaseException as e:
+            d["mem_error"] = (type(e).__name__ + ": " + str(e))[:200]
+        devs.append(d)
+    out["devices"] = devs
+except BaseException as e:
+    out["cuda_error"] = (type(e).__name__ + ": " + str(e))[:300]
+print(json.dumps(out))
+)PY";
+
+const std::vector<std::string>& keys() {
+  static const std::vector<std::string> k = {"framework.deep.status",
+                                             "framework.deep.python",
+                                             "framework.deep.import_error",
+                                             "framework.deep.torch_version",
+                                             "framework.deep.hip_version",
+                                             "framework.deep.available",
+                                             "framework.deep.device_count",
+                                             "framework.deep.devices",
+                                             "framework.deep.device0.name",
+                                             "framework.deep.device0.arch",
+                                             "framework.deep.device0.total_bytes",
+                                             "framework.deep.device0.free_bytes"};
+  return k;
+}
+
+void all_status(FactSet& facts, Status st, const std::string& src, const std::string& why) {
+  for (const auto& k : keys())
+    facts.put_status(k, st, src, why);
+}
+
+bool executable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+/// The interpreter and how it was chosen.
+std::pair<std::string, std::string> choose_python(const ProbeOptions& o) {
+  if (!o.python.empty()) return {o.python, "--python"};
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* v = std::getenv(var); v != nullptr && *v == '/') {
+      const std::string p = std::string(v) + "/bin/python";
+      if (executable(p)) return {p, std::string("$") + var + "/bin/python"};
+    }
+  if (const char* path = std::getenv("PATH"); path != nullptr)
+    for (const auto& dir : split_list(path, ':', 64))
+      if (!dir.empty() && dir.front() == '/' && executable(dir + "/python3"))
+        return {dir + "/python3", "python3 on PATH"};
+  return {"", "no python3 on PATH"};
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const ProbeOptions& o = ctx.options;
+  if (!o.framework_deep) {
+    all_status(facts, Status::missing, "torch",
+               std::string(kNotProbedPrefix) +
+                   "run with --framework-deep to ask PyTorch itself (imports torch, seconds)");
+    return;
+  }
+  if (!ctx.root.is_live()) {
+    all_status(facts, Status::missing, "torch",
+               std::string(kNotProbedPrefix) + "--framework-deep asks the live system's PyTorch, "
+                                               "not one under --root");
+    return;
+  }
+  const auto [python, basis] = choose_python(o);
+  if (python.empty() || !executable(python)) {
+    // Asked for, and not possible: an error (could not be checked), not a skip.
+    all_status(facts, Status::error, python.empty() ? "PATH" : python,
+               python.empty() ? "no python3 on PATH" : python + " is not an executable file");
+    return;
+  }
+  const std::string src = fmt::format("{} -c <torch query> ({})", python, basis);
+  const ChildRun run = run_in_child(
+      [&python](int fd) {
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+          ::dup2(null, 0);
+          ::dup2(null, 2);
+        }
+        ::dup2(fd, 1);
+        const char* argv[] = {python.c_str(), "-c", kScript, nullptr};
+        ::execv(python.c_str(), const_cast<char* const*>(argv)); // NOLINT: execv's C signature
+        write_all(fd, "{\"exec_error\": \"exec failed\"}\n");
+      },
+      o.framework_timeout_s, kMaxOutputBytes);
+  if (!run.started) {
+    all_status(facts, Status::error, src, "could not start it: " + run.start_error);
+    return;
+  }
+  nlohmann::json j;
+  for (auto it = run.lines.rbegin(); it != run.lines.rend() && j.is_null(); ++it) {
+    auto parsed = nlohmann::json::parse(*it, nullptr, false);
+    if (parsed.is_object()) j = std::move(parsed);
+  }
+  if (j.is_null() || j.contains("exec_error")) {
+    all_status(facts, Status::error, src,
+               fmt::format("it printed no answer ({})", describe_end(run, o.framework_timeout_s)));
+    return;
+  }
+  auto str_of = [&j](const char* k) -> std::optional<std::string> {
+    if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>().substr(0, 300);
+    return std::nullopt;
+  };
+  if (auto e = str_of("import_error")) {
+    all_status(facts, Status::error, src, "import torch failed: " + *e);
+    facts.put_ok("framework.deep.status", std::string("import_failed"), src);
+    facts.put_ok("framework.deep.import_error", *e, src);
+    facts.put_ok("framework.deep.python", str_of("python").value_or(python), src);
+    return;
+  }
+  facts.put_ok("framework.deep.status", std::string("ok"), src);
+  facts.put_ok("framework.deep.python", str_of("python").value_or(python), src);
+  facts.put_status("framework.deep.import_error", Status::missing, src, "import torch worked");
+  if (auto v = str_of("torch_version"))
+    facts.put_ok("framework.deep.torch_version", *v, src);
+  else
+    facts.put_status("framework.deep.torch_version", Status::error, src, "no torch.__version__");
+  if (auto v = str_of("hip"))
+    facts.put_ok("framework.deep.hip_version", *v, src);
+  else
+    facts.put_status("framework.deep.hip_version", Status::missing, src,
+                     "torch.version.hip is None: not a ROCm build");
+  if (auto e = str_of("cuda_error")) {
+    for (const char* k :
+         {"framework.deep.available", "framework.deep.device_count", "framework.deep.devices",
+          "framework.deep.device0.name", "framework.deep.device0.arch",
+          "framework.deep.device0.total_bytes", "framework.deep.device0.free_bytes"})
+      facts.put_status(k, Status::error, src, "torch.cuda raised " + *e);
+    return;
+  }
+  facts.put_ok("framework.deep.available", j.value("available", false), src);
+  const auto count = j.contains("device_count") && j["device_count"].is_number_integer()
+                         ? j["device_count"].get<std::int64_t>()
+                         : 0;
+  facts.put_ok("framework.deep.device_count", count, src);
+  std::vector<std::string> listed;
+  const nlohmann::json devs =
+      j.contains("devices") && j["devices"].is_array() ? j["devices"] : nlohmann::json::array();
+  for (std::size_t i = 0; i < devs.size() && i < kMaxDevices; ++i) {
+    const auto& d = devs[i];
+    if (!d.is_object()) continue;
+    const std::int64_t total = d.contains("total_memory") && d["total_memory"].is_number_integer()
+                                   ? d["total_memory"].get<std::int64_t>()
+                                   : -1;
+    listed.push_back(fmt::format("{}: {} {} {}", i, d.value("name", std::string("?")).substr(0, 80),
+                                 d.value("arch", std::string()).substr(0, 40),
+                                 total >= 0 ? units::gib(total) : std::string("?")));
+    if (i != 0) continue;
+    facts.put_ok("framework.deep.device0.name", d.value("name", std::string()).substr(0, 80), src);
+    facts.put_ok("framework.deep.device0.arch", d.value("arch", std::string()).substr(0, 40), src);
+    if (total >= 0)
+      facts.put_ok("framework.deep.device0.total_bytes", total, src);
+    else
+      facts.put_status("framework.deep.device0.total_bytes", Status::error, src, "no total_memory");
+    if (d.contains("free") && d["free"].is_number_integer())
+      facts.put_ok("framework.deep.device0.free_bytes", d["free"].get<std::int64_t>(), src);
+    else
+      facts.put_status("framework.deep.device0.free_bytes", Status::error, src,
+                       d.value("mem_error", std::string("mem_get_info gave no answer")));
+  }
+  facts.put_ok("framework.deep.devices", listed, src);
+  if (devs.empty())
+    for (const char* k :
+         {"framework.deep.device0.name", "framework.deep.device0.arch",
+          "framework.deep.device0.total_bytes", "framework.deep.device0.free_bytes"})
+      facts.put_status(k, Status::missing, src, "PyTorch sees no GPU");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_framework_deep_probe() {
+  return std::make_unique<BasicProbe>("framework_deep", keys(),
+                                      std::vector<std::string>{"python -c (torch.cuda queries)"},
+                                      collect);
+}
+
+} // namespace halo::probes
