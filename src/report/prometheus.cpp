@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <utility>
 
@@ -86,14 +87,14 @@ private:
 
 /// A fact exported as a metric: one sample per matching key, labelled by the `*` segment.
 struct FactMetric {
-  const char* pattern; ///< fact key pattern, at most one `*`
-  const char* name;    ///< metric name
-  const char* label;   ///< label for the `*` segment ("gpu"), or nullptr
-  const char* help;    ///< HELP text
-  double scale = 1.0;  ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
+  const char* pattern{}; ///< fact key pattern, at most one `*`
+  const char* name{};    ///< metric name
+  const char* label{};   ///< label for the `*` segment ("gpu"), or nullptr
+  const char* help{};    ///< HELP text
+  double scale = 1.0;    ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
 };
 
-constexpr FactMetric kFactMetrics[] = {
+constexpr auto kFactMetrics = std::to_array<FactMetric>({
     {"mem.total_bytes", "halo_doctor_memory_total_bytes", nullptr,
      "MemTotal of /proc/meminfo in bytes (fact mem.total_bytes)"},
     {"ttm.pages_limit_bytes", "halo_doctor_ttm_pages_limit_bytes", nullptr,
@@ -128,7 +129,7 @@ constexpr FactMetric kFactMetrics[] = {
      "Memory (HBM/VRAM) temperature, degrees Celsius (hwmon; fact gpu.N.temp.mem_mc)", 0.001},
     {"gpu.*.temp.edge_mc", "halo_doctor_gpu_edge_temperature_celsius", "gpu",
      "Edge temperature, degrees Celsius (hwmon; fact gpu.N.temp.edge_mc)", 0.001},
-};
+});
 
 /// The `*` segment of `key` for a pattern with one `*`.
 std::string star_segment(std::string_view pattern, std::string_view key) {
