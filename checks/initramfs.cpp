@@ -72,10 +72,11 @@ Listing list_image(int fd, std::int64_t size) {
     while (offset < size && !data) {
       const ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
       if (n <= 0) break;
-      const auto read_end = buf.begin() + n;
-      const auto first = std::find_if(buf.begin(), read_end, [](char c) { return c != 0; });
+      const char* const read_begin = buf.data();
+      const char* const read_end = read_begin + n;
+      const char* const first = std::find_if(read_begin, read_end, [](char c) { return c != 0; });
       if (first != read_end) {
-        offset += first - buf.begin();
+        offset += first - read_begin;
         data = true;
       } else {
         offset += n;

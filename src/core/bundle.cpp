@@ -507,7 +507,7 @@ volatile sig_atomic_t g_bundle_dir_set = 0;
 /// async-signal-safe calls (signal-safety(7): openat, unlinkat, close; getdents64 is a plain
 /// system call), no allocation. Depth is bounded by kMaxBundleDepth.
 void remove_tree_at(int dfd, int depth) {
-  alignas(8) std::array<char, 4096> buf;
+  alignas(8) std::array<char, 4096> buf{};
   for (;;) {
     const long n = ::syscall(SYS_getdents64, dfd, buf.data(), buf.size());
     if (n <= 0) break;

@@ -605,7 +605,7 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
     version = read_input_file(vpath.string(), 4096);
     version = version.substr(0, version.find('\n'));
   }
-  return finish(std::move(files), version, registry, examples, /*schema_check=*/true);
+  return finish(files, version, registry, examples, /*schema_check=*/true);
 }
 
 // Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).
