@@ -12,27 +12,28 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 
 namespace halo::probes {
 namespace {
 
 /// The directories searched for boot tools, as on a merged-/usr or split system.
-const char* const kBinDirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
+constexpr std::array kBinDirs = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
 
 /// The tools whose presence is evidence (doctor-conventions.md 5.1, 5.2, 5.4).
-const char* const kTools[] = {"grubby",        "update-grub", "grub-mkconfig",    "grub2-mkconfig",
-                              "kernelstub",    "bootctl",     "kernel-install",   "rpm-ostree",
-                              "nixos-rebuild", "dracut",      "update-initramfs", "mkinitcpio"};
+constexpr std::array kTools = {"grubby",        "update-grub", "grub-mkconfig",    "grub2-mkconfig",
+                               "kernelstub",    "bootctl",     "kernel-install",   "rpm-ostree",
+                               "nixos-rebuild", "dracut",      "update-initramfs", "mkinitcpio"};
 
 /// Where systemd-boot and BLS keep loader entries ($BOOT/loader/entries).
-const char* const kEntryDirs[] = {"/boot/loader/entries", "/efi/loader/entries",
-                                  "/boot/efi/loader/entries"};
+constexpr std::array kEntryDirs = {"/boot/loader/entries", "/efi/loader/entries",
+                                   "/boot/efi/loader/entries"};
 
 /// The path under `dir` where tool `name` is an executable regular file, or "" (through the Root,
 /// so fixtures and a host mounted under --root are read the same way).
 std::string find_tool(const Root& root, const std::string& name) {
   for (const char* d : kBinDirs) {
-    const std::string abs = std::string(d) + "/" + name;
+    std::string abs = fmt::format("{}/{}", d, name);
     struct stat st {};
     if (::stat(root.resolve(abs).c_str(), &st) != 0) continue;
     if (S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0) return abs;
@@ -43,8 +44,8 @@ std::string find_tool(const Root& root, const std::string& name) {
 /// Kernel-argument prefixes of the modules `fix` sets or removes (amdgpu, the three TTM module
 /// names, the IOMMU switches): a quoted Nix string starting with one of them is a definition in
 /// boot.kernelParams that the NixOS snippet's values must replace.
-const char* const kNixParamPrefixes[] = {"\"ttm.",    "\"amdttm.",    "\"amd_ttm.", "\"amd-ttm.",
-                                         "\"amdgpu.", "\"amd_iommu=", "\"iommu="};
+constexpr std::array kNixParamPrefixes = {"\"ttm.",    "\"amdttm.",    "\"amd_ttm.", "\"amd-ttm.",
+                                          "\"amdgpu.", "\"amd_iommu=", "\"iommu="};
 
 /// Lines of the NixOS configuration (/etc/nixos/*.nix and one directory level below, at most 256
 /// files of at most 1 MiB each) that hold such a string, as "PATH:LINE: TEXT".
@@ -57,7 +58,7 @@ std::vector<std::string> nixos_param_lines(const Root& root) {
     if (!names) return;
     for (const auto& n : *names) {
       if (files.size() >= kMaxFiles || n.empty() || n[0] == '.') continue;
-      const std::string path = dir + "/" + n;
+      const std::string path = fmt::format("{}/{}", dir, n);
       if (n.size() > 4 && n.substr(n.size() - 4) == ".nix")
         files.push_back(path);
       else if (depth > 0 && root.is_dir(path))
@@ -133,11 +134,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // Markers and configuration files.
   const bool ostree = root.exists("/run/ostree-booted");
   facts.put_ok("boot.ostree_booted", ostree, "/run/ostree-booted");
-  if (ostree) evidence.push_back("/run/ostree-booted exists");
+  if (ostree) evidence.emplace_back("/run/ostree-booted exists");
 
   const bool kernelstub_conf = root.exists("/etc/kernelstub/configuration");
   facts.put_ok("boot.kernelstub_config", kernelstub_conf, "/etc/kernelstub/configuration");
-  if (kernelstub_conf) evidence.push_back("/etc/kernelstub/configuration exists");
+  if (kernelstub_conf) evidence.emplace_back("/etc/kernelstub/configuration exists");
 
   const ReadResult grub = root.read("/etc/default/grub");
   facts.put_ok("boot.grub_default_exists", grub.ok(), "/etc/default/grub");
@@ -148,8 +149,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       l.erase(std::remove(l.begin(), l.end(), '"'), l.end());
       if (l.rfind("GRUB_ENABLE_BLSCFG=true", 0) == 0) bls = true;
     }
-    evidence.push_back(bls ? "/etc/default/grub sets GRUB_ENABLE_BLSCFG=true"
-                           : "/etc/default/grub exists");
+    evidence.emplace_back(bls ? "/etc/default/grub sets GRUB_ENABLE_BLSCFG=true"
+                              : "/etc/default/grub exists");
     facts.put_ok("boot.grub_bls", bls, "/etc/default/grub");
   } else {
     facts.put_status("boot.grub_bls", grub.status, grub.path, grub.reason);
@@ -172,7 +173,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const ReadResult cmdline = root.read_trimmed("/etc/kernel/cmdline");
   if (cmdline.ok()) {
     facts.put_ok("boot.kernel_cmdline_file", cmdline.text, cmdline.path);
-    evidence.push_back("/etc/kernel/cmdline exists");
+    evidence.emplace_back("/etc/kernel/cmdline exists");
   } else {
     facts.put_status("boot.kernel_cmdline_file", cmdline.status, cmdline.path, cmdline.reason);
   }
@@ -221,6 +222,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // Two or more candidates: refuse with the evidence (the user picks with --stack).
   auto report_conflict = [&](const std::vector<std::pair<std::string, std::string>>& candidates) {
     std::vector<std::string> why;
+    why.reserve(candidates.size());
     for (const auto& [k, w] : candidates)
       why.push_back(fmt::format("{} ({})", k, w));
     facts.put_status("boot.stack", Status::error, "boot.evidence",
@@ -251,7 +253,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (c.size() == 1)
       kind = c.front().first;
     else if (grub_present && !grub.ok())
-      evidence.push_back("GRUB tools without /etc/default/grub");
+      evidence.emplace_back("GRUB tools without /etc/default/grub");
   }
   facts.put_ok("boot.evidence", evidence, "boot stack detection");
   if (kind.empty())

@@ -5,14 +5,15 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -57,8 +58,8 @@ void split_lines_into(std::string& buffer, std::vector<std::string>& lines) {
 ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
                       std::size_t max_bytes) {
   ChildRun run;
-  int fds[2] = {-1, -1};
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
+  std::array<int, 2> fds = {-1, -1};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
     run.start_error = fmt::format("pipe2: {}", std::strerror(errno));
     return run;
   }
@@ -99,6 +100,11 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
   struct Reaper {
     pid_t pid;
     bool done = false;
+    explicit Reaper(pid_t p) : pid(p) {}
+    Reaper(const Reaper&) = delete;
+    Reaper(Reaper&&) = delete;
+    Reaper& operator=(const Reaper&) = delete;
+    Reaper& operator=(Reaper&&) = delete;
     ~Reaper() {
       if (done) return;
       ::kill(-pid, SIGKILL);
@@ -114,9 +120,8 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
 
   std::string buffer;
   std::size_t total = 0;
-  bool eof = false;
-  char chunk[8192];
-  while (!eof) {
+  std::array<char, 8192> chunk{};
+  while (true) {
     const int wait_ms = remaining_ms(deadline);
     if (wait_ms == 0) {
       run.timed_out = true;
@@ -129,21 +134,18 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
       break;
     }
     if (r == 0) continue; // deadline check at the top of the loop
-    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    const ssize_t n = ::read(fds[0], chunk.data(), chunk.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (n == 0) {
-      eof = true;
-      break;
-    }
+    if (n == 0) break; // end of file: the child closed its end
     total += static_cast<std::size_t>(n);
     if (total > max_bytes) {
       run.too_much_output = true;
       break;
     }
-    buffer.append(chunk, static_cast<std::size_t>(n));
+    buffer.append(chunk.data(), static_cast<std::size_t>(n));
     split_lines_into(buffer, run.lines);
   }
   ::close(fds[0]);

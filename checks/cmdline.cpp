@@ -105,8 +105,8 @@ std::vector<KernelArg> split_kernel_args(std::string_view s, bool stop_at_dashes
   return out;
 }
 
-std::vector<KernelArg> parse_cmdline(std::string_view s) {
-  return split_kernel_args(s, true);
+std::vector<KernelArg> parse_cmdline(std::string_view cmdline) {
+  return split_kernel_args(cmdline, true);
 }
 
 std::vector<std::string> cmdline_init_args(std::string_view cmdline) {

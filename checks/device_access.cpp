@@ -39,7 +39,7 @@ bool user_can_rw(const NodeInfo& n, const Identity& id, const std::set<std::uint
   if (!id.uid) return false;
   if (*id.uid == 0) return true;
   if (n.uid == *id.uid) return (n.mode & 0600U) == 0600U;
-  if (gids.count(n.gid) != 0U) return (n.mode & 0060U) == 0060U;
+  if (gids.contains(n.gid)) return (n.mode & 0060U) == 0060U;
   return (n.mode & 0006U) == 0006U;
 }
 
@@ -91,7 +91,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
   // Names: /etc/passwd for the user, /etc/group for group names and configured membership.
   std::string user_name;
-  ReadResult pw = root.read("/etc/passwd", 1024 * 1024);
+  ReadResult pw = root.read("/etc/passwd", std::size_t{1024} * 1024);
   if (pw.ok() && id.uid) {
     for (const auto& line : split_lines(pw.text)) {
       auto f = split(line, ':');
@@ -113,7 +113,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::map<std::string, std::uint32_t> group_ids;
   std::set<std::uint32_t> configured =
       id.gid ? std::set<std::uint32_t>{*id.gid} : std::set<std::uint32_t>{};
-  ReadResult gr = root.read("/etc/group", 1024 * 1024);
+  ReadResult gr = root.read("/etc/group", std::size_t{1024} * 1024);
   if (gr.ok()) {
     for (const auto& line : split_lines(gr.text)) {
       auto f = split(line, ':');
@@ -135,8 +135,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   auto names_of = [&](const std::set<std::uint32_t>& gids) {
     std::vector<std::string> out;
+    out.reserve(gids.size());
     for (auto g : gids)
-      out.push_back(group_names.count(g) != 0U ? group_names[g] : std::to_string(g));
+      out.push_back(group_names.contains(g) ? group_names[g] : std::to_string(g));
     return out;
   };
   if (id.uid) facts.put_ok("user.groups", names_of(id.gids), st.path + " (Groups:)");
@@ -145,7 +146,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   else
     facts.put_status("user.configured_groups", gr.status, gr.path, gr.reason);
   for (const char* g : {"render", "video"}) {
-    if (group_ids.count(g) != 0U)
+    if (group_ids.contains(g))
       facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]),
                    gr.path);
   }
@@ -161,7 +162,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     facts.put_ok(pre + ".mode", fmt::format("{:04o}", n.mode), path);
     facts.put_ok(pre + ".group",
-                 group_names.count(n.gid) != 0U ? group_names[n.gid] : std::to_string(n.gid), path);
+                 group_names.contains(n.gid) ? group_names[n.gid] : std::to_string(n.gid), path);
     facts.put_ok(pre + ".uid", static_cast<std::int64_t>(n.uid), path);
     facts.put_ok(pre + ".gid", static_cast<std::int64_t>(n.gid), path);
     if (!id.uid) {

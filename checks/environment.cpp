@@ -20,7 +20,7 @@ bool wanted(const std::string& name) {
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  ReadResult r = ctx.root.read("/proc/self/environ", 1024 * 1024);
+  ReadResult r = ctx.root.read("/proc/self/environ", std::size_t{1024} * 1024);
   if (!r.ok()) {
     facts.put_status("env.names", r.status, r.path, r.reason);
     return;

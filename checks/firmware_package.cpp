@@ -33,7 +33,8 @@ std::optional<std::pair<std::string, std::string>> from_dpkg(const std::string& 
     static const std::array<std::string_view, 2> kNames = {"linux-firmware",
                                                            "firmware-amd-graphics"};
     for (int i = 0; i < static_cast<int>(kNames.size()); ++i)
-      if (installed && pkg == kNames[static_cast<std::size_t>(i)] && i < rank && !version.empty()) {
+      if (installed && pkg == kNames.at(static_cast<std::size_t>(i)) && i < rank &&
+          !version.empty()) {
         rank = i;
         best = std::pair{pkg, version};
       }
@@ -82,7 +83,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         // <name>-<pkgver>-<pkgrel>: the name is followed by a version starting with a digit.
         const std::string pre = std::string(name) + "-";
         if (e.rfind(pre, 0) != 0 || e.size() <= pre.size() ||
-            !std::isdigit(static_cast<unsigned char>(e[pre.size()])))
+            (std::isdigit(static_cast<unsigned char>(e[pre.size()])) == 0))
           continue;
         const ReadResult d = host->read("/var/lib/pacman/local/" + e + "/desc", 1 << 20);
         if (!d.ok()) continue;

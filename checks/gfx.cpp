@@ -29,7 +29,7 @@ std::optional<std::string> gfx_from_override(const std::string& value) {
       ++p;
     }
     if (p == end || *p < '0' || *p > '9') return std::nullopt; // from_chars would take a '-'
-    const auto [next, ec] = std::from_chars(p, end, n[i]);
+    const auto [next, ec] = std::from_chars(p, end, n.at(i));
     if (ec != std::errc()) return std::nullopt;
     p = next;
   }

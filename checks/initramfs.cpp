@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -66,18 +67,20 @@ Listing list_image(int fd, std::int64_t size) {
   std::int64_t unpacked = 0;
   while (offset < size && out.segments < kMaxSegments) {
     // Zero padding between segments, as the kernel skips it (init/initramfs.c do_start).
-    char buf[4096];
+    std::array<char, 4096> buf{};
     bool data = false;
     while (offset < size && !data) {
-      const ssize_t n = ::pread(fd, buf, sizeof buf, offset);
+      const ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
       if (n <= 0) break;
-      for (ssize_t i = 0; i < n; ++i)
-        if (buf[i] != 0) {
-          offset += i;
-          data = true;
-          break;
-        }
-      if (!data) offset += n;
+      const char* const read_begin = buf.data();
+      const char* const read_end = read_begin + n;
+      const char* const first = std::find_if(read_begin, read_end, [](char c) { return c != 0; });
+      if (first != read_end) {
+        offset += first - read_begin;
+        data = true;
+      } else {
+        offset += n;
+      }
     }
     if (!data) break;
     if (::lseek(fd, offset, SEEK_SET) != offset) {
@@ -87,7 +90,7 @@ Listing list_image(int fd, std::int64_t size) {
     std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
     archive_read_support_filter_all(a.get());
     archive_read_support_format_cpio(a.get());
-    if (archive_read_open_fd(a.get(), fd, 64 * 1024) != ARCHIVE_OK) {
+    if (archive_read_open_fd(a.get(), fd, std::size_t{64} * 1024) != ARCHIVE_OK) {
       out.error = fmt::format("segment at byte {}: {}", offset, archive_error_string(a.get()));
       break;
     }
@@ -111,9 +114,9 @@ Listing list_image(int fd, std::int64_t size) {
       }
     }
     if (r != ARCHIVE_EOF) {
-      out.error =
-          fmt::format("segment {} at byte {}: {}", out.segments, offset,
-                      archive_error_string(a.get()) ? archive_error_string(a.get()) : "read error");
+      out.error = fmt::format(
+          "segment {} at byte {}: {}", out.segments, offset,
+          archive_error_string(a.get()) != nullptr ? archive_error_string(a.get()) : "read error");
       break;
     }
     // An uncompressed segment ends where the cpio reader stopped; a compressed one is the
@@ -134,7 +137,7 @@ bool has_firmware(const std::set<std::string>& fw, const std::string& name,
        {std::string("lib/firmware/updates/") + release + "/", std::string("lib/firmware/updates/"),
         std::string("lib/firmware/") + release + "/", std::string("lib/firmware/")})
     for (const char* ext : {"", ".xz", ".zst"})
-      if (fw.count(dir + name + ext) != 0) return true;
+      if (fw.contains(dir + name + ext)) return true;
   return false;
 }
 

@@ -44,7 +44,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   });
   std::vector<std::string> gpus;
   for (const auto& n : ordered) {
-    const std::string dir = base + "/" + n;
+    const std::string dir = fmt::format("{}/{}", base, n);
     const std::string pre = "kfd.node." + n;
     ReadResult r = ctx.root.read(dir + "/properties");
     if (!r.ok()) {
@@ -78,7 +78,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (auto banks = ctx.root.list(dir + "/mem_banks")) {
       for (const auto& b : *banks) {
         const std::string bpre = fmt::format("{}.mem_bank.{}", pre, b);
-        ReadResult br = ctx.root.read(dir + "/mem_banks/" + b + "/properties");
+        ReadResult br = ctx.root.read(fmt::format("{}/mem_banks/{}/properties", dir, b));
         if (!br.ok()) {
           facts.put_status(bpre + ".size_bytes", br.status, br.path, br.reason);
           continue;

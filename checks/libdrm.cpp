@@ -100,8 +100,10 @@ std::string errno_words(int err) {
 
 void put_device_status(FactSet& facts, const std::string& pre, Status st, const std::string& source,
                        const std::string& reason) {
-  for (const auto& k : device_keys())
-    if (facts.find(pre + "." + k) == nullptr) facts.put_status(pre + "." + k, st, source, reason);
+  for (const auto& k : device_keys()) {
+    const std::string key = fmt::format("{}.{}", pre, k);
+    if (facts.find(key) == nullptr) facts.put_status(key, st, source, reason);
+  }
 }
 
 std::int64_t as_i64(std::uint64_t v) {
@@ -239,18 +241,19 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::int64_t amd = 0;
   for (int i = 0; i < got; ++i) {
     const drmDevicePtr d = devs[static_cast<std::size_t>(i)];
-    if (d == nullptr || d->bustype != DRM_BUS_PCI || d->deviceinfo.pci == nullptr ||
-        d->deviceinfo.pci->vendor_id != kAmdVendor)
-      continue;
+    if (d == nullptr || d->bustype != DRM_BUS_PCI) continue;
+    // drmDevice's businfo and deviceinfo are unions tagged by bustype (xf86drm.h): the PCI
+    // members are read only once bustype says DRM_BUS_PCI.
+    const drmPciDeviceInfo* info = d->deviceinfo.pci; // NOLINT(*-pro-type-union-access): C API
+    if (info == nullptr || info->vendor_id != kAmdVendor) continue;
     const std::string pre = fmt::format("libdrm.dev.{}", amd++);
-    const drmPciBusInfo* b = d->businfo.pci;
+    const drmPciBusInfo* b = d->businfo.pci; // NOLINT(*-pro-type-union-access): C API
     facts.put_ok(pre + ".bus_id",
                  b != nullptr
                      ? fmt::format("{:04x}:{:02x}:{:02x}.{:x}", b->domain, b->bus, b->dev, b->func)
                      : std::string(),
                  src);
-    facts.put_ok(pre + ".pci_device_id", static_cast<std::int64_t>(d->deviceinfo.pci->device_id),
-                 src);
+    facts.put_ok(pre + ".pci_device_id", static_cast<std::int64_t>(info->device_id), src);
     if ((d->available_nodes & (1 << DRM_NODE_RENDER)) == 0 ||
         d->nodes[DRM_NODE_RENDER] == nullptr) {
       facts.put_status(pre + ".render_node", Status::missing, src, "the device has no render node");

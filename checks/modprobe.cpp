@@ -19,18 +19,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
 namespace halo::probes {
 namespace {
 
-const char* const kDirs[] = {"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d",
-                             "/usr/lib/modprobe.d", "/lib/modprobe.d"};
+constexpr std::array kDirs = {"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d",
+                              "/usr/lib/modprobe.d", "/lib/modprobe.d"};
 const std::set<std::string, std::less<>> kModules = {"amdgpu",  "ttm",    "amdttm",
                                                      "amd_ttm", "amdkfd", "drm"};
 /// kmod has no size limit; this bound is reported, never silently applied.
-constexpr std::size_t kMaxConfBytes = 16U * 1024U * 1024U;
+constexpr std::size_t kMaxConfBytes = std::size_t{16} * 1024 * 1024;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -155,7 +156,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     for (const auto& n : *names) {
       if (n.empty() || n[0] == '.') continue;
       if (n.size() < 6 || !(ends_with(n, ".conf") || ends_with(n, ".alias"))) continue;
-      if (files.count(n) != 0U) continue;
+      if (files.contains(n)) continue;
       const std::string path = std::string(d) + "/" + n;
       if (root.is_dir(path)) {
         unreadable.push_back(fmt::format("{} (a directory; kmod skips it)", path));
@@ -184,7 +185,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       auto mod_word = next_word(line, pos);
       if (!mod_word) continue; // kmod: syntax error, line ignored
       auto module = kmod_underscores(*mod_word);
-      if (!module || kModules.count(*module) == 0U) continue;
+      if (!module || !kModules.contains(*module)) continue;
       const std::string where = fmt::format("{}:{}", path, ln);
       if (*cmd == "blacklist") {
         if (std::find(blacklist.begin(), blacklist.end(), *module) == blacklist.end())

@@ -158,8 +158,8 @@ void child_body(int fd, const Root& root, const std::string& moddir) {
   limit_child();
   // No configuration: modprobe.d aliases are not followed (an alias for amdgpu is not a case
   // the doctor knows of), and nothing outside the root is read for them.
-  const char* const no_config[] = {nullptr};
-  kmod_ctx* ctx = kmod_new(host_dir.c_str(), no_config);
+  const std::array<const char*, 1> no_config = {nullptr};
+  kmod_ctx* ctx = kmod_new(host_dir.c_str(), no_config.data());
   if (ctx == nullptr) {
     emit(fd, "status", "error", fmt::format("libkmod could not open {}", moddir));
     return;
@@ -226,7 +226,7 @@ void child_body(int fd, const Root& root, const std::string& moddir) {
   }
   // A context of its own: the lookup's already holds "amdgpu" with the unresolved path, and
   // libkmod refuses a second path for one name (-EEXIST).
-  kmod_ctx* file_ctx = kmod_new(host_dir.c_str(), no_config);
+  kmod_ctx* file_ctx = kmod_new(host_dir.c_str(), no_config.data());
   kmod_module* file_mod = nullptr;
   if (file_ctx != nullptr) kmod_set_log_fn(file_ctx, keep_kmod_log, nullptr);
   if (file_ctx == nullptr ||
@@ -276,7 +276,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                         rel != nullptr && !rel->reason.empty() ? rel->reason : "not read"));
     return;
   }
-  const std::string& release = std::get<std::string>(rel->value);
+  const auto& release = std::get<std::string>(rel->value);
   if (release.empty() || release.size() > 200 || release.find('/') != std::string::npos ||
       release == "." || release == "..") {
     put_all(facts, Status::error, rel->source,
@@ -386,8 +386,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const bool is_signed = value("sig_id") != nullptr;
   facts.put_ok(std::string(kSigned), is_signed,
                file_source + " (a signed module ends with \"~Module signature appended~\")");
-  const std::pair<std::string_view, const char*> sig[] = {
-      {kSigner, "signer"}, {kSigKey, "sig_key"}, {kSigHash, "sig_hashalgo"}};
+  const std::array<std::pair<std::string_view, const char*>, 3> sig = {
+      {{kSigner, "signer"}, {kSigKey, "sig_key"}, {kSigHash, "sig_hashalgo"}}};
   for (const auto& [key, field] : sig) {
     const std::string* v = value(field);
     if (v != nullptr && !v->empty())
@@ -413,6 +413,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_module_file_probe() {
   std::vector<std::string> provides;
+  provides.reserve(kAllKeys.size());
   for (std::string_view k : kAllKeys)
     provides.emplace_back(k);
   return std::make_unique<BasicProbe>(

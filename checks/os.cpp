@@ -56,8 +56,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   // ID_LIKE as a list makes "is this Debian-like" a single contains test.
   std::vector<std::string> family;
-  if (kv.count("ID") != 0U) family.push_back(kv["ID"]);
-  std::string like = kv.count("ID_LIKE") != 0U ? kv["ID_LIKE"] : "";
+  if (kv.contains("ID")) family.push_back(kv["ID"]);
+  std::string like = kv.contains("ID_LIKE") ? kv["ID_LIKE"] : "";
   std::size_t pos = 0;
   while (pos < like.size()) {
     auto sp = like.find(' ', pos);

@@ -19,7 +19,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   std::int64_t n = 0;
   for (const auto& slot : *devs) {
-    const std::string dir = base + "/" + slot;
+    const std::string dir = fmt::format("{}/{}", base, slot);
     ReadResult vendor = ctx.root.read_trimmed(dir + "/vendor");
     ReadResult klass = ctx.root.read_trimmed(dir + "/class");
     if (!vendor.ok() || !klass.ok()) continue;

@@ -80,7 +80,7 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
       continue;
     if (++blocks > kMaxBlocks) break;
     const std::string block = name.substr(0, name.size() - suffix.size());
-    const ReadResult r = ctx.root.read(dir + "/" + name);
+    const ReadResult r = ctx.root.read(fmt::format("{}/{}", dir, name));
     if (!r.ok()) {
       if (trouble.empty()) trouble = fmt::format("{}: {}", r.path, r.reason);
       if (trouble_status == Status::ok) trouble_status = r.status;

@@ -39,7 +39,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("runenv.host_root", Status::missing, "host root detection", ctx.host_basis());
   facts.put_ok("runenv.dockerenv", root.exists("/.dockerenv"), "/.dockerenv");
   facts.put_ok("runenv.toolboxenv", root.exists("/run/.toolboxenv"), "/run/.toolboxenv");
-  if (ReadResult r = root.read("/run/.containerenv", 64 * 1024); r.ok()) {
+  if (ReadResult r = root.read("/run/.containerenv", std::size_t{64} * 1024); r.ok()) {
     // key="value" lines; only the engine and name are kept.
     for (const auto& line : split_lines(r.text)) {
       for (const char* k : {"engine", "name", "rootless"}) {
@@ -62,7 +62,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                root.exists("/var/run/secrets/kubernetes.io/serviceaccount") ||
                    root.exists("/run/secrets/kubernetes.io/serviceaccount"),
                "/var/run/secrets/kubernetes.io/serviceaccount");
-  if (ReadResult r = root.read("/proc/self/status", 64 * 1024); r.ok()) {
+  if (ReadResult r = root.read("/proc/self/status", std::size_t{64} * 1024); r.ok()) {
     bool seccomp = false;
     bool caps = false;
     for (const auto& line : split_lines(r.text)) {
@@ -104,7 +104,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_status(std::string("runenv.dmi.") + f, r.status, r.path, r.reason);
   }
   // The first "flags" line is enough: every CPU of an x86 machine has the same hypervisor bit.
-  if (ReadResult r = root.read("/proc/cpuinfo", 256 * 1024); r.ok()) {
+  if (ReadResult r = root.read("/proc/cpuinfo", std::size_t{256} * 1024); r.ok()) {
     std::optional<bool> hv;
     for (const auto& line : split_lines(r.text)) {
       if (line.rfind("flags", 0) != 0) continue;
@@ -123,7 +123,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("runenv.cpu_hypervisor_flag", r.status, r.path, r.reason);
   }
   std::string engine;
-  if (ReadResult r = root.read("/proc/1/cgroup", 64 * 1024); r.ok()) {
+  if (ReadResult r = root.read("/proc/1/cgroup", std::size_t{64} * 1024); r.ok()) {
     for (const char* word : {"kubepods", "docker", "libpod", "lxc"})
       if (engine.empty() && r.text.find(word) != std::string::npos) engine = word;
     facts.put_ok("runenv.cgroup_engine", engine, r.path);

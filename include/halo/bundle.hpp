@@ -20,7 +20,7 @@ struct CaptureOptions {
   /// Replace host name, human user names and serial numbers/UUIDs (`--no-redact` turns it off).
   bool redact = true;
   /// Largest file copied; longer files are listed in the manifest as skipped.
-  std::size_t max_file_bytes = 1024 * 1024;
+  std::size_t max_file_bytes = std::size_t{1024} * 1024;
   std::string tool_version;
 };
 
@@ -75,6 +75,8 @@ public:
   ~ExtractedBundle();
   ExtractedBundle(const ExtractedBundle&) = delete;
   ExtractedBundle& operator=(const ExtractedBundle&) = delete;
+  ExtractedBundle(ExtractedBundle&&) = delete;
+  ExtractedBundle& operator=(ExtractedBundle&&) = delete;
 
   /// The directory to use as `--root`.
   const std::filesystem::path& root() const { return dir_; }

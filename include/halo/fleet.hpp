@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +26,7 @@ struct CompareKey {
 
 /// What is compared, in report order. Facts a node could not read show as "(missing)" and
 /// count as a value of their own.
-inline constexpr CompareKey kCompareKeys[] = {
+inline constexpr auto kCompareKeys = std::to_array<CompareKey>({
     {"kernel.release", "kernel", Severity::error},
     {"amdgpu.version", "amdgpu driver (DKMS version)", Severity::error},
     {"hsa.rocm_version", "ROCm runtime", Severity::error},
@@ -50,7 +51,7 @@ inline constexpr CompareKey kCompareKeys[] = {
     {"host.thp_enabled", "transparent hugepages", Severity::warning},
     {"user.limits.memlock_soft", "locked-memory limit (ulimit -l)", Severity::warning},
     {"framework.torch.version", "PyTorch", Severity::warning},
-};
+});
 
 /// A node's facts and its name (`host.name`, else the file it came from).
 struct Node {

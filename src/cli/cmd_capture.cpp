@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -30,8 +31,9 @@ struct CaptureCliOptions {
 /// by `%`, so one `srun --nodes=N --ntasks-per-node=1 halo-doctor capture -o DIR/%N.tar.gz`
 /// writes one bundle per node into a shared directory (docs/slurm.md).
 std::string expand_output(const std::string& pattern) {
-  char buf[256] = {};
-  std::string host = ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : "localhost";
+  std::array<char, 256> buf = {};
+  std::string host =
+      ::gethostname(buf.data(), buf.size() - 1) == 0 ? std::string(buf.data()) : "localhost";
   host = host.substr(0, host.find('.'));
   const char* slurm_node = std::getenv("SLURMD_NODENAME");
   const std::string node = slurm_node != nullptr && *slurm_node != '\0' ? slurm_node : host;

@@ -91,7 +91,8 @@ int run(const FixOptions& o) {
   // Settings elsewhere in modprobe.d that would fight the halo-doctor file.
   for (const auto& m : plan.modprobe)
     for (const auto& [k, v] : m.options)
-      if (const Fact* f = facts.find("modprobe.options." + m.module + "." + k); f && f->ok()) {
+      if (const Fact* f = facts.find("modprobe.options." + m.module + "." + k);
+          (f != nullptr) && f->ok()) {
         if (f->source.find("/" + m.file + ":") == std::string::npos)
           plan.notes.push_back(fmt::format(
               "{} also sets {}.{}={}: remove it there (modprobe applies every file, the last one "

@@ -45,8 +45,9 @@ void add_plan_options(CLI::App* sub, PlanOptions& o) {
 
 std::shared_ptr<const plan::Plan> build_plan(const PlanOptions& o) {
   if (o.model.empty()) {
-    if (!o.configs.empty() || !o.method.empty() || o.batch || o.seq || o.grad_accum ||
-        !o.checkpointing.empty() || !o.optim.empty() || o.lora_r || !o.load_dtype.empty())
+    if (!o.configs.empty() || !o.method.empty() || (o.batch != 0) || (o.seq != 0) ||
+        (o.grad_accum != 0) || !o.checkpointing.empty() || !o.optim.empty() || (o.lora_r != 0) ||
+        !o.load_dtype.empty())
       throw InputError("--config and the run's options need --model (the model to train)");
     return nullptr;
   }
@@ -54,12 +55,12 @@ std::shared_ptr<const plan::Plan> build_plan(const PlanOptions& o) {
   if (o.method == "full") ov.method = plan::Method::full;
   if (o.method == "lora") ov.method = plan::Method::lora;
   if (o.method == "qlora") ov.method = plan::Method::qlora;
-  if (o.batch) ov.micro_batch = o.batch;
-  if (o.seq) ov.seq_len = o.seq;
-  if (o.grad_accum) ov.grad_accum = o.grad_accum;
+  if (o.batch != 0) ov.micro_batch = o.batch;
+  if (o.seq != 0) ov.seq_len = o.seq;
+  if (o.grad_accum != 0) ov.grad_accum = o.grad_accum;
   if (!o.checkpointing.empty()) ov.gradient_checkpointing = o.checkpointing == "true";
   if (!o.optim.empty()) ov.optim = o.optim;
-  if (o.lora_r) ov.lora_r = o.lora_r;
+  if (o.lora_r != 0) ov.lora_r = o.lora_r;
   if (!o.load_dtype.empty()) ov.load_dtype = o.load_dtype;
   return std::make_shared<const plan::Plan>(plan::make_plan(o.model, o.configs, ov));
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -189,9 +190,9 @@ private:
 };
 
 std::string short_hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
-  std::string h(buf);
+  std::array<char, 256> buf = {};
+  if (::gethostname(buf.data(), buf.size() - 1) != 0) return {};
+  std::string h(buf.data());
   return h.substr(0, h.find('.'));
 }
 

@@ -24,16 +24,15 @@
 namespace halo::cli {
 
 CLI::Validator finite_number() {
-  return CLI::Validator(
-      [](std::string& s) -> std::string {
-        double v = 0;
-        const char* end = s.data() + s.size();
-        const auto [p, ec] = std::from_chars(s.data(), end, v);
-        if (ec != std::errc() || p != end || !std::isfinite(v))
-          return fmt::format("'{}' is not a finite number", s);
-        return {};
-      },
-      "FINITE");
+  return {[](std::string& s) -> std::string {
+            double v = 0;
+            const char* end = s.data() + s.size();
+            const auto [p, ec] = std::from_chars(s.data(), end, v);
+            if (ec != std::errc() || p != end || !std::isfinite(v))
+              return fmt::format("'{}' is not a finite number", s);
+            return {};
+          },
+          "FINITE"};
 }
 
 void add_probe_options(CLI::App* sub, CommonOptions& o) {

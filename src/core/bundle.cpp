@@ -87,7 +87,8 @@ void expand(const Root& root, const std::vector<std::string>& segs, std::size_t 
   const auto names = root.list(prefix.empty() ? "/" : prefix);
   if (!names) return;
   for (const auto& n : *names)
-    if (::fnmatch(seg.c_str(), n.c_str(), 0) == 0) expand(root, segs, i + 1, prefix + "/" + n, out);
+    if (::fnmatch(seg.c_str(), n.c_str(), 0) == 0)
+      expand(root, segs, i + 1, fmt::format("{}/{}", prefix, n), out);
 }
 
 /// Declared patterns, comments removed, without /dev. Inside toolbox or distrobox the host's
@@ -123,7 +124,7 @@ public:
       if (f.size() < 3) continue;
       char* end = nullptr;
       const long uid = std::strtol(f[2].c_str(), &end, 10);
-      if (end == f[2].c_str() || uid < 1000 || uid >= 60000 || names_.count(f[0]) != 0) continue;
+      if (end == f[2].c_str() || uid < 1000 || uid >= 60000 || names_.contains(f[0])) continue;
       names_[f[0]] = fmt::format("user{}", names_.size() + 1);
     }
   }
@@ -206,7 +207,7 @@ private:
             m = user(m);
           f[3] = fmt::format("{}", fmt::join(members, ","));
         } else if (f.size() >= 6) {
-          if (names_.count(split(line, ':')[0]) != 0) f[4] = "";
+          if (names_.contains(split(line, ':')[0])) f[4] = "";
           f[5] = home(f[5]);
         }
         out += fmt::format("{}", fmt::join(f, ":"));
@@ -235,7 +236,7 @@ private:
         if (hostname_.size() >= 3)
           for (std::size_t pos = 0; (pos = val.find(hostname_, pos)) != std::string::npos;)
             val.replace(pos, hostname_.size(), "redacted-host");
-        v = key + "=" + val;
+        v = fmt::format("{}={}", key, val);
       }
       out += v;
       if (i + 1 < vars.size()) out += '\0';
@@ -262,8 +263,8 @@ private:
 /// write_output_file, atomically); every failure becomes an InputError naming the file.
 class TarWriter {
 public:
-  explicit TarWriter(std::string origin) : origin_(std::move(origin)) {
-    a_ = archive_write_new();
+  explicit TarWriter(std::string origin) : a_(archive_write_new()), origin_(std::move(origin)) {
+
     if (archive_write_add_filter_gzip(a_) != ARCHIVE_OK ||
         archive_write_set_format_pax_restricted(a_) != ARCHIVE_OK ||
         archive_write_open(a_, &data_, nullptr, &TarWriter::append, nullptr) != ARCHIVE_OK)
@@ -275,6 +276,8 @@ public:
   }
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
+  TarWriter(TarWriter&&) = delete;
+  TarWriter& operator=(TarWriter&&) = delete;
 
   void dir(const std::string& rel) { header(rel, AE_IFDIR, 0755, 0, nullptr); }
   void file(const std::string& rel, const std::string& data, int perm = 0644) {
@@ -321,7 +324,7 @@ private:
 
 std::string node_sidecar(const Root& root) {
   if (!root.is_live()) {
-    const ReadResult side = root.read("/.halo/nodes.json", 256 * 1024);
+    const ReadResult side = root.read("/.halo/nodes.json", std::size_t{256} * 1024);
     if (side.ok()) return side.text;
   }
   nlohmann::json j = nlohmann::json::object();
@@ -371,7 +374,7 @@ std::vector<std::string> expand_probe_reads(const ProbeRegistry& reg, const Root
     if (pat.find_first_of("*?[") == std::string::npos && root.is_dir(pat))
       if (auto names = root.list(pat))
         for (const auto& n : *names)
-          out.insert(pat + "/" + n);
+          out.insert(fmt::format("{}/{}", pat, n));
   }
   return {out.begin(), out.end()};
 }
@@ -404,7 +407,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       if (literal && root.is_dir(pat))
         if (auto names = root.list(pat))
           for (const auto& n : *names)
-            matched.insert(pat + "/" + n);
+            matched.insert(fmt::format("{}/{}", pat, n));
     }
     for (const auto& abs : matched) {
       const std::string rel = abs.substr(1);
@@ -500,16 +503,16 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
 namespace {
 
 /// The extraction directory of the live ExtractedBundle, for the signal handler (one at a time).
-char g_bundle_dir[4096] = {};
+std::array<char, 4096> g_bundle_dir = {};
 volatile sig_atomic_t g_bundle_dir_set = 0;
 
 /// Removes everything under the directory `dfd` refers to, then closes it; only
 /// async-signal-safe calls (signal-safety(7): openat, unlinkat, close; getdents64 is a plain
 /// system call), no allocation. Depth is bounded by kMaxBundleDepth.
 void remove_tree_at(int dfd, int depth) {
-  alignas(8) char buf[4096];
+  alignas(8) std::array<char, 4096> buf{};
   for (;;) {
-    const long n = ::syscall(SYS_getdents64, dfd, buf, sizeof buf);
+    const long n = ::syscall(SYS_getdents64, dfd, buf.data(), buf.size());
     if (n <= 0) break;
     bool removed_any = false;
     for (long off = 0; off < n;) {
@@ -518,9 +521,9 @@ void remove_tree_at(int dfd, int depth) {
         std::int64_t d_off;
         unsigned short d_reclen;
         unsigned char d_type;
-        char d_name[1];
+        char d_name[1]; // NOLINT(*-avoid-c-arrays): struct linux_dirent64, getdents64(2)
       };
-      const auto* d = reinterpret_cast<const Dirent64*>(buf + off);
+      const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + off);
       off += d->d_reclen;
       const char* name = d->d_name;
       if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
@@ -544,9 +547,9 @@ void remove_tree_at(int dfd, int depth) {
 void bundle_signal_handler(int sig) {
   if (g_bundle_dir_set != 0) {
     g_bundle_dir_set = 0;
-    const int dfd = ::open(g_bundle_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int dfd = ::open(g_bundle_dir.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd >= 0) remove_tree_at(dfd, 0);
-    ::rmdir(g_bundle_dir);
+    ::rmdir(g_bundle_dir.data());
   }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -561,7 +564,7 @@ void install_cleanup_handlers() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  static std::array<char, 64 * 1024> alt_stack{};
+  static std::array<char, std::size_t{64} * 1024> alt_stack{};
   stack_t ss{};
   ss.ss_sp = alt_stack.data();
   ss.ss_size = alt_stack.size();
@@ -611,10 +614,10 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   }
   install_cleanup_handlers();
   std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
-  if (templ.size() >= sizeof g_bundle_dir || ::mkdtemp(templ.data()) == nullptr)
+  if (templ.size() >= g_bundle_dir.size() || ::mkdtemp(templ.data()) == nullptr)
     throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
   dir_ = templ;
-  std::memcpy(g_bundle_dir, templ.c_str(), templ.size() + 1);
+  std::memcpy(g_bundle_dir.data(), templ.c_str(), templ.size() + 1);
   g_bundle_dir_set = 1;
   archive* in = new_bundle_reader();
   archive* out = archive_write_disk_new();
@@ -637,7 +640,8 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
         archive_error_string(a) != nullptr ? archive_error_string(a) : "unknown error";
     refuse("not a readable capture bundle: " + msg);
   };
-  if (archive_read_open_filename(in, archive_path.c_str(), 64 * 1024) != ARCHIVE_OK) fail(in);
+  if (archive_read_open_filename(in, archive_path.c_str(), std::size_t{64} * 1024) != ARCHIVE_OK)
+    fail(in);
   archive_entry* e = nullptr;
   int rc = ARCHIVE_OK;
   std::size_t members = 0;

@@ -35,7 +35,7 @@ std::optional<Status> parse_status(std::string_view s) {
 
 std::string format_value(const Value& v) {
   struct Visitor {
-    std::string operator()(std::monostate) const { return "-"; }
+    std::string operator()(std::monostate /*unused*/) const { return "-"; }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(std::int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return fmt::format("{:.6g}", d); }
@@ -49,7 +49,7 @@ std::string format_value(const Value& v) {
 
 nlohmann::json value_to_json(const Value& v) {
   struct Visitor {
-    nlohmann::json operator()(std::monostate) const { return nullptr; }
+    nlohmann::json operator()(std::monostate /*unused*/) const { return nullptr; }
     nlohmann::json operator()(bool b) const { return b; }
     nlohmann::json operator()(std::int64_t i) const { return i; }
     nlohmann::json operator()(double d) const { return d; }

@@ -28,6 +28,8 @@ struct Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&&) = delete;
+  Fd& operator=(Fd&&) = delete;
 };
 
 std::string errno_text(int err) {
@@ -61,14 +63,14 @@ std::string type_name(mode_t mode) {
 
 /// A name for the temporary file beside the output: ".NAME.XXXXXXXXXXXX.tmp", random.
 std::string temp_name(const std::string& base) {
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr std::string_view kAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::array<unsigned char, 12> rnd{};
   if (::getrandom(rnd.data(), rnd.size(), 0) != static_cast<ssize_t>(rnd.size()))
     for (std::size_t i = 0; i < rnd.size(); ++i)
-      rnd[i] = static_cast<unsigned char>((static_cast<unsigned>(::getpid()) >> (i % 16)) + i);
+      rnd.at(i) = static_cast<unsigned char>((static_cast<unsigned>(::getpid()) >> (i % 16)) + i);
   std::string out = "." + base.substr(0, 200) + ".";
   for (unsigned char c : rnd)
-    out += kAlphabet[c % (sizeof kAlphabet - 1)];
+    out += kAlphabet.at(c % kAlphabet.size());
   return out + ".tmp";
 }
 

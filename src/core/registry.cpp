@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -19,9 +20,8 @@ std::vector<std::string> ProbeRegistry::provided_patterns() const {
 }
 
 bool ProbeRegistry::provides(std::string_view key) const {
-  for (const auto& pattern : patterns_)
-    if (key_matches(pattern, key)) return true;
-  return false;
+  return std::ranges::any_of(patterns_,
+                             [&](const std::string& pattern) { return key_matches(pattern, key); });
 }
 
 namespace {

@@ -56,6 +56,17 @@ int openat2_in_root(int dirfd, const std::string& rel, int flags) {
   return static_cast<int>(::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how));
 }
 
+/// Owns a descriptor: closes it with the last shared_ptr (Root copies share it).
+struct ClosingFd {
+  int fd;
+  explicit ClosingFd(int f) : fd(f) {}
+  ~ClosingFd() { ::close(fd); }
+  ClosingFd(const ClosingFd&) = delete;
+  ClosingFd(ClosingFd&&) = delete;
+  ClosingFd& operator=(const ClosingFd&) = delete;
+  ClosingFd& operator=(ClosingFd&&) = delete;
+};
+
 } // namespace
 
 int Root::open_in_root(std::string_view abs, int flags) const {
@@ -103,11 +114,10 @@ Root::Root(std::filesystem::path base) : base_(std::move(base)) {
   if (!live_) {
     // One O_PATH descriptor of the base for every openat2(2) below it; shared by copies.
     const int fd = ::open(base_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0)
-      base_fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
-        ::close(*p);
-        delete p;
-      });
+    if (fd >= 0) {
+      auto owner = std::make_shared<const ClosingFd>(fd);
+      base_fd_ = std::shared_ptr<const int>(owner, &owner->fd); // aliasing: owner closes it
+    }
   }
 }
 

@@ -73,7 +73,7 @@ void JsonPositions::value(std::size_t& i, const std::string& ptr, std::size_t de
       const std::string key = string(i);
       ws(i);
       ++i; // ':'
-      const std::string child = ptr + "/" + key;
+      const std::string child = fmt::format("{}/{}", ptr, key);
       value(i, child, depth + 1);
       at_[child] = key_at; // report the key's line rather than the value's
       ws(i);

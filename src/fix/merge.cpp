@@ -191,7 +191,7 @@ Plan merge_fixes(const std::vector<Result>& results) {
         for (const auto& [k, v] : m["options"].items()) {
           check(id, "module parameter", k, param_re());
           const std::string val = check(id, "value of " + k, scalar(id, v, k), value_re());
-          set_value(plan, it->options, opt_owner[file + "/" + module],
+          set_value(plan, it->options, opt_owner[fmt::format("{}/{}", file, module)],
                     fmt::format("options {} in {}:", module, file), k, val, id);
         }
         automated = true;

@@ -64,7 +64,7 @@ std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
     << "# (nixos-rebuild rebuilds the initrd with the modprobe options), then: halo-doctor check\n"
     << "# Rules covered: ";
   for (std::size_t i = 0; i < plan.covered.size(); ++i)
-    s << (i ? ", " : "") << plan.covered[i];
+    s << (i > 0 ? ", " : "") << plan.covered[i];
   s << "\n";
   for (const auto& note : plan.notes)
     s << "# Note: " << note << "\n";
@@ -96,7 +96,7 @@ std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
   if (!plan.kargs_set.empty()) {
     s << "  # " << rules(plan, "kernel_args") << "\n  boot.kernelParams = lib.mkAfter [";
     for (const auto& [k, v] : plan.kargs_set)
-      s << " " << nix_string(k + "=" + v);
+      s << " " << nix_string(fmt::format("{}={}", k, v));
     s << " ];\n";
   }
   if (!plan.kargs_remove.empty()) {
@@ -111,7 +111,7 @@ std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
     for (const auto& m : plan.modprobe) {
       std::string line = "options " + m.module;
       for (const auto& [k, v] : m.options)
-        line += " " + k + "=" + v;
+        line += fmt::format(" {}={}", k, v);
       s << "    " << nix_indented_line(line) << "\n";
     }
     s << "  '';\n";

@@ -46,7 +46,7 @@ std::string rules_of(const Plan& plan, const std::string& step) {
 std::vector<std::string> set_tokens(const Plan& plan) {
   std::vector<std::string> out;
   for (const auto& [k, v] : plan.kargs_set)
-    out.push_back(k + "=" + v);
+    out.push_back(fmt::format("{}={}", k, v));
   return out;
 }
 
@@ -176,6 +176,7 @@ std::optional<Stack> parse_stack(std::string_view s) {
 
 std::vector<std::string> stack_names() {
   std::vector<std::string> out;
+  out.reserve(kStacks.size());
   for (const auto& x : kStacks)
     out.emplace_back(x.name);
   return out;
@@ -257,7 +258,7 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
                       "GiB x 262144.\noptions {}",
                       join(m.rules, ", "), m.module);
       for (const auto& [k, v] : m.options)
-        content += " " + k + "=" + v;
+        content += fmt::format(" {}={}", k, v);
       s << "put_file \"${ROOT}/etc/modprobe.d/" << m.file << "\" " << shell_quote(content) << "\n";
     }
   }
@@ -275,7 +276,7 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
   if (plan.initramfs || !plan.modprobe.empty()) {
     std::vector<std::string> why = {
         "Rules: " +
-            rules_of(plan, plan.step_rules.count("initramfs") != 0U ? "initramfs" : "modprobe"),
+            rules_of(plan, plan.step_rules.contains("initramfs") ? "initramfs" : "modprobe"),
         "The initramfs carries its own copy of /etc/modprobe.d; it is rebuilt when an image is",
         "older than the modprobe.d files it must carry."};
     step_header(s, ++n, "rebuild the initramfs", why);
@@ -325,7 +326,7 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
     std::vector<std::string> keys;
     std::vector<std::string> values;
     for (const auto& [k, v] : plan.sysctl) {
-      content += "\n" + k + " = " + v;
+      content += fmt::format("\n{} = {}", k, v);
       keys.push_back(k);
       values.push_back(v);
     }

@@ -126,7 +126,7 @@ std::int64_t lora_params(const ModelConfig& m, std::int64_t r,
   const std::set<std::string> wanted(targets.begin(), targets.end());
   double per_layer = 0;
   for (const auto& l : layer_linears(m))
-    if (all || wanted.count(l.name) != 0)
+    if (all || wanted.contains(l.name))
       per_layer +=
           static_cast<double>(r) * static_cast<double>(l.in + l.out) * static_cast<double>(l.count);
   return to_bytes(per_layer * static_cast<double>(m.num_layers));
@@ -138,9 +138,9 @@ std::int64_t lora_params(const ModelConfig& m, std::int64_t r,
 /// two norm inputs; q/k/v input, Q, K, V and the attention output; the MLP input and, gated,
 /// gate, up, act(gate) and their product (GPT-2: the GELU input and output).
 double layer_elements_per_token(const ModelConfig& m, const TrainSettings& s) {
-  const double h = static_cast<double>(m.hidden_size);
-  const double q = static_cast<double>(m.num_heads * m.head_dim);
-  const double kv = static_cast<double>(m.num_kv_heads * m.head_dim);
+  const auto h = static_cast<double>(m.hidden_size);
+  const auto q = static_cast<double>(m.num_heads * m.head_dim);
+  const auto kv = static_cast<double>(m.num_kv_heads * m.head_dim);
   const double norms = (m.model_type == "gemma2" || m.model_type == "gemma3_text") ? 4 * h : 2 * h;
   double attn = h + q + 2 * kv + q;
   if (s.attention.value == Attention::eager)
@@ -150,8 +150,8 @@ double layer_elements_per_token(const ModelConfig& m, const TrainSettings& s) {
   if (m.model_type == "gpt2") {
     mlp = h + 2 * static_cast<double>(m.intermediate_size);
   } else if (m.num_experts > 0) {
-    const double Ie = static_cast<double>(m.model_type == "mixtral" ? m.intermediate_size
-                                                                    : m.moe_intermediate_size);
+    const auto Ie = static_cast<double>(m.model_type == "mixtral" ? m.intermediate_size
+                                                                  : m.moe_intermediate_size);
     mlp = h + static_cast<double>(m.experts_per_token) * 4 * Ie +
           4 * static_cast<double>(m.shared_expert_intermediate_size) +
           static_cast<double>(m.num_experts);
@@ -165,7 +165,7 @@ double layer_elements_per_token(const ModelConfig& m, const TrainSettings& s) {
 
 Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainSettings& s) {
   Estimate e;
-  const double P = static_cast<double>(p.total);
+  const auto P = static_cast<double>(p.total);
   const double wb = dtype_bytes(s.load_dtype.value);
   const bool mixed = s.bf16.value || s.fp16.value;
   const OptimizerShape opt = optimizer_shape(s.optim.value);
@@ -188,10 +188,10 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
     add("optimizer", fmt::format("optimizer states ({})", s.optim.value), opt.states * sb * P,
         fmt::format("{} state(s) x {} B/param", opt.states, sb));
   } else {
-    const double A = static_cast<double>(lora_params(m, s.lora_r.value, s.lora_targets.value));
+    const auto A = static_cast<double>(lora_params(m, s.lora_r.value, s.lora_targets.value));
     e.trainable_params = static_cast<std::int64_t>(A);
     if (s.method.value == Method::qlora) {
-      const double lin = static_cast<double>(p.linear);
+      const auto lin = static_cast<double>(p.linear);
       // NF4 (4 bit) + double-quantised block constants: 8-bit absmax per 64 weights and an fp32
       // constant per 256 blocks = 0.127 bit/param (QLoRA section 3).
       const double per = 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256.0);
@@ -200,7 +200,7 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
           "for embeddings, norms and the LM head");
     } else if (s.load_in_8bit.value) {
       // LLM.int8 (bitsandbytes Linear8bitLt): int8 weights and one fp32 scale per output row.
-      const double lin = static_cast<double>(p.linear);
+      const auto lin = static_cast<double>(p.linear);
       add("weights", "base weights (linear layers int8, the rest 16-bit)", lin + (P - lin) * 2,
           "1 B/param of the layers' linear weights (LLM.int8); 2 B/param for the rest");
     } else {
@@ -238,7 +238,7 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
     }
   }
   if (stage >= 3 || s.offload_params.value) {
-    const double layer =
+    const auto layer =
         static_cast<double>(p.per_layer_attention + p.per_layer_mlp + p.per_layer_norms);
     const double gathered_b = s.method.value == Method::qlora ? 0.516 : wb;
     add("gathered", "two layers' weights gathered at a time", 2 * layer * gathered_b,
@@ -248,10 +248,10 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
 
   // Activations of one micro-batch.
   const double ab = mixed ? 2 : wb;
-  const double sl = static_cast<double>(s.seq_len.value);
-  const double b = static_cast<double>(s.micro_batch.value);
-  const double h = static_cast<double>(m.hidden_size);
-  const double L = static_cast<double>(m.num_layers);
+  const auto sl = static_cast<double>(s.seq_len.value);
+  const auto b = static_cast<double>(s.micro_batch.value);
+  const auto h = static_cast<double>(m.hidden_size);
+  const auto L = static_cast<double>(m.num_layers);
   const double per_layer = layer_elements_per_token(m, s) * sl * ab;
   double per_seq = 0;
   std::string basis;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <limits>
@@ -46,7 +47,7 @@ bool inside(const fs::path& root, const fs::path& child) {
 /// is one of its snapshots (its files link to ../../blobs/), else `dir` itself.
 fs::path containment_root(const fs::path& dir) {
   const fs::path snapshots = dir.parent_path();
-  const fs::path repo = snapshots.parent_path();
+  fs::path repo = snapshots.parent_path();
   if (snapshots.filename() == "snapshots" && repo.filename().string().rfind("models--", 0) == 0)
     return repo;
   return dir;
@@ -131,9 +132,7 @@ std::optional<std::int64_t> first_int(const nlohmann::json& j,
 bool default_tie(std::string_view model_type) {
   constexpr std::array<std::string_view, 9> untied = {
       "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "olmo2"};
-  for (auto t : untied)
-    if (t == model_type) return false;
-  return true;
+  return std::ranges::none_of(untied, [&](std::string_view t) { return t == model_type; });
 }
 
 /// Model types counted exactly (their modules are listed in docs/plan.md).
@@ -142,9 +141,7 @@ constexpr std::array<std::string_view, 13> kKnownTypes = {
     "gemma", "gemma2",  "phi3",    "gpt2",  "gemma3_text", "olmo2"};
 
 bool known_type(std::string_view t) {
-  for (auto k : kKnownTypes)
-    if (k == t) return true;
-  return false;
+  return std::ranges::find(kKnownTypes, t) != kKnownTypes.end();
 }
 
 /// a*b with a check (the bounds above keep real models far from it).

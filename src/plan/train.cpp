@@ -223,7 +223,7 @@ void check_keys(const Doc& doc, const YAML::Node& map, std::string_view format,
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) doc.fail(kv.first, "a key that is not a string");
     const std::string& k = kv.first.Scalar();
-    if (keys.count(k) != 0) continue;
+    if (keys.contains(k)) continue;
     const std::string best = near_miss(k, keys);
     if (!best.empty() && refuse)
       doc.fail(kv.first, fmt::format("unknown {} key '{}{}' (did you mean '{}{}'?)", format, prefix,
@@ -563,9 +563,10 @@ bool uses_bitsandbytes(const TrainSettings& s) {
   if (s.method.value != Method::full && s.load_in_8bit.value) return true;
   const std::string& o = s.optim.value;
   if (o.rfind("adamw_torch", 0) == 0) return false; // torch and torchao (adamw_torch_8bit)
-  for (const char* k : {"bnb", "8bit", "paged", "lion", "ademamix"})
-    if (o.find(k) != std::string::npos) return true;
-  return false;
+  constexpr std::array<std::string_view, 5> kBnbOptims = {"bnb", "8bit", "paged", "lion",
+                                                          "ademamix"};
+  return std::ranges::any_of(kBnbOptims,
+                             [&](std::string_view k) { return o.find(k) != std::string::npos; });
 }
 
 TrainSettings load_train_settings(const std::vector<std::string>& paths, const Overrides& o) {

@@ -32,7 +32,6 @@ std::string grouped(std::int64_t v) {
 std::string origin_text(const plan::Origin& o) {
   switch (o.kind) {
   case plan::Origin::Kind::file:
-    return o.text;
   case plan::Origin::Kind::command_line:
     return o.text;
   case plan::Origin::Kind::default_value:

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <utility>
 
@@ -86,14 +87,14 @@ private:
 
 /// A fact exported as a metric: one sample per matching key, labelled by the `*` segment.
 struct FactMetric {
-  const char* pattern; ///< fact key pattern, at most one `*`
-  const char* name;    ///< metric name
-  const char* label;   ///< label for the `*` segment ("gpu"), or nullptr
-  const char* help;    ///< HELP text
-  double scale = 1.0;  ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
+  const char* pattern{}; ///< fact key pattern, at most one `*`
+  const char* name{};    ///< metric name
+  const char* label{};   ///< label for the `*` segment ("gpu"), or nullptr
+  const char* help{};    ///< HELP text
+  double scale = 1.0;    ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
 };
 
-constexpr FactMetric kFactMetrics[] = {
+constexpr auto kFactMetrics = std::to_array<FactMetric>({
     {"mem.total_bytes", "halo_doctor_memory_total_bytes", nullptr,
      "MemTotal of /proc/meminfo in bytes (fact mem.total_bytes)"},
     {"ttm.pages_limit_bytes", "halo_doctor_ttm_pages_limit_bytes", nullptr,
@@ -142,7 +143,7 @@ constexpr FactMetric kFactMetrics[] = {
     {"gpu.*.partition_nodes", "halo_doctor_gpu_partitions", "gpu",
      "Logical GPUs (KFD nodes) of this GPU's card: 1 in SPX, 8 in CPX on an MI300X (fact "
      "gpu.N.partition_nodes)"},
-};
+});
 
 /// Adds the GPU's PCI slot and gfx target (facts gpu.N.pci_slot, gpu.N.gfx_target) where known:
 /// the labels a fleet dashboard joins on, as the AMD device metrics exporter labels its series.

@@ -60,15 +60,15 @@ std::vector<ExampleFailure> check_rule_examples(const RuleSet& rules) {
             res.message == expand_template(bound.fail[i].message, ex.facts, ex.params))
           failed_by.insert(i);
     }
-    if (shift == 1 && skipped_by.count(0) == 0)
+    if (shift == 1 && !skipped_by.contains(0))
       out.push_back({rule_where,
                      fmt::format("no example is left out by gpus (\"{}\")", r.gpus->skip_reason)});
     for (std::size_t i = 0; i < r.applies.size(); ++i)
-      if (skipped_by.count(i + shift) == 0)
+      if (!skipped_by.contains(i + shift))
         out.push_back({rule_where, fmt::format("no example is skipped by applies[{}] (\"{}\")", i,
                                                r.applies[i].skip_reason)});
     for (std::size_t i = 0; i < r.fail.size(); ++i)
-      if (failed_by.count(i) == 0)
+      if (!failed_by.contains(i))
         out.push_back({rule_where, fmt::format("no example fails by fail[{}]", i)});
   }
   return out;

@@ -11,10 +11,12 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 
 namespace halo {
@@ -73,7 +75,7 @@ public:
     if (key.empty()) w_.fail(path, "\"fact\" must be a non-empty string");
     if (!gpu_scope_ && (key.rfind(this_gpu_prefix(), 0) == 0 ||
                         key.find("." + this_gpu_prefix()) != std::string::npos))
-      w_.fail(path, fmt::format("'{}' names the judged GPU, which needs \"scope\": \"gpu\"", key));
+      w_.fail(path, fmt::format(R"('{}' names the judged GPU, which needs "scope": "gpu")", key));
     if (registry_ != nullptr && !registry_->provides(key))
       w_.fail(path, fmt::format("no probe provides the fact '{}'", key));
   }
@@ -87,8 +89,7 @@ public:
           check_fact(path, o.fact);
         } else if (k == "param" && v.is_string()) {
           o.param = v.get<std::string>();
-          if (kParams.count(o.param) == 0)
-            w_.fail(path, fmt::format("unknown param '{}'", o.param));
+          if (!kParams.contains(o.param)) w_.fail(path, fmt::format("unknown param '{}'", o.param));
         } else if (k == "times" && v.is_number()) {
           o.times = v.get<double>();
         } else if (k == "plus" && v.is_number()) {
@@ -170,7 +171,7 @@ public:
       return c;
     }
     if (!j.contains("fact") || !j["fact"].is_string())
-      w_.fail(path, "a condition needs \"all\", \"any\", \"none\" or \"fact\"");
+      w_.fail(path, R"(a condition needs "all", "any", "none" or "fact")");
     c.kind = Condition::Kind::leaf;
     c.fact = j["fact"].get<std::string>();
     check_fact(path, c.fact);
@@ -180,7 +181,7 @@ public:
       auto it = op_names().find(k);
       if (it == op_names().end()) w_.fail(path, fmt::format("unknown operator '{}'", k));
       c.op = it->second;
-      c.operand = operand(path + "." + k, v, c.op);
+      c.operand = operand(fmt::format("{}.{}", path, k), v, c.op);
     }
     return c;
   }
@@ -233,7 +234,7 @@ nlohmann::json fix_object(const Where& w, const std::string& path, const nlohman
   const auto& f = owner["fix"];
   if (!f.is_object()) w.fail(path, "must be an object");
   for (const auto& [k, v] : f.items())
-    if (kFixKeys.count(k) == 0) w.fail(path + "." + k, "unknown fix kind");
+    if (!kFixKeys.contains(k)) w.fail(fmt::format("{}.{}", path, k), "unknown fix kind");
   return f;
 }
 
@@ -278,18 +279,18 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
                                         std::string_view text, std::size_t rule_offset,
                                         bool gpu_scope) {
   if (!ej.is_object() || !ej.contains("cases") || !ej["cases"].is_array() || ej["cases"].empty())
-    w.fail("examples", "needs {\"base\": FACTS, \"cases\": [EXAMPLE, ...]}");
+    w.fail("examples", R"(needs {"base": FACTS, "cases": [EXAMPLE, ...]})");
   for (const auto& [k, v] : ej.items())
     if (k != "base" && k != "cases") w.fail("examples." + k, "unknown key");
   auto put_all = [&](const std::string& path, const nlohmann::json& fj, FactSet& facts) {
     if (!fj.is_object()) w.fail(path, "must be an object of fact key to value");
     for (const auto& [key, v] : fj.items()) {
-      p.check_fact(path + "." + key, key);
-      if (key.find('*') != std::string::npos)
-        w.fail(path + "." + key, "names a pattern, not a fact");
+      const std::string where = fmt::format("{}.{}", path, key);
+      p.check_fact(where, key);
+      if (key.find('*') != std::string::npos) w.fail(where, "names a pattern, not a fact");
       if (key.find(Parser::this_gpu_prefix()) != std::string::npos)
-        w.fail(path + "." + key, "an example names GPUs by index (gpu.0.*), not gpu.this");
-      put_example_fact(w, path + "." + key, key, v, facts);
+        w.fail(where, "an example names GPUs by index (gpu.0.*), not gpu.this");
+      put_example_fact(w, where, key, v, facts);
     }
   };
   FactSet base;
@@ -303,9 +304,9 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
     const std::string path = fmt::format("examples.cases[{}]", i);
     if (!cj.is_object() || !cj.contains("name") || !cj["name"].is_string() ||
         !cj.contains("expect") || !cj["expect"].is_string())
-      w.fail(path, "needs a \"name\" and an \"expect\" string");
+      w.fail(path, R"(needs a "name" and an "expect" string)");
     for (const auto& [k, v] : cj.items())
-      if (kKeys.count(k) == 0) w.fail(path + "." + k, "unknown key");
+      if (!kKeys.contains(k)) w.fail(fmt::format("{}.{}", path, k), "unknown key");
     RuleExample ex;
     ex.name = cj["name"].get<std::string>();
     if (!names.insert(ex.name).second) w.fail(path, fmt::format("a second example '{}'", ex.name));
@@ -319,7 +320,7 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
           !pj["reserve_gib"].is_number_integer())
         w.fail(path + ".params", "may set only {\"reserve_gib\": INTEGER}");
       reserve_gib = pj["reserve_gib"].get<std::int64_t>();
-      if (reserve_gib < 0 || reserve_gib > 1024 * 1024)
+      if (reserve_gib < 0 || reserve_gib > std::int64_t{1024} * 1024)
         w.fail(path + ".params.reserve_gib", "must be between 0 and 1048576");
     }
     ex.params = default_params(reserve_gib);
@@ -342,10 +343,10 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
       ex.severity = sev;
     }
     if ((ex.expect == Outcome::fail) != ex.severity.has_value())
-      w.fail(path + ".severity", "is given exactly when \"expect\" is \"fail\"");
+      w.fail(path + ".severity", R"(is given exactly when "expect" is "fail")");
     if (cj.contains("pending_reboot")) {
       if (!cj["pending_reboot"].is_boolean() || ex.expect != Outcome::fail)
-        w.fail(path + ".pending_reboot", "is true or false, and only when \"expect\" is \"fail\"");
+        w.fail(path + ".pending_reboot", R"(is true or false, and only when "expect" is "fail")");
       ex.pending_reboot = cj["pending_reboot"].get<bool>();
     }
     if (cj.contains("gpu")) {
@@ -354,7 +355,7 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
         w.fail(path + ".gpu", "must be a GPU index between 0 and 4096");
       ex.gpu = cj["gpu"].get<std::int64_t>();
       if (!gpu_scope)
-        w.fail(path + ".gpu", "only a per-GPU rule (\"scope\": \"gpu\") judges one GPU");
+        w.fail(path + ".gpu", R"(only a per-GPU rule ("scope": "gpu") judges one GPU)");
     }
     if (cj.contains("message")) {
       if (!cj["message"].is_string() || cj["message"].get<std::string>().empty())
@@ -367,12 +368,12 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
 }
 
 std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
   std::string out;
-  for (unsigned int i = 0; i < len; ++i)
-    out += fmt::format("{:02x}", md[i]);
+  for (unsigned char byte : std::span(md).first(std::min<std::size_t>(len, md.size())))
+    out += fmt::format("{:02x}", byte);
   return out;
 }
 
@@ -427,7 +428,7 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
     static const RE2 id_re("[a-z0-9]+(-[a-z0-9]+)*");
     if (!RE2::FullMatch(r.id, id_re)) w.fail("id", "ids are lower-case words joined by '-'");
     for (const auto& [k, v] : rj.items())
-      if (kRuleKeys.count(k) == 0) w.fail(k, "unknown key");
+      if (!kRuleKeys.contains(k)) w.fail(k, "unknown key");
     auto str = [&](const char* key, bool required) {
       if (!rj.contains(key)) {
         if (required) w.fail(key, "is required");
@@ -451,15 +452,15 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
       if (scope == "gpu")
         r.scope = Scope::gpu;
       else if (scope != "host")
-        w.fail("scope", "must be \"host\" or \"gpu\"");
+        w.fail("scope", R"(must be "host" or "gpu")");
     }
     const Parser p(w, registry, r.scope == Scope::gpu, predicates);
     if (rj.contains("gpus")) {
       const auto& gj = rj["gpus"];
-      if (r.scope != Scope::gpu) w.fail("gpus", "needs \"scope\": \"gpu\"");
+      if (r.scope != Scope::gpu) w.fail("gpus", R"(needs "scope": "gpu")");
       if (!gj.is_object() || !gj.contains("when") || !gj.contains("skip_reason") ||
           !gj["skip_reason"].is_string() || gj.size() != 2)
-        w.fail("gpus", "needs exactly {\"when\": CONDITION, \"skip_reason\": \"...\"}");
+        w.fail("gpus", R"(needs exactly {"when": CONDITION, "skip_reason": "..."})");
       r.gpus =
           Precondition{p.condition("gpus.when", gj["when"]), gj["skip_reason"].get<std::string>()};
     }
@@ -471,7 +472,7 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
         const std::string path = fmt::format("applies[{}]", i);
         if (!pj.is_object() || !pj.contains("when") || !pj.contains("skip_reason") ||
             !pj["skip_reason"].is_string() || pj.size() != 2)
-          w.fail(path, "needs exactly {\"when\": CONDITION, \"skip_reason\": \"...\"}");
+          w.fail(path, R"(needs exactly {"when": CONDITION, "skip_reason": "..."})");
         r.applies.push_back(Precondition{p.condition(path + ".when", pj["when"]),
                                          pj["skip_reason"].get<std::string>()});
       }
@@ -538,7 +539,7 @@ Predicates parse_predicates(std::string_view text, std::string_view file,
     if (!RE2::FullMatch(name, name_re)) w.fail("name", "predicate names are lower_snake_case");
     if (!pj.is_object() || pj.size() != 2 || !pj.contains("means") || !pj["means"].is_string() ||
         !pj.contains("when"))
-      w.fail("predicate", "needs exactly {\"means\": \"...\", \"when\": CONDITION}");
+      w.fail("predicate", R"(needs exactly {"means": "...", "when": CONDITION})");
     const Parser p(w, registry, /*gpu_scope=*/true, nullptr);
     (void)p.condition("when", pj["when"]);
     out.emplace(name, pj["when"]);
@@ -546,7 +547,7 @@ Predicates parse_predicates(std::string_view text, std::string_view file,
   return out;
 }
 
-RuleSet finish(std::vector<std::pair<std::string, std::string>> files, std::string version,
+RuleSet finish(const std::vector<std::pair<std::string, std::string>>& files, std::string version,
                const ProbeRegistry* registry, bool examples, bool schema_check,
                std::string_view digest = {}) {
   RuleSet set;
@@ -594,6 +595,7 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) throw InputError(fmt::format("{}: no *.json rules files", dir));
   std::vector<std::pair<std::string, std::string>> files;
+  files.reserve(paths.size());
   // Regular files of bounded size only: a FIFO or a device named *.json is an error, not a hang.
   for (const auto& p : paths)
     files.emplace_back(p.string(), read_input_file(p.string()));
@@ -603,7 +605,7 @@ RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bo
     version = read_input_file(vpath.string(), 4096);
     version = version.substr(0, version.find('\n'));
   }
-  return finish(std::move(files), version, registry, examples, /*schema_check=*/true);
+  return finish(files, version, registry, examples, /*schema_check=*/true);
 }
 
 // Defined in the generated embedded_rules.cpp (cmake/EmbedRules.cmake).

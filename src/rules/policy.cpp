@@ -34,7 +34,7 @@ public:
       bool ok = false;
       for (auto a : allowed)
         ok = ok || a == k;
-      if (!ok) fail(ptr + "/" + k, fmt::format("unknown key '{}'", k));
+      if (!ok) fail(fmt::format("{}/{}", ptr, k), fmt::format("unknown key '{}'", k));
     }
   }
   std::string text(const nlohmann::json& obj, const std::string& ptr, const char* key) const {
@@ -109,7 +109,7 @@ Policy parse_policy(std::string_view text, std::string_view origin) {
     for (const auto& [id, v] : s.items()) {
       const std::string ptr = "/severity/" + id;
       const auto sev = v.is_string() ? parse_severity(v.get<std::string>()) : std::nullopt;
-      if (!sev) c.fail(ptr, "must be \"error\", \"warning\" or \"info\"");
+      if (!sev) c.fail(ptr, R"(must be "error", "warning" or "info")");
       p.severity[id] = *sev;
       p.id_lines.emplace(id, c.line(ptr));
     }

@@ -5,19 +5,20 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
-extern char** environ; // POSIX: the process environment (environ(7))
+// environ (environ(7), the process environment) is declared by <unistd.h> under _GNU_SOURCE.
 
 namespace halo::slurm {
 namespace {
@@ -40,7 +41,7 @@ std::string find_program(const std::string& name) {
     std::size_t colon = dirs.find(':', start);
     if (colon == std::string::npos) colon = dirs.size();
     const std::string dir = colon == start ? std::string(".") : dirs.substr(start, colon - start);
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = fmt::format("{}/{}", dir, name);
     if (executable(candidate)) return candidate;
     start = colon + 1;
   }
@@ -74,25 +75,28 @@ CommandResult run_bounded(const std::vector<std::string>& argv,
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
     const auto eq = kv.find('=');
-    if (eq != std::string_view::npos && env_overrides.count(std::string(kv.substr(0, eq))) > 0)
+    if (eq != std::string_view::npos && env_overrides.contains(std::string(kv.substr(0, eq))))
       continue;
     env_strings.emplace_back(kv);
   }
   for (const auto& [k, v] : env_overrides)
-    env_strings.push_back(k + "=" + v);
+    env_strings.push_back(fmt::format("{}={}", k, v));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings)
     envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = argv;
   std::vector<char*> cargv;
+  cargv.reserve(args.size() + 1);
   for (auto& a : args)
     cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
-  int out[2] = {-1, -1};
-  int err[2] = {-1, -1}; // exec failure: the child writes errno here (closed on a good exec)
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+  std::array<int, 2> out = {-1, -1};
+  std::array<int, 2> err = {
+      -1, -1}; // exec failure: the child writes errno here (closed on a good exec)
+  if (::pipe2(out.data(), O_CLOEXEC) != 0 || ::pipe2(err.data(), O_CLOEXEC) != 0) {
     res.error = fmt::format("pipe2: {}", std::strerror(errno));
     for (int fd : {out[0], out[1], err[0], err[1]})
       if (fd >= 0) ::close(fd);
@@ -122,7 +126,7 @@ CommandResult run_bounded(const std::vector<std::string>& argv,
   if (devnull >= 0) ::close(devnull);
 
   const Clock::time_point deadline = Clock::now() + timeout;
-  char buf[8192];
+  std::array<char, 8192> buf{};
   while (true) {
     const int wait_ms = remaining_ms(deadline);
     if (wait_ms == 0) {
@@ -133,11 +137,12 @@ CommandResult run_bounded(const std::vector<std::string>& argv,
     const int r = ::poll(&p, 1, wait_ms);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    const ssize_t n = ::read(out[0], buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break; // EOF: the command (and anything it started) closed its output
     if (res.output.size() < kMaxOutput)
-      res.output.append(buf, std::min(static_cast<std::size_t>(n), kMaxOutput - res.output.size()));
+      res.output.append(buf.data(),
+                        std::min(static_cast<std::size_t>(n), kMaxOutput - res.output.size()));
   }
   ::close(out[0]);
 
