@@ -138,19 +138,12 @@ std::string find_firmware(const Root& root, const std::string& name, const std::
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const LogText log = ctx.root.is_live() ? read_kmsg() : read_capture(ctx.root);
-<<<<<<< HEAD
-  const char* keys[] = {"kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
-                        "kernel_log.firmware_on_disk",    "kernel_log.module_signature_rejected",
-                        "kernel_log.ring_timeouts",       "kernel_log.lines",
-                        "kernel_log.gpu_resets",          "kernel_log.mes_failures",
-                        "kernel_log.page_faults",         "kernel_log.hang_events"};
-=======
   constexpr std::array keys = {
       "kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
       "kernel_log.firmware_on_disk",    "kernel_log.module_signature_rejected",
       "kernel_log.ring_timeouts",       "kernel_log.lines",
-      "kernel_log.gpu_resets"};
->>>>>>> tidy
+      "kernel_log.gpu_resets",          "kernel_log.mes_failures",
+      "kernel_log.page_faults",         "kernel_log.hang_events"};
   if (log.status != Status::ok) {
     facts.put_status("kernel_log.status", log.status, log.source, log.reason);
     for (const char* k : keys)
