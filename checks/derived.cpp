@@ -395,6 +395,7 @@ void derive_visibility(FactSet& facts) {
                        "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
   } else {
     std::vector<std::string> names;
+    names.reserve(hip.size());
     for (auto i : hip)
       names.push_back(fmt::format(
           "gpu.{} ({})", i,
@@ -627,12 +628,22 @@ void derive_alloc_conf(FactSet& facts) {
 /// bios_vendor, product_version that starts with a known vendor), else from the CPU's hypervisor
 /// flag ("vm-other"); "none" when neither says so; not probed when nothing could be read.
 void derive_virtualization(FactSet& facts) {
-  static constexpr std::pair<std::string_view, std::string_view> kVendors[] = {
-      {"KVM", "kvm"},           {"OpenStack", "kvm"},       {"KubeVirt", "kvm"},
-      {"Amazon EC2", "amazon"}, {"QEMU", "qemu"},           {"VMware", "vmware"},
-      {"VMW", "vmware"},        {"innotek GmbH", "oracle"}, {"VirtualBox", "oracle"},
-      {"Xen", "xen"},           {"Bochs", "bochs"},         {"Parallels", "parallels"},
-      {"BHYVE", "bhyve"},       {"Hyper-V", "microsoft"},   {"Apple Virtualization", "apple"}};
+  static constexpr auto kVendors = std::to_array<std::pair<std::string_view, std::string_view>>(
+      {{"KVM", "kvm"},
+       {"OpenStack", "kvm"},
+       {"KubeVirt", "kvm"},
+       {"Amazon EC2", "amazon"},
+       {"QEMU", "qemu"},
+       {"VMware", "vmware"},
+       {"VMW", "vmware"},
+       {"innotek GmbH", "oracle"},
+       {"VirtualBox", "oracle"},
+       {"Xen", "xen"},
+       {"Bochs", "bochs"},
+       {"Parallels", "parallels"},
+       {"BHYVE", "bhyve"},
+       {"Hyper-V", "microsoft"},
+       {"Apple Virtualization", "apple"}});
   bool any = false;
   for (const char* f :
        {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
@@ -1431,7 +1442,7 @@ void derive_gpu_firmware(FactSet& facts) {
       std::map<std::string, std::vector<std::int64_t>> by_value;
       for (const auto i : gpus) {
         const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-        const Fact* f = facts.find("fw." + card + "." + name);
+        const Fact* f = facts.find(fmt::format("fw.{}.{}", card, name));
         by_value[f == nullptr ? "absent"
                  : f->ok()    ? format_value(f->value)
                               : "unreadable"]
@@ -1439,6 +1450,7 @@ void derive_gpu_firmware(FactSet& facts) {
       }
       if (by_value.size() < 2) continue;
       std::vector<std::string> parts;
+      parts.reserve(by_value.size());
       for (const auto& [value, idx] : by_value)
         parts.push_back(fmt::format("{}: {}", value, gpu_list(idx)));
       mismatch.push_back(fmt::format("{} ({})", name, fmt::join(parts, "; ")));

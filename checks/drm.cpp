@@ -50,7 +50,7 @@ void collect_temperatures(const Root& root, const std::string& dev, const std::s
   if (auto names = root.list(dev + "/hwmon"))
     for (const auto& n : *names)
       if (RE2::FullMatch(n, hwmon_re)) {
-        hw = dev + "/hwmon/" + n;
+        hw = fmt::format("{}/hwmon/{}", dev, n);
         break;
       }
   if (hw.empty()) return; // no hwmon: no temperature facts (absent, not an error)
@@ -122,7 +122,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   static const RE2 card_re("card[0-9]+");
   for (const auto& e : *entries) {
     if (!RE2::FullMatch(e, card_re)) continue;
-    const std::string dev = base + "/" + e + "/device";
+    const std::string dev = fmt::format("{}/{}/device", base, e);
     ReadResult vendor = ctx.root.read_trimmed(dev + "/vendor");
     if (!vendor.ok() || parse_hex(vendor.text) != 0x1002) continue;
     cards.push_back(e);
@@ -178,7 +178,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       for (const auto& n : *nodes) {
         if (n.rfind("renderD", 0) == 0)
           if (auto minor = parse_int(n.substr(7)))
-            facts.put_ok(pre + ".render_minor", *minor, dev + "/drm/" + n);
+            facts.put_ok(pre + ".render_minor", *minor, fmt::format("{}/drm/{}", dev, n));
       }
     }
   }

@@ -128,6 +128,7 @@ std::vector<std::string> expand_python_dirs(const Root& root, const std::string&
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
   std::vector<std::string> out;
+  out.reserve(found.size());
   for (const auto& f : found)
     out.push_back(join(join(prefix, f.second), tail));
   return out;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 
 namespace halo::probes {
@@ -114,7 +115,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                                "not one under --root");
     return;
   }
-  const auto [python, basis] = choose_python(o);
+  const auto chosen = choose_python(o);
+  const std::string& python = chosen.first;
+  const std::string& basis = chosen.second;
   if (python.empty() || !executable(python)) {
     // Asked for, and not possible: an error (could not be checked), not a skip.
     all_status(facts, Status::error, python.empty() ? "PATH" : python,
@@ -130,8 +133,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
           ::dup2(null, 2);
         }
         ::dup2(fd, 1);
-        const char* argv[] = {python.c_str(), "-c", kScript, nullptr};
-        ::execv(python.c_str(), const_cast<char* const*>(argv)); // NOLINT: execv's C signature
+        const std::array<const char*, 4> argv = {python.c_str(), "-c", kScript, nullptr};
+        // execv(2) takes char* const[]; it does not modify the strings.
+        ::execv(
+            python.c_str(),
+            const_cast<char* const*>(argv.data())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
         write_all(fd, "{\"exec_error\": \"exec failed\"}\n");
       },
       o.framework_timeout_s, kMaxOutputBytes);

@@ -44,7 +44,7 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
     std::string name;
     if (!RE2::FullMatch(file, name_re, &name)) continue;
     if (found.size() >= kMaxFirmwareFiles) break;
-    const ReadResult r = ctx.root.read_trimmed(dir + "/" + file);
+    const ReadResult r = ctx.root.read_trimmed(fmt::format("{}/{}", dir, file));
     const std::string key = pre + name;
     if (!r.ok())
       facts.put_status(key, r.status, r.path, r.reason);

@@ -43,7 +43,7 @@ void collect_cpus(const ProbeContext& ctx, FactSet& facts) {
   for (const auto& n : *names) {
     if (!RE2::FullMatch(n, cpu_re)) continue;
     if (++cpus > kMaxCpus) break;
-    const std::string dir = base + "/" + n;
+    const std::string dir = fmt::format("{}/{}", base, n);
     if (ReadResult g = ctx.root.read_trimmed(dir + "/cpufreq/scaling_governor"); g.ok())
       governors.insert(g.text.substr(0, 32));
     ReadResult d = ctx.root.read_trimmed(dir + "/cpuidle/state2/disable");

@@ -24,6 +24,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -172,27 +173,27 @@ std::string status_text(const Api& api, hsa_status_t st) {
 /// than the documented size cannot overrun), then copies out a T.
 template <class T, class Query>
 void query(const Api& api, Query&& q, const char* field, json& out, json& errors) {
-  alignas(16) unsigned char buf[256] = {};
-  const hsa_status_t st = q(static_cast<void*>(buf));
+  alignas(16) std::array<unsigned char, 256> buf{};
+  const hsa_status_t st = q(static_cast<void*>(buf.data()));
   if (st != HSA_STATUS_SUCCESS) {
     errors[field] = status_text(api, st);
     return;
   }
   T v{};
-  std::memcpy(&v, buf, sizeof v);
+  std::memcpy(&v, buf.data(), sizeof v);
   out[field] = v;
 }
 
 void query_string(const Api& api, hsa_agent_t agent, std::uint32_t attr, const char* field,
                   json& out, json& errors) {
-  alignas(16) char buf[256] = {};
-  const hsa_status_t st = api.agent_get_info(agent, attr, buf);
+  alignas(16) std::array<char, 256> buf{};
+  const hsa_status_t st = api.agent_get_info(agent, attr, buf.data());
   if (st != HSA_STATUS_SUCCESS) {
     errors[field] = status_text(api, st);
     return;
   }
-  buf[sizeof buf - 1] = '\0';
-  out[field] = std::string(buf, ::strnlen(buf, 64));
+  buf.back() = '\0';
+  out[field] = std::string(buf.data(), ::strnlen(buf.data(), 64));
 }
 
 void child_body(int fd, const std::vector<std::string>& candidates) {
