@@ -236,7 +236,8 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
       if (m.label != nullptr) {
         const std::string index = star_segment(m.pattern, f->key);
         labels.emplace_back(m.label, index);
-        if (std::string_view(m.label) == "gpu") gpu_labels(facts, index, labels);
+        // Only gpu.N.* facts: hsa.gpu.N counts ROCr's visible GPUs, another numbering.
+        if (std::string_view(m.pattern).starts_with("gpu.")) gpu_labels(facts, index, labels);
       }
       e.sample(m.name, labels, *v * m.scale);
     }

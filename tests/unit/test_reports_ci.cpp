@@ -166,6 +166,16 @@ TEST_CASE("prometheus: rule gauges, counts and numeric facts", "[report][prometh
   CHECK(sample_value(text, "halo_doctor_memory_total_bytes") == 134299025408.0);
   CHECK(sample_value(text, R"(halo_doctor_gpu_gtt_total_bytes{gpu="0"})") == 128849018880.0);
   CHECK(sample_value(text, R"(halo_doctor_hsa_coarse_pool_bytes{gpu="0"})") == 68719476736.0);
+  // gpu.N series carry the GPU's PCI slot and gfx target; hsa.gpu.N counts ROCr's visible GPUs,
+  // another numbering, so it does not borrow gpu.N's labels.
+  facts.put_ok("gpu.0.pci_slot", std::string("0000:03:00.0"), "sysfs");
+  facts.put_ok("gpu.0.gfx_target", std::string("gfx1201"), "kfd");
+  const std::string labelled = prometheus_report(rs, sample_ctx(), facts);
+  CHECK(sample_value(
+            labelled,
+            R"(halo_doctor_gpu_gtt_total_bytes{gpu="0",pci_slot="0000:03:00.0",gfx="gfx1201"})") ==
+        128849018880.0);
+  CHECK(sample_value(labelled, R"(halo_doctor_hsa_coarse_pool_bytes{gpu="0"})") == 68719476736.0);
   // A fact that is not ok is left out, not exported as 0.
   CHECK(text.find("halo_doctor_ttm_pages_limit_bytes") == std::string::npos);
   // Every family has HELP and TYPE gauge before its samples.
