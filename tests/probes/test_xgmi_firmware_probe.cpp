@@ -141,11 +141,12 @@ TEST_CASE("gpu_metrics probe: truncated, inconsistent and unknown tables are err
     }
     return b;
   };
-  const auto version = [&] { return probe_root(c.tree.path()).find("gpu.0.metrics.version"); };
+  // A copy of the fact: probe_root's FactSet is a temporary.
+  const auto version = [&] { return *probe_root(c.tree.path()).find("gpu.0.metrics.version"); };
   c.write(path, std::string("\x78\x00", 2)); // two bytes: no header
-  CHECK(version()->status == Status::error);
+  CHECK(version().status == Status::error);
   c.write(path, blob(120, 1, 3, 64)); // says 120 bytes, 64 read
-  CHECK(version()->status == Status::error);
+  CHECK(version().status == Status::error);
   c.write(path, blob(64, 1, 3, 64)); // a v1.3 header on a 64-byte table
   FactSet f = probe_root(c.tree.path());
   CHECK(f.get<std::string>("gpu.0.metrics.version") == "1.3");
