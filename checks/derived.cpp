@@ -588,6 +588,68 @@ void derive_framework_companions(FactSet& facts) {
                "framework.torchaudio.version");
 }
 
+/// The processors each AMDGPU generic target runs on: LLVM's AMDGPUUsage "Generic Processor
+/// Versions" table (https://llvm.org/docs/AMDGPUUsage.html#generic-processor-versions). A code
+/// object built for gfx11-generic loads on gfx1151 (ROCm 6.4+ runtimes load generic code objects).
+const std::map<std::string, std::vector<std::string>, std::less<>>& generic_targets() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
+      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
+      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}},
+      {"gfx10-1-generic", {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+      {"gfx10-3-generic",
+       {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
+      {"gfx11-generic",
+       {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}},
+      {"gfx12-generic", {"gfx1200", "gfx1201"}},
+  };
+  return table;
+}
+
+/// framework.torch.kernel_targets: the gfx processors a ROCm PyTorch has GPU code for, both its own
+/// (libtorch_hip.so's offload bundles: framework.torch.offload_targets) and its BLAS kernels
+/// (rocBLAS/hipBLASLt file names: framework.torch.gfx_targets); a GPU needs both, so it is the
+/// intersection of those that could be read, generic targets expanded to their processors.
+void derive_framework_kernel_targets(FactSet& facts) {
+  constexpr std::string_view kKey = "framework.torch.kernel_targets";
+  std::optional<std::set<std::string>> targets;
+  std::vector<std::string> used;
+  std::vector<std::string> reasons;
+  for (const char* key : {"framework.torch.offload_targets", "framework.torch.gfx_targets"}) {
+    const Fact* f = facts.find(key);
+    const auto list = facts.get<std::vector<std::string>>(key);
+    if (f == nullptr || f->status != Status::ok || !list) {
+      reasons.push_back(fmt::format("{}: {}", key,
+                                    f == nullptr        ? std::string("not probed")
+                                    : f->reason.empty() ? std::string(to_string(f->status))
+                                                        : f->reason));
+      continue;
+    }
+    std::set<std::string> expanded;
+    for (const auto& t : *list) {
+      expanded.insert(t);
+      if (auto g = generic_targets().find(t); g != generic_targets().end())
+        expanded.insert(g->second.begin(), g->second.end());
+    }
+    if (targets) {
+      std::set<std::string> both;
+      std::set_intersection(targets->begin(), targets->end(), expanded.begin(), expanded.end(),
+                            std::inserter(both, both.end()));
+      targets = std::move(both);
+    } else {
+      targets = std::move(expanded);
+    }
+    used.emplace_back(key);
+  }
+  if (!targets) {
+    facts.put_status(std::string(kKey), Status::missing, kDerived,
+                     fmt::format("{}", fmt::join(reasons, "; ")));
+    return;
+  }
+  facts.put_ok(std::string(kKey), std::vector<std::string>(targets->begin(), targets->end()),
+               fmt::format("derived: {}{}", fmt::join(used, " and "),
+                           used.size() == 2 ? " (both needed: the intersection)" : ""));
+}
+
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
 /// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
 /// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
@@ -1552,6 +1614,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_virtualization(facts);
   derive_alloc_conf(facts);
   derive_framework_companions(facts);
+  derive_framework_kernel_targets(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1627,6 +1690,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                "host.virtualization",
                                "framework.alloc_conf.*",
                                "framework.companion_problems",
+                               "framework.torch.kernel_targets",
                                "framework.deep.device0_expected_bytes",
                                "framework.deep.device0_seen_ratio",
                                "gpu.visible",

@@ -17,14 +17,18 @@
 //   (https://github.com/ROCm/TheRock/blob/main/RELEASES.md). File names:
 //   TensileLibrary_lazy_gfx1151.dat, Kernels.so-000-gfx90a-xnack+.hsaco
 //   (reference/framework-facts.md 1.3).
+#include "offload_bundle.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <re2/re2.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,6 +44,7 @@ constexpr std::string_view kTorchCuda = "framework.torch.cuda_version";
 constexpr std::string_view kTorchGit = "framework.torch.git_version";
 constexpr std::string_view kTorchBuild = "framework.torch.build";
 constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
+constexpr std::string_view kTorchOffload = "framework.torch.offload_targets";
 constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
@@ -280,6 +285,58 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
                fmt::format("file names in {}", fmt::join(read_dirs, ", ")));
 }
 
+/// The gfx processors of the code objects in libtorch_hip.so: PyTorch's own GPU kernels, one
+/// offload bundle per translation unit in its `.hip_fatbin` section (offload_bundle.hpp). Only
+/// the section's first bundles' headers are read (a real libtorch_hip.so is about 1 GB).
+void collect_offload_targets(const Root& root, const std::string& torch, FactSet& facts) {
+  const std::string key = str(kTorchOffload);
+  const std::string lib = join(torch, "lib/libtorch_hip.so");
+  const int fd = root.open_regular(lib);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT)
+      facts.put_status(key, Status::missing, lib, "the wheel has no libtorch_hip.so");
+    else
+      facts.put_status(key, err == EACCES ? Status::denied : Status::error, lib,
+                       fmt::format("cannot open: {}", std::strerror(err)));
+    return;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  std::string why;
+  const auto section = find_elf_section(fd, ".hip_fatbin", why);
+  if (!section) {
+    facts.put_status(key, Status::error, lib, why);
+    return;
+  }
+  const ReadAt read = [&](std::uint64_t offset, std::span<std::byte> out) -> std::size_t {
+    if (offset >= section->size) return 0;
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), section->size - offset));
+    const ssize_t r = ::pread(fd, out.data(), n, static_cast<off_t>(section->offset + offset));
+    return r > 0 ? static_cast<std::size_t>(r) : 0;
+  };
+  const FatbinTargets t = scan_fatbin(read, section->size);
+  if (!t.error.empty()) {
+    facts.put_status(key, Status::error, lib, fmt::format(".hip_fatbin {}", t.error));
+    return;
+  }
+  std::string source = fmt::format(
+      "{} .hip_fatbin: {} offload bundle{}{}", lib, t.bundles, t.bundles == 1 ? "" : "s",
+      t.compressed == 0
+          ? std::string()
+          : fmt::format(" ({} compressed, {})", t.compressed, fmt::join(t.methods, ", ")));
+  if (t.truncated) source += ", the first ones of the section";
+  std::vector<std::string> partial;
+  std::set_difference(t.any.begin(), t.any.end(), t.common.begin(), t.common.end(),
+                      std::back_inserter(partial));
+  if (!partial.empty())
+    source += fmt::format("; only some bundles have {}", fmt::join(partial, ", "));
+  facts.put_ok(key, std::vector<std::string>(t.common.begin(), t.common.end()), source);
+}
+
 /// bitsandbytes in the site directory torch came from: its version from the installed
 /// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
 /// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
@@ -439,10 +496,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                      "version.py names no git_version");
   const char* build = hip ? "rocm" : cuda ? "cuda" : "cpu";
   facts.put_ok(str(kTorchBuild), std::string(build), fmt::format("{} (hip and cuda)", r.path));
-  if (hip)
+  if (hip) {
     collect_gfx_targets(root, site, torch, facts);
-  else
+    collect_offload_targets(root, torch, facts);
+  } else {
     facts.put_status(str(kTorchGfx), Status::missing, r.path, "not a ROCm build");
+    facts.put_status(str(kTorchOffload), Status::missing, r.path, "not a ROCm build");
+  }
 }
 
 } // namespace
@@ -452,8 +512,8 @@ std::unique_ptr<Probe> make_framework_probe() {
       "framework",
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
-                               str(kBnbVersion), str(kBnbRocm), str(kVisionVersion),
-                               str(kAudioVersion)},
+                               str(kTorchOffload), str(kBnbVersion), str(kBnbRocm),
+                               str(kVisionVersion), str(kAudioVersion)},
       std::vector<std::string>{
           "/proc/self/environ", "$VIRTUAL_ENV/pyvenv.cfg",
           "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
@@ -464,6 +524,7 @@ std::unique_ptr<Probe> make_framework_probe() {
           "/usr/lib/python3.*/site-packages/torch/version.py",
           "/usr/lib64/python3.*/site-packages/torch/version.py", "SITE/torch/lib/rocblas/library/",
           "SITE/torch/lib/hipblaslt/library/",
+          "SITE/torch/lib/libtorch_hip.so (.hip_fatbin section)",
           "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
           "SITE/bitsandbytes-*.dist-info/METADATA", "SITE/bitsandbytes/__init__.py",
           "SITE/bitsandbytes/libbitsandbytes_rocm*.so", "SITE/torchvision/version.py",

@@ -7,6 +7,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev libvalijson-dev
   libyaml-cpp-dev libkmod-dev
+  # checks/offload_bundle.cpp: the ELF section and compressed offload bundles of libtorch_hip.so
+  libelf-dev libzstd-dev zlib1g-dev
   catch2
   # tests/fuzz: libFuzzer targets (clang; libFuzzer itself is in libclang-rt-14-dev)
   clang libclang-rt-14-dev

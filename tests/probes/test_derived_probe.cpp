@@ -187,3 +187,44 @@ TEST_CASE("derived: torchvision and torchaudio must be the torch's release and b
   // Another ROCm build of the right release.
   CHECK(problems(venv_with("2.5.1+rocm6.2", "0.20.1+rocm6.1", "")).size() == 1);
 }
+
+TEST_CASE("derived: a wheel's kernel targets are those both libtorch_hip.so and its BLAS kernels "
+          "hold, generic targets expanded",
+          "[probe][derived][framework]") {
+  using List = std::vector<std::string>;
+  const FactSet f = probe_root(fixture("strix-halo-torch-therock-gfx1151"));
+  CHECK(f.get<List>("framework.torch.offload_targets") == List{"gfx1151"});
+  CHECK(f.get<List>("framework.torch.kernel_targets") == List{"gfx1151"});
+  const ProbeRegistry reg = builtin_probes();
+  ProbeOptions opt;
+  opt.no_runtime = true;
+  Root root(fixture("strix-halo-torch-therock-gfx1151"));
+  auto kernel_targets = [&](const List& offload, const std::optional<List>& blas) {
+    FactSet g = f;
+    g.put_ok("framework.torch.offload_targets", offload, "test");
+    if (blas)
+      g.put_ok("framework.torch.gfx_targets", *blas, "test");
+    else
+      g.put_status("framework.torch.gfx_targets", Status::missing, "test", "no rocBLAS here");
+    reg.rederive(ProbeContext{root, opt}, g);
+    return g.get<List>("framework.torch.kernel_targets").value_or(List{"(not derived)"});
+  };
+  // A GPU needs both: gfx1151 code in libtorch_hip.so but no gfx1151 rocBLAS kernels is no gfx1151.
+  CHECK(kernel_targets({"gfx1151", "gfx942"}, List{"gfx942"}) == List{"gfx942"});
+  // Without rocBLAS file names, libtorch_hip.so alone decides.
+  CHECK(kernel_targets({"gfx1151", "gfx942"}, std::nullopt) == List{"gfx1151", "gfx942"});
+  // gfx11-generic code objects load on gfx1151 (LLVM AMDGPUUsage, generic processor versions);
+  // gfx9-4-generic does not cover gfx90a.
+  CHECK(kernel_targets({"gfx11-generic"}, List{"gfx1151"}) == List{"gfx1151"});
+  CHECK(kernel_targets({"gfx9-4-generic"}, List{"gfx90a", "gfx942"}) == List{"gfx942"});
+  // Neither readable: missing, with both reasons.
+  FactSet none = f;
+  none.put_status("framework.torch.offload_targets", Status::error, "test", "not an ELF file");
+  none.put_status("framework.torch.gfx_targets", Status::missing, "test", "no rocBLAS here");
+  reg.rederive(ProbeContext{root, opt}, none);
+  const Fact* k = none.find("framework.torch.kernel_targets");
+  REQUIRE(k != nullptr);
+  CHECK(k->status == Status::missing);
+  CHECK(k->reason == "framework.torch.offload_targets: not an ELF file; "
+                     "framework.torch.gfx_targets: no rocBLAS here");
+}

@@ -196,3 +196,39 @@ TEST_CASE("framework probe: a symlink out of the root is resolved inside it",
   u.link("/usr/lib/python3/dist-packages/torch", "/opt/torch-real");
   CHECK(str(probe_one(u.path(), "framework"), "framework.torch.version") == "2.10.0+rocm7.1");
 }
+
+TEST_CASE("framework probe: libtorch_hip.so missing, not ELF, or without .hip_fatbin is a status",
+          "[probe][framework]") {
+  FixtureTree t;
+  set_environ(t, "");
+  const std::string torch = "/usr/local/lib/python3.12/dist-packages/torch";
+  t.file(torch + "/version.py", version_py("2.9.1+rocm6.4", "None", "'6.4.43482'"));
+  auto offload = [&]() {
+    const FactSet f = probe_one(t.path(), "framework");
+    const Fact* o = f.find("framework.torch.offload_targets");
+    REQUIRE(o != nullptr);
+    return *o;
+  };
+  CHECK(offload().status == Status::missing);
+  CHECK(offload().reason == "the wheel has no libtorch_hip.so");
+  t.file(torch + "/lib/libtorch_hip.so", "not an ELF file at all\n");
+  CHECK(offload().status == Status::error);
+  CHECK(offload().reason == "not an ELF file");
+  // A real shared library without device code (libzstd, a build dependency): no .hip_fatbin.
+  const std::filesystem::path real = "/usr/lib/x86_64-linux-gnu/libzstd.so.1";
+  if (std::filesystem::exists(real)) {
+    std::filesystem::copy_file(real, t.path() / ("." + torch + "/lib/libtorch_hip.so"),
+                               std::filesystem::copy_options::overwrite_existing);
+    CHECK(offload().status == Status::error);
+    CHECK(offload().reason == "no .hip_fatbin section");
+  }
+  // A libtorch_hip.so that is a directory, or a link out of the root, is not read.
+  FixtureTree host;
+  host.file("/libtorch_hip.so", "outside");
+  std::filesystem::remove(t.path() / ("." + torch + "/lib/libtorch_hip.so"));
+  t.link(torch + "/lib/libtorch_hip.so", (host.path() / "libtorch_hip.so").string());
+  CHECK(offload().status != Status::ok);
+  // A CUDA or CPU wheel: not looked for.
+  t.file(torch + "/version.py", version_py("2.9.1+cu128", "'12.8'", "None"));
+  CHECK(offload().reason == "not a ROCm build");
+}
