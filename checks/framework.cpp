@@ -1,8 +1,9 @@
 // Probe: the framework layer, statically: which PyTorch the Python environment training will see
 // holds, read from files without running Python (issue 14, step 1).
 //
-// - The environment: VIRTUAL_ENV, else CONDA_PREFIX, from /proc/self/environ (the environment
-//   training will see, as checks/environment.cpp reads it), else the system site directories.
+// - The environment: `--python PATH`'s (a venv, a prefix or the system: see plan_search), else
+//   VIRTUAL_ENV, else CONDA_PREFIX, from /proc/self/environ (the environment training will see,
+//   as checks/environment.cpp reads it), else the system site directories.
 //   A venv sees the system directories only with `include-system-site-packages = true` in its
 //   pyvenv.cfg (https://docs.python.org/3/library/venv.html). The first torch/version.py found
 //   in the bounded list of site directories wins.
@@ -29,6 +30,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -154,7 +156,16 @@ struct SearchPlan {
   std::string basis;
 };
 
-SearchPlan plan_search(const Root& root, const PythonEnvVars& env) {
+/// The directory part of an absolute path ("/a/b/c" -> "/a/b"; "/a" -> "/").
+std::string parent_dir(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.remove_suffix(1);
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const std::string& python) {
   SearchPlan p;
   bool system = true;
   auto add = [&](const std::string& prefix, std::string_view tail) {
@@ -166,7 +177,26 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env) {
     p.patterns.push_back(dir);
     if (p.dirs.size() < kMaxSiteDirs) p.dirs.push_back(dir);
   };
-  if (!env.virtual_env.empty()) {
+  if (!python.empty()) {
+    // `--python PATH`: the environment that interpreter belongs to, told from its place without
+    // running it, as Python's site.py does: a pyvenv.cfg beside the interpreter's directory
+    // makes that directory's parent a venv (https://docs.python.org/3/library/site.html);
+    // otherwise the parent of bin/ is the prefix (a conda env, /opt/python3.12, /usr). The
+    // interpreter link itself is not followed: a venv's bin/python points at the system one.
+    const std::string prefix = parent_dir(parent_dir(python));
+    if (root.exists(join(prefix, "pyvenv.cfg"))) {
+      add(join(prefix, "lib"), "site-packages");
+      system = venv_sees_system(root, prefix);
+      p.basis = fmt::format("--python {} (the venv {})", python, prefix);
+      if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
+    } else if (prefix == "/usr" || prefix == "/usr/local" || prefix == "/") {
+      p.basis = fmt::format("--python {} (the system site directories)", python);
+    } else {
+      add(join(prefix, "lib"), "site-packages");
+      system = false;
+      p.basis = fmt::format("--python {} (the prefix {})", python, prefix);
+    }
+  } else if (!env.virtual_env.empty()) {
     add(join(env.virtual_env, "lib"), "site-packages");
     system = venv_sees_system(root, env.virtual_env);
     p.basis = fmt::format("VIRTUAL_ENV={} ({})", env.virtual_env, env.source);
@@ -433,7 +463,11 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   const PythonEnvVars env = read_env(root);
-  const SearchPlan plan = plan_search(root, env);
+  // A relative --python names a file of the machine the doctor runs on: only the live root has it.
+  std::string python = ctx.options.python;
+  if (!python.empty() && python.front() != '/')
+    python = root.is_live() ? std::filesystem::absolute(python).lexically_normal().string() : "";
+  const SearchPlan plan = plan_search(root, env, python);
   std::string site;
   for (const auto& dir : plan.dirs)
     if (root.exists(join(dir, "torch/version.py"))) {
@@ -514,21 +548,27 @@ std::unique_ptr<Probe> make_framework_probe() {
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
                                str(kTorchOffload), str(kBnbVersion), str(kBnbRocm),
                                str(kVisionVersion), str(kAudioVersion)},
-      std::vector<std::string>{
-          "/proc/self/environ", "$VIRTUAL_ENV/pyvenv.cfg",
-          "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
-          "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
-          "/usr/local/lib/python3.*/dist-packages/torch/version.py",
-          "/usr/local/lib/python3.*/site-packages/torch/version.py",
-          "/usr/lib/python3/dist-packages/torch/version.py",
-          "/usr/lib/python3.*/site-packages/torch/version.py",
-          "/usr/lib64/python3.*/site-packages/torch/version.py", "SITE/torch/lib/rocblas/library/",
-          "SITE/torch/lib/hipblaslt/library/",
-          "SITE/torch/lib/libtorch_hip.so (.hip_fatbin section)",
-          "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
-          "SITE/bitsandbytes-*.dist-info/METADATA", "SITE/bitsandbytes/__init__.py",
-          "SITE/bitsandbytes/libbitsandbytes_rocm*.so", "SITE/torchvision/version.py",
-          "SITE/torchaudio/version.py", "SITE/torch{vision,audio}-*.dist-info/METADATA"},
+      std::vector<std::string>{"/proc/self/environ",
+                               "$VIRTUAL_ENV/pyvenv.cfg",
+                               "--python PATH: PATH/../../pyvenv.cfg",
+                               "PATH/../../lib/python3.*/site-packages/torch/version.py",
+                               "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
+                               "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
+                               "/usr/local/lib/python3.*/dist-packages/torch/version.py",
+                               "/usr/local/lib/python3.*/site-packages/torch/version.py",
+                               "/usr/lib/python3/dist-packages/torch/version.py",
+                               "/usr/lib/python3.*/site-packages/torch/version.py",
+                               "/usr/lib64/python3.*/site-packages/torch/version.py",
+                               "SITE/torch/lib/rocblas/library/",
+                               "SITE/torch/lib/hipblaslt/library/",
+                               "SITE/torch/lib/libtorch_hip.so (.hip_fatbin section)",
+                               "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
+                               "SITE/bitsandbytes-*.dist-info/METADATA",
+                               "SITE/bitsandbytes/__init__.py",
+                               "SITE/bitsandbytes/libbitsandbytes_rocm*.so",
+                               "SITE/torchvision/version.py",
+                               "SITE/torchaudio/version.py",
+                               "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
 }
 

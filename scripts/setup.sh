@@ -18,6 +18,9 @@ packages=(
   # tests/cli/framework_torch.sh: a real torch tree (Debian's CPU build) for the framework probe,
   # with Debian's torchvision and torchaudio beside it (torch-companion-mismatch)
   python3-torch python3-torchvision python3-torchaudio
+  # tests/cli/offload_bundle.sh: HIP objects from the real clang-19 and clang-offload-bundler-19
+  # (compressed offload bundles), the targets the doctor reads from libtorch_hip.so
+  clang-19 clang-tools-19 binutils
   # tests/cli/slurm.sh (a real single-node Slurm) and the RPM built by CPack in tests/cli/install.sh
   slurm-wlm munge rpm
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools) and the NixOS snippet check

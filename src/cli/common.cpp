@@ -64,8 +64,9 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
                 "Also ask PyTorch itself: import torch in a child process and query its GPUs "
                 "(docs/framework.md)");
   sub->add_option("--python", o.python,
-                  "The Python interpreter for --framework-deep (default: the active venv or "
-                  "conda environment's, else python3 on PATH)");
+                  "The Python environment to judge: the venv or prefix this interpreter belongs "
+                  "to (read without running it), and the interpreter --framework-deep runs "
+                  "(default: the active venv or conda environment's, else python3 on PATH)");
   sub->add_option("--framework-timeout", o.framework_timeout_s,
                   "Seconds importing torch and querying the GPUs may take (--framework-deep)")
       ->check(finite_number())

@@ -91,3 +91,22 @@ assert r["status"] == "fail" and r["severity"] == "error", r
 assert "it wants torchvision 0.20" in r["message"] and "rocm6.2 build" in r["message"], r["message"]
 print("ok: the mismatch is named:", r["message"][:160])
 PY
+
+# --python overrides the environment: with VIRTUAL_ENV naming the venv above (its torch 2.5.1),
+# `--python /usr/bin/python3` judges the system interpreter's torch, Debian's, and
+# `--python VENV/bin/python` (a link to the system interpreter, as venv makes it) the venv's.
+mkdir -p "$venv/bin"
+ln -sf /usr/bin/python3 "$venv/bin/python"
+printf 'home = /usr/bin\ninclude-system-site-packages = false\n' >"$venv/pyvenv.cfg"
+VIRTUAL_ENV=$venv "$bin" facts --no-runtime --python /usr/bin/python3 --format json -o "$tmp/sys.json"
+env -u VIRTUAL_ENV "$bin" facts --no-runtime --python "$venv/bin/python" --format json -o "$tmp/pyvenv.json"
+python3 - "$tmp/sys.json" "$tmp/pyvenv.json" "$venv" <<'PY'
+import json, sys
+system = json.load(open(sys.argv[1]))["facts"]
+assert system["framework.torch.version"]["value"].startswith("1.13"), system["framework.torch.version"]
+assert system["framework.python_env"]["source"] == "--python /usr/bin/python3 (the system site directories)", system["framework.python_env"]
+venv = json.load(open(sys.argv[2]))["facts"]
+assert venv["framework.torch.version"]["value"] == "2.5.1+rocm6.2", venv["framework.torch.version"]
+assert venv["framework.python_env"]["source"] == f"--python {sys.argv[3]}/bin/python (the venv {sys.argv[3]})", venv["framework.python_env"]
+print("ok: --python picks the system torch over VIRTUAL_ENV, and a venv from its interpreter")
+PY

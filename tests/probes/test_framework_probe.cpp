@@ -232,3 +232,42 @@ TEST_CASE("framework probe: libtorch_hip.so missing, not ELF, or without .hip_fa
   t.file(torch + "/version.py", version_py("2.9.1+cu128", "'12.8'", "None"));
   CHECK(offload().reason == "not a ROCm build");
 }
+
+TEST_CASE("framework probe: --python PATH picks its venv or prefix over VIRTUAL_ENV",
+          "[probe][framework]") {
+  FixtureTree t;
+  // The environment names one venv; the user points --python at another environment.
+  set_environ(t, std::string("VIRTUAL_ENV=/home/dev/old") + '\0');
+  t.file("/home/dev/old/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/old/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"));
+  t.file("/home/dev/new/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.link("/home/dev/new/bin/python", "/usr/bin/python3.12"); // as venv makes it: not followed
+  t.file("/home/dev/new/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  t.file("/opt/conda/envs/train/conda-meta/history", "");
+  t.file("/opt/conda/envs/train/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.9.1+rocm6.4", "None", "'6.4.43482'"));
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
+  auto with_python = [&](const std::string& python) {
+    ProbeOptions opt;
+    opt.python = python;
+    return probe_one(t.path(), "framework", opt);
+  };
+  CHECK(str(with_python(""), "framework.torch.version") == "2.5.1+rocm6.2");
+  const FactSet venv = with_python("/home/dev/new/bin/python");
+  CHECK(str(venv, "framework.torch.version") == "2.10.0+rocm7.1");
+  CHECK(venv.find("framework.python_env")->source ==
+        "--python /home/dev/new/bin/python (the venv /home/dev/new)");
+  const FactSet conda = with_python("/opt/conda/envs/train/bin/python3.11");
+  CHECK(str(conda, "framework.torch.version") == "2.9.1+rocm6.4");
+  CHECK(conda.find("framework.python_env")->source ==
+        "--python /opt/conda/envs/train/bin/python3.11 (the prefix /opt/conda/envs/train)");
+  // The system interpreter: the system site directories, not the venv in the environment.
+  CHECK(str(with_python("/usr/bin/python3"), "framework.torch.version") == "1.13.0a0");
+  // A prefix without torch: missing, and the reason names what --python led to.
+  const Fact* none = with_python("/opt/python3.13/bin/python3").find("framework.torch.version");
+  CHECK(none->status == Status::missing);
+  CHECK(none->reason.find("--python /opt/python3.13/bin/python3 (the prefix /opt/python3.13)") !=
+        std::string::npos);
+}

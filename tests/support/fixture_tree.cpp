@@ -60,8 +60,7 @@ FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib,
   return builtin_probes().collect(ProbeContext{r, opt});
 }
 
-FactSet probe_one(const std::filesystem::path& root, std::string_view id) {
-  ProbeOptions opt;
+FactSet probe_one(const std::filesystem::path& root, std::string_view id, ProbeOptions opt) {
   opt.no_runtime = true;
   Root r(root);
   FactSet facts;

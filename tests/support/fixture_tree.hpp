@@ -40,8 +40,9 @@ private:
 FactSet probe_root(const std::filesystem::path& root, std::int64_t reserve_gib = 4,
                    const std::string& host_root = {});
 
-/// Runs one built-in probe (by id) over a root, after the probes it may read from.
-FactSet probe_one(const std::filesystem::path& root, std::string_view id);
+/// Runs one built-in probe (by id) over a root, after the probes it may read from, with `opt`
+/// (no_runtime is always set).
+FactSet probe_one(const std::filesystem::path& root, std::string_view id, ProbeOptions opt = {});
 
 /// The fixture directory of a named case.
 std::filesystem::path fixture(std::string_view name);
