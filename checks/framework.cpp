@@ -32,6 +32,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -331,10 +332,8 @@ void collect_offload_targets(const Root& root, const std::string& torch, FactSet
                        fmt::format("cannot open: {}", std::strerror(err)));
     return;
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  auto close_fd = [](const int* p) { ::close(*p); };
+  const std::unique_ptr<const int, decltype(close_fd)> closer(&fd, close_fd);
   std::string why;
   const auto section = find_elf_section(fd, ".hip_fatbin", why);
   if (!section) {

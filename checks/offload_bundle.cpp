@@ -316,7 +316,7 @@ FatbinTargets scan_fatbin(const ReadAt& read, std::uint64_t size, const FatbinLi
         break;
       }
       const std::uint64_t in_end = version > 1 ? off + total : size;
-      const std::size_t most =
+      const auto most =
           static_cast<std::size_t>(std::min<std::uint64_t>(limits.max_header_bytes, uncompressed));
       std::size_t want = std::min(kFirstHeaderRead, most);
       Parse p = Parse::need_more;

@@ -38,7 +38,8 @@ struct FatbinLimits {
   std::size_t max_bundles = 64;                          ///< bundles read before stopping
   std::size_t max_entries = 1024;                        ///< entries of one bundle
   std::size_t max_header_bytes = std::size_t{64} * 1024; ///< one bundle's header (bytes)
-  std::uint64_t search_window = 64 * 1024; ///< bytes searched for the next bundle's magic
+  std::uint64_t search_window =
+      std::uint64_t{64} * 1024; ///< bytes searched for the next bundle's magic
 };
 
 /// What the bundles of one `.hip_fatbin` section say.
