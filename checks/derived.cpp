@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -648,6 +650,33 @@ void derive_framework_kernel_targets(FactSet& facts) {
   facts.put_ok(std::string(kKey), std::vector<std::string>(targets->begin(), targets->end()),
                fmt::format("derived: {}{}", fmt::join(used, " and "),
                            used.size() == 2 ? " (both needed: the intersection)" : ""));
+}
+
+/// framework.torch.rocm_version: the ROCm release (MAJOR.MINOR) a ROCm wheel was built on and
+/// bundles (pytorch.org wheels copy libamdhip64 and libhsa-runtime64 into torch/lib; TheRock's
+/// keep them in _rocm_sdk_core): torch.version.hip is HIP's version, whose major and minor are the
+/// ROCm release's ("6.2.41133-dd7f95766" is ROCm 6.2.0, "7.1.25424" ROCm 7.1). Its third field
+/// is a build number, not the ROCm patch release, so only MAJOR.MINOR is derived.
+void derive_framework_rocm_version(FactSet& facts) {
+  constexpr std::string_view kKey = "framework.torch.rocm_version";
+  const auto hip = facts.get<std::string>("framework.torch.hip_version");
+  if (!hip) {
+    const Fact* f = facts.find("framework.torch.hip_version");
+    facts.put_status(std::string(kKey), Status::missing, kDerived,
+                     f == nullptr || f->reason.empty() ? std::string("no ROCm build of torch found")
+                                                       : f->reason);
+    return;
+  }
+  static const RE2 kMajorMinor(R"(([0-9]{1,3})\.([0-9]{1,3})(?:[.+-].*)?)");
+  std::string major;
+  std::string minor;
+  if (!RE2::FullMatch(*hip, kMajorMinor, &major, &minor)) {
+    facts.put_status(std::string(kKey), Status::error, kDerived,
+                     fmt::format("torch.version.hip '{}' is not MAJOR.MINOR[.BUILD]", *hip));
+    return;
+  }
+  facts.put_ok(std::string(kKey), fmt::format("{}.{}", major, minor),
+               "derived: framework.torch.hip_version (HIP's major.minor is the ROCm release's)");
 }
 
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
@@ -1615,6 +1644,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_alloc_conf(facts);
   derive_framework_companions(facts);
   derive_framework_kernel_targets(facts);
+  derive_framework_rocm_version(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1691,6 +1721,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                "framework.alloc_conf.*",
                                "framework.companion_problems",
                                "framework.torch.kernel_targets",
+                               "framework.torch.rocm_version",
                                "framework.deep.device0_expected_bytes",
                                "framework.deep.device0_seen_ratio",
                                "gpu.visible",

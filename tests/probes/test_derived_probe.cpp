@@ -228,3 +228,34 @@ TEST_CASE("derived: a wheel's kernel targets are those both libtorch_hip.so and 
   CHECK(k->reason == "framework.torch.offload_targets: not an ELF file; "
                      "framework.torch.gfx_targets: no rocBLAS here");
 }
+
+TEST_CASE("derived: the ROCm release a wheel bundles is torch.version.hip's major.minor",
+          "[probe][derived][framework]") {
+  const FactSet f = probe_root(fixture("strix-halo-torch-therock-gfx1151"));
+  CHECK(f.get<std::string>("framework.torch.rocm_version") == "7.13");
+  const ProbeRegistry reg = builtin_probes();
+  ProbeOptions opt;
+  opt.no_runtime = true;
+  Root root(fixture("strix-halo-torch-therock-gfx1151"));
+  auto rocm = [&](const std::string& hip) {
+    FactSet g = f;
+    g.put_ok("framework.torch.hip_version", hip, "test");
+    reg.rederive(ProbeContext{root, opt}, g);
+    return *g.find("framework.torch.rocm_version");
+  };
+  // pytorch.org 2.5.1+rocm6.2 (ROCm 6.2.0's HIP), 2.9 +rocm6.4, a ROCm 7.1 wheel: the third
+  // field is HIP's build number, never the ROCm patch release.
+  CHECK(std::get<std::string>(rocm("6.2.41133-dd7f95766").value) == "6.2");
+  CHECK(std::get<std::string>(rocm("6.4.43482-0f2d60242").value) == "6.4");
+  CHECK(std::get<std::string>(rocm("7.1.25424").value) == "7.1");
+  CHECK(std::get<std::string>(rocm("7.10").value) == "7.10");
+  const Fact bad = rocm("seven");
+  CHECK(bad.status == Status::error);
+  CHECK(bad.reason == "torch.version.hip 'seven' is not MAJOR.MINOR[.BUILD]");
+  // A CPU wheel: missing, with the probe's reason.
+  FactSet cpu = f;
+  cpu.put_status("framework.torch.hip_version", Status::missing, "test", "not a ROCm build");
+  reg.rederive(ProbeContext{root, opt}, cpu);
+  CHECK(cpu.find("framework.torch.rocm_version")->status == Status::missing);
+  CHECK(cpu.find("framework.torch.rocm_version")->reason == "not a ROCm build");
+}
