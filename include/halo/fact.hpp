@@ -126,6 +126,22 @@ inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
 /// Whether the machine is a VM, string: "none", systemd-detect-virt's name, "vm-other"
 /// (derived from /sys/class/dmi/id and /proc/cpuinfo; checks/derived.cpp).
 inline constexpr std::string_view host_virtualization = "host.virtualization";
+/// PRETTY_NAME of os-release, string (checks/os.cpp).
+inline constexpr std::string_view os_pretty_name = "os.pretty_name";
+/// Where the doctor runs, string: "host" or the container kind (derived; checks/derived.cpp).
+inline constexpr std::string_view host_runs_in = "host.runs_in";
+/// The site directory the framework probe found torch in, string (checks/framework.cpp).
+inline constexpr std::string_view framework_python_env = "framework.python_env";
+/// torch.__version__, string (torch/version.py; checks/framework.cpp).
+inline constexpr std::string_view framework_torch_version = "framework.torch.version";
+/// "rocm", "cuda" or "cpu", string (checks/framework.cpp).
+inline constexpr std::string_view framework_torch_build = "framework.torch.build";
+/// torch.version.hip, string (checks/framework.cpp).
+inline constexpr std::string_view framework_torch_hip_version = "framework.torch.hip_version";
+/// The ROCm release a wheel bundles, "MAJOR.MINOR" string (derived; checks/derived.cpp).
+inline constexpr std::string_view framework_torch_rocm_version = "framework.torch.rocm_version";
+/// The gfx targets a ROCm wheel has kernels for, list of strings (derived; checks/derived.cpp).
+inline constexpr std::string_view framework_torch_kernel_targets = "framework.torch.kernel_targets";
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
 std::string gpu(std::int64_t index, std::string_view field);
 } // namespace keys

@@ -32,6 +32,19 @@ struct ReportContext {
   /// it ("kvm", "qemu", "vmware", "microsoft", ...) or "vm-other"; empty when unknown (fact
   /// host.virtualization).
   std::string virtualization;
+  /// The Python environment the framework probe judged (docs/framework.md), from the facts
+  /// framework.python_env and framework.torch.*; `judged` is false when the probe did not run
+  /// (a --facts file or bundle without it).
+  struct PythonEnv {
+    bool judged = false;
+    std::string site;  ///< the site directory torch was found in; empty when none was
+    std::string basis; ///< how the environment was chosen (found), or why no torch was (not found)
+    std::string torch; ///< torch.__version__ from torch/version.py, "2.10.0+rocm7.1"
+    std::string build; ///< "rocm", "cuda" or "cpu"
+    std::string hip;   ///< torch.version.hip, "7.1.25424"; empty unless a ROCm build
+    std::string rocm;  ///< the ROCm release the wheel bundles, "7.1" (MAJOR.MINOR)
+    std::vector<std::string> gfx_targets; ///< gfx targets it has kernels for (kernel_targets)
+  } python;
   int exit_code = 0;
   /// Wall-clock seconds the run took from start to results (steady clock, `check`); reported
   /// by the junit (`time`) and prometheus (`halo_doctor_run_duration_seconds`) formats.

@@ -191,9 +191,26 @@ ReportContext report_context(const Evaluation& ev, const CommonOptions& o, FailO
   ReportContext ctx;
   ctx.tool_version = kVersion;
   ctx.hostname = ev.facts.get<std::string>(keys::host_name).value_or("");
-  ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
-  ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
-  ctx.runs_in = ev.facts.get<std::string>("host.runs_in").value_or("");
+  ctx.kernel = ev.facts.get<std::string>(keys::kernel_release).value_or("");
+  ctx.os = ev.facts.get<std::string>(keys::os_pretty_name).value_or("");
+  ctx.runs_in = ev.facts.get<std::string>(keys::host_runs_in).value_or("");
+  if (const Fact* torch = ev.facts.find(keys::framework_torch_version)) {
+    auto& py = ctx.python;
+    py.judged = true;
+    const Fact* site = ev.facts.find(keys::framework_python_env);
+    if (torch->ok() && site != nullptr && site->ok()) {
+      py.site = ev.facts.get<std::string>(keys::framework_python_env).value_or("");
+      py.basis = site->source;
+      py.torch = ev.facts.get<std::string>(keys::framework_torch_version).value_or("");
+      py.build = ev.facts.get<std::string>(keys::framework_torch_build).value_or("");
+      py.hip = ev.facts.get<std::string>(keys::framework_torch_hip_version).value_or("");
+      py.rocm = ev.facts.get<std::string>(keys::framework_torch_rocm_version).value_or("");
+      py.gfx_targets = ev.facts.get<std::vector<std::string>>(keys::framework_torch_kernel_targets)
+                           .value_or(std::vector<std::string>{});
+    } else {
+      py.basis = torch->reason.empty() ? std::string(to_string(torch->status)) : torch->reason;
+    }
+  }
   ctx.virtualization = ev.facts.get<std::string>(keys::host_virtualization).value_or("");
   ctx.ruleset_version = ev.rules.version;
   ctx.ruleset_digest = ev.rules.digest;

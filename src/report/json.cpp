@@ -10,6 +10,16 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
       {"hostname", ctx.hostname}, {"kernel", ctx.kernel}, {"os", ctx.os}, {"root", ctx.root}};
   if (!ctx.runs_in.empty()) j["host"]["runs_in"] = ctx.runs_in;
   if (!ctx.virtualization.empty()) j["host"]["virtualization"] = ctx.virtualization;
+  if (ctx.python.judged) {
+    const auto& py = ctx.python;
+    j["python"] = {{"site", py.site},
+                   {"basis", py.basis},
+                   {"torch", py.torch},
+                   {"build", py.build},
+                   {"hip", py.hip},
+                   {"rocm", py.rocm},
+                   {"gfx_targets", py.gfx_targets}};
+  }
   j["ruleset"] = {{"version", ctx.ruleset_version}, {"digest", ctx.ruleset_digest}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : results) {

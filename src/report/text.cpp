@@ -5,6 +5,7 @@
 
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -175,6 +176,21 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
                : fmt::format(", in a {} virtual machine", ctx.virtualization);
   if (ctx.root != "/") out += fmt::format(", root {}", ctx.root);
   out += "\n";
+  if (const auto& py = ctx.python; py.judged) {
+    if (py.site.empty()) {
+      out += fmt::format("python: no PyTorch found: {}\n", py.basis);
+    } else {
+      std::string what = py.build + " build";
+      if (!py.hip.empty()) what += fmt::format(", HIP {}", py.hip);
+      if (!py.rocm.empty()) what += fmt::format(", ROCm {}", py.rocm);
+      if (py.build == "rocm")
+        what += py.gfx_targets.empty()
+                    ? std::string(", no readable gfx targets")
+                    : fmt::format(", kernels for {}", fmt::join(py.gfx_targets, " "));
+      out += fmt::format("python: torch {} ({}) in {}, chosen by {}\n", py.torch, what, py.site,
+                         py.basis);
+    }
+  }
 
   std::vector<std::string> areas;
   for (const auto& r : results)
