@@ -1,4 +1,4 @@
-// Fork-and-pipe runner for the ROCr queries (checks/hsa.cpp).
+// Fork-and-pipe runner for the ROCr queries (checks/hsa.cpp, checks/hsa_child.cpp).
 #include "child_run.hpp"
 
 #include <fmt/format.h>
