@@ -266,7 +266,10 @@ TEST_CASE("framework probe: --python PATH picks its venv or prefix over VIRTUAL_
   // The system interpreter: the system site directories, not the venv in the environment.
   CHECK(str(with_python("/usr/bin/python3"), "framework.torch.version") == "1.13.0a0");
   // A prefix without torch: missing, and the reason names what --python led to.
-  const Fact* none = with_python("/opt/python3.13/bin/python3").find("framework.torch.version");
+  // (The FactSet is kept: a pointer into a temporary one would dangle.)
+  const FactSet bare = with_python("/opt/python3.13/bin/python3");
+  const Fact* none = bare.find("framework.torch.version");
+  REQUIRE(none != nullptr);
   CHECK(none->status == Status::missing);
   CHECK(none->reason.find("--python /opt/python3.13/bin/python3 (the prefix /opt/python3.13)") !=
         std::string::npos);
