@@ -200,7 +200,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_status(k, st, path.empty() ? "/boot" : path, why);
     return;
   }
-  std::unique_ptr<int, void (*)(const int*)> guard(&fd, [](const int* p) { ::close(*p); });
+  const UniqueFd guard(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_size > kMaxImageBytes) {
     for (const auto& k : kKeys)

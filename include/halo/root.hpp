@@ -14,6 +14,33 @@
 
 namespace halo {
 
+/// Owns one file descriptor and closes it (close(2)) when it goes out of scope: the one guard
+/// for descriptors from Root::open_regular, open(2) and openat(2). -1 means "none". Movable, not
+/// copyable; release() hands the descriptor back without closing it.
+class UniqueFd {
+public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  ~UniqueFd();
+  /// The descriptor, or -1.
+  int get() const { return fd_; }
+  /// True when it holds a descriptor.
+  explicit operator bool() const { return fd_ >= 0; }
+  /// Gives up ownership: returns the descriptor (or -1), which the caller now closes.
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+private:
+  int fd_ = -1;
+};
+
 /// The outcome of a bounded read: `status` ok with `text`, or missing/denied/error with `reason`
 /// (strerror text). `path` is the absolute path as seen on the target system (`/proc/cmdline`).
 struct ReadResult {
@@ -96,7 +123,7 @@ private:
   int open_in_root(std::string_view abs, int flags) const;
 
   std::filesystem::path base_;
-  std::shared_ptr<const int> base_fd_; ///< O_PATH descriptor of base_ (not for the live root)
+  std::shared_ptr<const UniqueFd> base_fd_; ///< O_PATH descriptor of base_ (not for the live root)
   bool live_;
 };
 

@@ -1,6 +1,7 @@
 // Bounded input reads and atomic, type-checked output writes (include/halo/io.hpp).
 #include <halo/error.hpp>
 #include <halo/io.hpp>
+#include <halo/root.hpp>
 
 #include <fmt/format.h>
 
@@ -18,19 +19,6 @@
 
 namespace halo {
 namespace {
-
-/// Closes a file descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&&) = delete;
-  Fd& operator=(Fd&&) = delete;
-};
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -87,23 +75,23 @@ void write_in_place(const std::string& path, std::string_view text) {
     if (raw >= 0 || errno != ENXIO || waited >= kFifoReaderWaitMs) break;
     ::usleep(50 * 1000);
   }
-  const Fd fd(raw);
-  if (fd.fd < 0)
+  const UniqueFd fd(raw);
+  if (fd.get() < 0)
     throw OutputError(fmt::format("{}: cannot be written: {}", path,
                                   errno == ENXIO ? std::string("no process reads this FIFO")
                                                  : errno_text(errno)));
   // Blocking writes from here on: a reader that is slow is waited for, as by any shell command.
-  const int flags = ::fcntl(fd.fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd.fd, F_SETFL, flags & ~O_NONBLOCK);
-  if (const int err = write_all(fd.fd, text); err != 0)
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  if (const int err = write_all(fd.get(), text); err != 0)
     throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
 }
 
 /// Replaces (or creates) the regular file `base` in the directory `dir` atomically.
 void write_atomic(const std::string& path, const std::string& dir, const std::string& base,
                   std::string_view text, mode_t mode, bool keep_mode) {
-  const Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.fd < 0)
+  const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.get() < 0)
     throw InputError(
         fmt::format("{}: cannot be written: directory {}: {}", path, dir, errno_text(errno)));
   std::string tmp;
@@ -111,7 +99,8 @@ void write_atomic(const std::string& path, const std::string& dir, const std::st
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     tmp = temp_name(base);
     // O_EXCL|O_NOFOLLOW: a planted file or symlink of that name is never opened (open(2)).
-    fd = ::openat(dfd.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    fd = ::openat(dfd.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  mode);
     if (fd < 0 && errno != EEXIST)
       throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(errno)));
   }
@@ -120,12 +109,12 @@ void write_atomic(const std::string& path, const std::string& dir, const std::st
   if (err == 0) err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::renameat(dfd.fd, tmp.c_str(), dfd.fd, base.c_str()) != 0) err = errno;
+  if (err == 0 && ::renameat(dfd.get(), tmp.c_str(), dfd.get(), base.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlinkat(dfd.fd, tmp.c_str(), 0);
+    ::unlinkat(dfd.get(), tmp.c_str(), 0);
     throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
   }
-  ::fsync(dfd.fd); // the rename itself reaches the disk (fsync(2) on the directory)
+  ::fsync(dfd.get()); // the rename itself reaches the disk (fsync(2) on the directory)
 }
 
 /// The descriptor `path` names if it is /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N
@@ -153,10 +142,11 @@ std::optional<int> own_descriptor(const std::string& path) {
 
 std::string read_input_file(const std::string& path, std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO with no writer would block in open(2) itself (fifo(7)).
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (fd.fd < 0) throw InputError(fmt::format("{}: cannot be read: {}", path, errno_text(errno)));
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (fd.get() < 0)
+    throw InputError(fmt::format("{}: cannot be read: {}", path, errno_text(errno)));
   struct stat st {};
-  if (::fstat(fd.fd, &st) != 0)
+  if (::fstat(fd.get(), &st) != 0)
     throw InputError(fmt::format("{}: cannot be read: {}", path, errno_text(errno)));
   if (!S_ISREG(st.st_mode))
     throw InputError(
@@ -166,7 +156,7 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes) {
   std::string out;
   std::array<char, 65536> buf{};
   for (;;) {
-    const ssize_t n = ::read(fd.fd, buf.data(), buf.size());
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       throw InputError(fmt::format("{}: cannot be read: {}", path, errno_text(errno)));

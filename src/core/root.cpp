@@ -19,6 +19,19 @@
 #include <memory>
 
 namespace halo {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 namespace {
 
 Status status_of_errno(int err) {
@@ -56,23 +69,12 @@ int openat2_in_root(int dirfd, const std::string& rel, int flags) {
   return static_cast<int>(::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how));
 }
 
-/// Owns a descriptor: closes it with the last shared_ptr (Root copies share it).
-struct ClosingFd {
-  int fd;
-  explicit ClosingFd(int f) : fd(f) {}
-  ~ClosingFd() { ::close(fd); }
-  ClosingFd(const ClosingFd&) = delete;
-  ClosingFd(ClosingFd&&) = delete;
-  ClosingFd& operator=(const ClosingFd&) = delete;
-  ClosingFd& operator=(ClosingFd&&) = delete;
-};
-
 } // namespace
 
 int Root::open_in_root(std::string_view abs, int flags) const {
   if (live_) return ::open(std::string(abs).c_str(), flags);
   static std::atomic<bool> have_openat2{true};
-  if (have_openat2.load(std::memory_order_relaxed) && base_fd_ && *base_fd_ >= 0) {
+  if (have_openat2.load(std::memory_order_relaxed) && base_fd_ && *base_fd_) {
     std::string rel(abs);
     while (!rel.empty() && rel.front() == '/')
       rel.erase(0, 1);
@@ -83,7 +85,7 @@ int Root::open_in_root(std::string_view abs, int flags) const {
     // then take the component walk for this one path.
     int fd = -1;
     for (int attempt = 0; attempt < 32; ++attempt) {
-      fd = openat2_in_root(*base_fd_, rel, flags);
+      fd = openat2_in_root(base_fd_->get(), rel, flags);
       if (fd >= 0 || (errno != EAGAIN && errno != EINTR)) break;
     }
     if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EAGAIN && errno != EINTR))
@@ -115,8 +117,7 @@ Root::Root(std::filesystem::path base) : base_(std::move(base)) {
     // One O_PATH descriptor of the base for every openat2(2) below it; shared by copies.
     const int fd = ::open(base_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
-      auto owner = std::make_shared<const ClosingFd>(fd);
-      base_fd_ = std::shared_ptr<const int>(owner, &owner->fd); // aliasing: owner closes it
+      base_fd_ = std::make_shared<const UniqueFd>(fd);
     }
   }
 }
