@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -48,6 +49,9 @@ constexpr std::string_view kTorchGit = "framework.torch.git_version";
 constexpr std::string_view kTorchBuild = "framework.torch.build";
 constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
 constexpr std::string_view kTorchOffload = "framework.torch.offload_targets";
+constexpr std::string_view kTorchSearch = "framework.torch.library_search";
+constexpr std::string_view kTorchLinked = "framework.torch.linked_libraries";
+constexpr std::string_view kTorchShadows = "framework.torch.ld_library_path_shadows";
 constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
@@ -78,6 +82,8 @@ std::string str(std::string_view s) {
 struct PythonEnvVars {
   std::string virtual_env;
   std::string conda_prefix;
+  /// LD_LIBRARY_PATH as set (possibly empty); std::nullopt when it is not set.
+  std::optional<std::string> ld_library_path;
   std::string source;
   std::string read_reason; ///< why /proc/self/environ could not be read; empty when it was
 };
@@ -104,6 +110,9 @@ PythonEnvVars read_env(const Root& root) {
     };
     take("VIRTUAL_ENV", out.virtual_env);
     take("CONDA_PREFIX", out.conda_prefix);
+    constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
+    if (entry.substr(0, kLd.size()) == kLd)
+      out.ld_library_path = std::string(entry.substr(kLd.size()));
   }
   return out;
 }
@@ -319,21 +328,8 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
 /// The gfx processors of the code objects in libtorch_hip.so: PyTorch's own GPU kernels, one
 /// offload bundle per translation unit in its `.hip_fatbin` section (offload_bundle.hpp). Only
 /// the section's first bundles' headers are read (a real libtorch_hip.so is about 1 GB).
-void collect_offload_targets(const Root& root, const std::string& torch, FactSet& facts) {
+void collect_offload_targets(const std::string& lib, int fd, FactSet& facts) {
   const std::string key = str(kTorchOffload);
-  const std::string lib = join(torch, "lib/libtorch_hip.so");
-  const int fd = root.open_regular(lib);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT)
-      facts.put_status(key, Status::missing, lib, "the wheel has no libtorch_hip.so");
-    else
-      facts.put_status(key, err == EACCES ? Status::denied : Status::error, lib,
-                       fmt::format("cannot open: {}", std::strerror(err)));
-    return;
-  }
-  auto close_fd = [](const int* p) { ::close(*p); };
-  const std::unique_ptr<const int, decltype(close_fd)> closer(&fd, close_fd);
   std::string why;
   const auto section = find_elf_section(fd, ".hip_fatbin", why);
   if (!section) {
@@ -364,6 +360,157 @@ void collect_offload_targets(const Root& root, const std::string& torch, FactSet
   if (!partial.empty())
     source += fmt::format("; only some bundles have {}", fmt::join(partial, ", "));
   facts.put_ok(key, std::vector<std::string>(t.common.begin(), t.common.end()), source);
+}
+
+/// One directory of a search path list, as ld.so reads it (ld.so(8) "Dynamic string tokens";
+/// glibc elf/dl-load.c fillin_rpath, expand_dynamic_string_token): `$ORIGIN` and `${ORIGIN}` are
+/// the directory of the object; an entry with another token ($LIB, $PLATFORM) or not starting
+/// with '/' (relative to the process's working directory, which the doctor cannot know) is not
+/// followed and returned as std::nullopt.
+std::optional<std::string> search_dir(std::string_view entry, std::string_view origin) {
+  std::string out;
+  for (std::size_t i = 0; i < entry.size();) {
+    if (entry[i] != '$') {
+      out += entry[i++];
+      continue;
+    }
+    std::string_view rest = entry.substr(i);
+    if (rest.starts_with("${ORIGIN}")) {
+      out += origin;
+      i += 9;
+    } else if (rest.starts_with("$ORIGIN") &&
+               (rest.size() == 7 ||
+                !(std::isalnum(static_cast<unsigned char>(rest[7])) != 0 || rest[7] == '_'))) {
+      out += origin;
+      i += 7;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (out.empty() || out.front() != '/') return std::nullopt;
+  return std::filesystem::path(out).lexically_normal().string();
+}
+
+/// Splits a search path list into directories: DT_RPATH and DT_RUNPATH at ':' (elf(5)),
+/// LD_LIBRARY_PATH at ':' or ';' (ld.so(8)). At most 64 entries are kept.
+std::vector<std::string> split_search_path(std::string_view list, std::string_view seps,
+                                           std::string_view origin,
+                                           std::vector<std::string>& skipped) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size() && out.size() + skipped.size() < 64) {
+    const std::size_t end = std::min(list.find_first_of(seps, start), list.size());
+    const std::string_view entry = list.substr(start, end - start);
+    if (auto dir = search_dir(entry, origin))
+      out.push_back(std::move(*dir));
+    else
+      skipped.emplace_back(entry.empty() ? "(empty: the working directory)" : entry);
+    start = end + 1;
+  }
+  return out;
+}
+
+/// Where the dynamic linker finds the libraries libtorch_hip.so names, and whether
+/// LD_LIBRARY_PATH takes one away from the place the wheel meant. ld.so(8), "a dependency without
+/// a slash": (1) the object's DT_RPATH, only if it has no DT_RUNPATH; (2) LD_LIBRARY_PATH;
+/// (3) the object's DT_RUNPATH; then ld.so.cache and the default directories (glibc
+/// elf/dl-load.c _dl_map_object). pytorch.org ROCm wheels bundle ROCm in torch/lib and set
+/// DT_RPATH `$ORIGIN` (`patchelf --force-rpath`: pytorch/builder PR 1468, .ci/manywheel/
+/// build_rocm.sh FORCE_RPATH) so that LD_LIBRARY_PATH cannot override them; a DT_RUNPATH
+/// (CMake's default for source builds, older wheels) lets an LD_LIBRARY_PATH into another ROCm
+/// win ("invalid device function", crashes in mixed versions; TheRock issue 1011).
+/// Facts: library_search ("DT_RPATH", "DT_RUNPATH" or "none"), linked_libraries (the DT_NEEDED
+/// names the library's own search path holds, as "NAME (DIR)", DIR "torch/lib" for $ORIGIN: the
+/// ROCm a wheel bundles in torch/lib, or the one a source build was linked against) and
+/// ld_library_path_shadows (those an LD_LIBRARY_PATH directory supplies first instead). A library
+/// already loaded under the same name (torch/_rocm_init.py's preloads in TheRock wheels) is not
+/// modelled.
+void collect_library_search(const Root& root, const std::string& lib, int fd,
+                            const PythonEnvVars& env, FactSet& facts) {
+  const std::string search_key = str(kTorchSearch);
+  const std::string linked_key = str(kTorchLinked);
+  const std::string shadows_key = str(kTorchShadows);
+  std::string why;
+  const auto dyn = read_elf_dynamic(fd, why);
+  if (!dyn) {
+    for (const auto& k : {search_key, linked_key, shadows_key})
+      facts.put_status(k, Status::error, lib, why);
+    return;
+  }
+  const std::string origin = parent_dir(lib);
+  std::vector<std::string> skipped;
+  const bool runpath = dyn->runpath.has_value();
+  const std::string tag = runpath ? "DT_RUNPATH" : dyn->rpath ? "DT_RPATH" : "none";
+  const std::vector<std::string> own =
+      split_search_path(runpath ? *dyn->runpath : dyn->rpath.value_or(""), ":", origin, skipped);
+  facts.put_ok(search_key, tag,
+               tag == "none"
+                   ? fmt::format("{}: no DT_RPATH or DT_RUNPATH", lib)
+                   : fmt::format("{}: {} {}", lib, tag, runpath ? *dyn->runpath : *dyn->rpath));
+  auto holder = [&](const std::vector<std::string>& dirs,
+                    const std::string& name) -> std::optional<std::string> {
+    for (const auto& d : dirs)
+      if (root.exists(join(d, name))) return d;
+    return std::nullopt;
+  };
+  std::vector<std::string> linked;
+  std::vector<std::string> shadows;
+  std::vector<std::string> ld_skipped;
+  const std::vector<std::string> ld =
+      env.ld_library_path ? split_search_path(*env.ld_library_path, ":;", origin, ld_skipped)
+                          : std::vector<std::string>{};
+  for (const auto& name : dyn->needed) {
+    if (name.find('/') != std::string::npos) continue; // a path is opened as it is
+    const auto wheel_dir = holder(own, name);
+    if (!wheel_dir) continue;
+    linked.push_back(fmt::format("{} ({})", name, *wheel_dir == origin ? "torch/lib" : *wheel_dir));
+    if (!runpath) continue; // DT_RPATH is searched before LD_LIBRARY_PATH
+    const auto ld_dir = holder(ld, name);
+    if (ld_dir && *ld_dir != *wheel_dir)
+      shadows.push_back(fmt::format("{} from {} (not {})", name, *ld_dir,
+                                    *wheel_dir == origin ? "torch/lib" : *wheel_dir));
+  }
+  facts.put_ok(linked_key, linked,
+               fmt::format("{}: DT_NEEDED names found in its {} directories{}", lib, tag,
+                           skipped.empty()
+                               ? std::string()
+                               : fmt::format(" ({} not followed)", fmt::join(skipped, ", "))));
+  std::string source;
+  if (!env.read_reason.empty())
+    source = fmt::format("{} (LD_LIBRARY_PATH unknown: {})", env.source, env.read_reason);
+  else if (!env.ld_library_path)
+    source = fmt::format("LD_LIBRARY_PATH is not set ({})", env.source);
+  else
+    source = fmt::format(
+        "LD_LIBRARY_PATH={} ({}) against {}'s {}{}", *env.ld_library_path, env.source, lib, tag,
+        ld_skipped.empty() ? std::string()
+                           : fmt::format("; not followed: {}", fmt::join(ld_skipped, ", ")));
+  if (!env.read_reason.empty() && runpath)
+    facts.put_status(shadows_key, Status::error, env.source,
+                     fmt::format("LD_LIBRARY_PATH unknown: {}", env.read_reason));
+  else
+    facts.put_ok(shadows_key, shadows, source);
+}
+
+/// The ROCm half of the wheel, from torch/lib/libtorch_hip.so: its offload targets and how the
+/// dynamic linker finds the ROCm libraries it needs.
+void collect_hip_library(const Root& root, const std::string& torch, const PythonEnvVars& env,
+                         FactSet& facts) {
+  const std::string lib = join(torch, "lib/libtorch_hip.so");
+  const UniqueFd fd(root.open_regular(lib));
+  if (!fd) {
+    const int err = errno;
+    for (const auto& k : {kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows}) {
+      if (err == ENOENT)
+        facts.put_status(str(k), Status::missing, lib, "the wheel has no libtorch_hip.so");
+      else
+        facts.put_status(str(k), err == EACCES ? Status::denied : Status::error, lib,
+                         fmt::format("cannot open: {}", std::strerror(err)));
+    }
+    return;
+  }
+  collect_offload_targets(lib, fd.get(), facts);
+  collect_library_search(root, lib, fd.get(), env, facts);
 }
 
 /// bitsandbytes in the site directory torch came from: its version from the installed
@@ -476,12 +623,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    facts.put_status(str(kPythonEnv), Status::missing, env.source, reason);
-    facts.put_status(str(kTorchVersion), Status::missing, env.source, reason);
-    facts.put_status(str(kBnbVersion), Status::missing, env.source, reason);
-    facts.put_status(str(kBnbRocm), Status::missing, env.source, reason);
-    facts.put_status(str(kVisionVersion), Status::missing, env.source, reason);
-    facts.put_status(str(kAudioVersion), Status::missing, env.source, reason);
+    for (const auto& k : {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch,
+                          kTorchLinked, kTorchShadows, kBnbVersion, kBnbRocm, kVisionVersion,
+                          kAudioVersion})
+      facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
   const std::string torch = join(site, "torch");
@@ -531,10 +676,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok(str(kTorchBuild), std::string(build), fmt::format("{} (hip and cuda)", r.path));
   if (hip) {
     collect_gfx_targets(root, site, torch, facts);
-    collect_offload_targets(root, torch, facts);
+    collect_hip_library(root, torch, env, facts);
   } else {
-    facts.put_status(str(kTorchGfx), Status::missing, r.path, "not a ROCm build");
-    facts.put_status(str(kTorchOffload), Status::missing, r.path, "not a ROCm build");
+    for (const auto& k : {kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows})
+      facts.put_status(str(k), Status::missing, r.path, "not a ROCm build");
   }
 }
 
@@ -545,29 +690,32 @@ std::unique_ptr<Probe> make_framework_probe() {
       "framework",
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
-                               str(kTorchOffload), str(kBnbVersion), str(kBnbRocm),
+                               str(kTorchOffload), str(kTorchSearch), str(kTorchLinked),
+                               str(kTorchShadows), str(kBnbVersion), str(kBnbRocm),
                                str(kVisionVersion), str(kAudioVersion)},
-      std::vector<std::string>{"/proc/self/environ",
-                               "$VIRTUAL_ENV/pyvenv.cfg",
-                               "--python PATH: PATH/../../pyvenv.cfg",
-                               "PATH/../../lib/python3.*/site-packages/torch/version.py",
-                               "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
-                               "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/local/lib/python3.*/dist-packages/torch/version.py",
-                               "/usr/local/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/lib/python3/dist-packages/torch/version.py",
-                               "/usr/lib/python3.*/site-packages/torch/version.py",
-                               "/usr/lib64/python3.*/site-packages/torch/version.py",
-                               "SITE/torch/lib/rocblas/library/",
-                               "SITE/torch/lib/hipblaslt/library/",
-                               "SITE/torch/lib/libtorch_hip.so (.hip_fatbin section)",
-                               "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
-                               "SITE/bitsandbytes-*.dist-info/METADATA",
-                               "SITE/bitsandbytes/__init__.py",
-                               "SITE/bitsandbytes/libbitsandbytes_rocm*.so",
-                               "SITE/torchvision/version.py",
-                               "SITE/torchaudio/version.py",
-                               "SITE/torch{vision,audio}-*.dist-info/METADATA"},
+      std::vector<std::string>{
+          "/proc/self/environ",
+          "$VIRTUAL_ENV/pyvenv.cfg",
+          "--python PATH: PATH/../../pyvenv.cfg",
+          "PATH/../../lib/python3.*/site-packages/torch/version.py",
+          "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
+          "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
+          "/usr/local/lib/python3.*/dist-packages/torch/version.py",
+          "/usr/local/lib/python3.*/site-packages/torch/version.py",
+          "/usr/lib/python3/dist-packages/torch/version.py",
+          "/usr/lib/python3.*/site-packages/torch/version.py",
+          "/usr/lib64/python3.*/site-packages/torch/version.py",
+          "SITE/torch/lib/rocblas/library/",
+          "SITE/torch/lib/hipblaslt/library/",
+          "SITE/torch/lib/libtorch_hip.so (.hip_fatbin, .dynamic)",
+          "LD_LIBRARY_PATH and DT_RPATH/DT_RUNPATH directories: DT_NEEDED names",
+          "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
+          "SITE/bitsandbytes-*.dist-info/METADATA",
+          "SITE/bitsandbytes/__init__.py",
+          "SITE/bitsandbytes/libbitsandbytes_rocm*.so",
+          "SITE/torchvision/version.py",
+          "SITE/torchaudio/version.py",
+          "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
 }
 

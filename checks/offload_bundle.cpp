@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -416,6 +417,109 @@ std::optional<ElfSection> find_elf_section(int fd, std::string_view name, std::s
   }
   why = fmt::format("no {} section", name);
   return std::nullopt;
+}
+
+namespace {
+/// The NUL-terminated string at `offset` of a string table at [table, table + size) of the file,
+/// read with pread(2); std::nullopt when it is outside the table, unterminated or longer than
+/// `max_bytes`.
+std::optional<std::string> read_elf_string(int fd, std::uint64_t table, std::uint64_t size,
+                                           std::uint64_t offset, std::size_t max_bytes) {
+  if (offset >= size) return std::nullopt;
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(max_bytes + 1, size - offset));
+  std::string buf(n, '\0');
+  const ssize_t r = ::pread(fd, buf.data(), n, static_cast<off_t>(table + offset));
+  if (r <= 0) return std::nullopt;
+  const auto end = buf.find('\0');
+  if (end == std::string::npos || end >= static_cast<std::size_t>(r)) return std::nullopt;
+  buf.resize(end);
+  return buf;
+}
+} // namespace
+
+std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
+                                           const ElfDynamicLimits& limits) {
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    why = "libelf is too old for this ELF version";
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    why = "cannot stat the file";
+    return std::nullopt;
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  auto in_file = [&](const GElf_Shdr& h) {
+    return h.sh_type == SHT_NOBITS ||
+           (h.sh_offset <= file_size && h.sh_size <= file_size - h.sh_offset);
+  };
+  std::unique_ptr<Elf, decltype(&elf_end)> elf(elf_begin(fd, ELF_C_READ, nullptr), elf_end);
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) {
+    why = "not an ELF file";
+    return std::nullopt;
+  }
+  Elf_Scn* scn = nullptr;
+  GElf_Shdr shdr{};
+  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr)
+    if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_DYNAMIC) break;
+  if (scn == nullptr) {
+    why = "no dynamic section (a static or stripped file)";
+    return std::nullopt;
+  }
+  if (!in_file(shdr) || shdr.sh_type == SHT_NOBITS || shdr.sh_size > limits.max_section_bytes) {
+    why = fmt::format("dynamic section (offset {}, {} bytes) lies past the file's end or is "
+                      "larger than {} bytes",
+                      shdr.sh_offset, shdr.sh_size, limits.max_section_bytes);
+    return std::nullopt;
+  }
+  // The string table the dynamic entries' names point into (elf(5): sh_link of SHT_DYNAMIC).
+  Elf_Scn* strscn = elf_getscn(elf.get(), shdr.sh_link);
+  GElf_Shdr strhdr{};
+  if (strscn == nullptr || gelf_getshdr(strscn, &strhdr) == nullptr ||
+      strhdr.sh_type != SHT_STRTAB || !in_file(strhdr)) {
+    why = fmt::format("the dynamic section's string table (section {}) is missing or lies past "
+                      "the file's end",
+                      shdr.sh_link);
+    return std::nullopt;
+  }
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (data == nullptr) {
+    why = fmt::format("dynamic section: {}", elf_errmsg(-1));
+    return std::nullopt;
+  }
+  const std::size_t entry = gelf_fsize(elf.get(), ELF_T_DYN, 1, EV_CURRENT);
+  const std::size_t count = entry == 0 ? 0 : data->d_size / entry;
+  ElfDynamic out;
+  for (std::size_t i = 0; i < count; ++i) {
+    GElf_Dyn dyn{};
+    if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr || dyn.d_tag == DT_NULL) break;
+    if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH &&
+        dyn.d_tag != DT_SONAME)
+      continue;
+    auto text = read_elf_string(fd, strhdr.sh_offset, strhdr.sh_size, dyn.d_un.d_val,
+                                limits.max_string_bytes);
+    if (!text) {
+      why = fmt::format("dynamic entry {} (tag {}) names offset {} of a {}-byte string table: "
+                        "outside it, unterminated or longer than {} bytes",
+                        i, dyn.d_tag, dyn.d_un.d_val, strhdr.sh_size, limits.max_string_bytes);
+      return std::nullopt;
+    }
+    switch (dyn.d_tag) {
+    case DT_NEEDED:
+      out.needed.push_back(std::move(*text));
+      break;
+    case DT_RPATH:
+      out.rpath = std::move(*text);
+      break;
+    case DT_RUNPATH:
+      out.runpath = std::move(*text);
+      break;
+    default:
+      out.soname = std::move(*text);
+      break;
+    }
+  }
+  return out;
 }
 
 } // namespace halo::probes

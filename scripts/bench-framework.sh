@@ -17,34 +17,23 @@ rm "$tmp/without/$lib"
 python3 - "$tmp/with/$lib" <<'PY'
 import os, struct, sys
 sys.path.insert(0, "tests/fixtures")
-from build_fixtures import ccob_bundle, offload_bundle  # the fixtures' bundle writers
+from build_fixtures import ccob_bundle, offload_bundle, write_hip_library  # the fixtures' writers
 
 UNITS, UNIT_BYTES = 128, 8 << 20
 head = ccob_bundle(offload_bundle(["gfx1151", "gfx1100", "gfx942", "gfx90a:xnack+"]))
 # A CCOB bundle of 8 MiB: the real header and compressed start, the rest a hole.
 head = head[:8] + struct.pack("<I", UNIT_BYTES) + head[12:]
-section = UNITS * UNIT_BYTES
-fat_off = 4096
-strtab = b"\0.hip_fatbin\0.shstrtab\0"
-str_off = fat_off + section
-sh_off = (str_off + len(strtab) + 7) // 8 * 8
 with open(sys.argv[1], "wb") as f:
-    f.write(b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-            + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, sh_off, 0, 64, 56, 0, 64, 3, 2))
-    for i in range(UNITS):
-        f.seek(fat_off + i * UNIT_BYTES)
-        f.write(head)
-    f.seek(str_off)
-    f.write(strtab)
-    f.seek(sh_off)
-    shdr = lambda name, typ, flags, off, size, align: struct.pack(
-        "<IIQQQQIIQQ", name, typ, flags, 0, off, size, 0, 0, align, 0)
-    f.write(bytes(64) + shdr(1, 1, 2, fat_off, section, 4096) + shdr(13, 3, 0, str_off, len(strtab), 1))
+    write_hip_library(f, [head] * UNITS, unit=UNIT_BYTES, runpath="$ORIGIN",
+                      needed=["libc10_hip.so", "libamdhip64.so.7", "libMIOpen.so.1", "libc.so.6"])
 print(f"libtorch_hip.so: {os.path.getsize(sys.argv[1]) / 2**30:.2f} GiB apparent, "
       f"{os.stat(sys.argv[1]).st_blocks * 512 / 2**20:.1f} MiB on disk")
 PY
 "$bin" facts --root "$tmp/with" --no-runtime --format json |
-  python3 -c 'import json,sys; f=json.load(sys.stdin)["facts"]["framework.torch.offload_targets"]; print(f["value"], "from", f["source"])'
+  python3 -c 'import json,sys
+facts = json.load(sys.stdin)["facts"]
+for k in ("framework.torch.offload_targets", "framework.torch.library_search"):
+    print(k, "=", facts[k].get("value"), "from", facts[k]["source"])'
 hyperfine --warmup 5 --runs 50 -N --export-markdown "${HALO_BENCH_OUT:-/dev/stdout}" \
   -n "check, 1 GiB libtorch_hip.so" "$bin check --root $tmp/with --no-runtime --format json -o /dev/null" \
   -n "check, no libtorch_hip.so" "$bin check --root $tmp/without --no-runtime --format json -o /dev/null"

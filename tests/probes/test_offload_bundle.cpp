@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -281,5 +283,141 @@ TEST_CASE("offload bundles: hostile sections end in an error naming the offset",
     CHECK(t.bundles == 1);
     CHECK(t.truncated);
     CHECK(t.common == Set{"gfx942"});
+  }
+}
+
+namespace {
+
+/// A 64-bit little-endian ELF shared object with a .dynstr and a .dynamic section (elf(5)), in a
+/// memfd: `entries` are (tag, value) pairs written as they are, so a value may point anywhere.
+/// `dynstr_type` and `dynamic_size` let a test break the file.
+struct ElfFile {
+  int fd = -1;
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ElfFile(ElfFile&&) = delete;
+  ElfFile& operator=(ElfFile&&) = delete;
+  ElfFile(const std::string& dynstr,
+          const std::vector<std::pair<std::int64_t, std::uint64_t>>& entries,
+          std::uint32_t dynstr_type = 3, std::uint64_t dynamic_size = 0) {
+    fd = ::memfd_create("elf", MFD_CLOEXEC);
+    std::string dyn;
+    auto put = [](std::string& out, std::uint64_t v, int bytes) {
+      for (int i = 0; i < bytes; ++i)
+        out += static_cast<char>((v >> (8 * i)) & 0xff);
+    };
+    for (const auto& [tag, val] : entries) {
+      put(dyn, static_cast<std::uint64_t>(tag), 8);
+      put(dyn, val, 8);
+    }
+    put(dyn, 0, 16); // DT_NULL
+    const std::string shstrtab = std::string("\0.shstrtab\0.dynstr\0.dynamic\0", 28);
+    const std::uint64_t dynstr_off = 64;
+    const std::uint64_t dynamic_off = (dynstr_off + dynstr.size() + 7) / 8 * 8;
+    const std::uint64_t shstr_off = dynamic_off + dyn.size();
+    const std::uint64_t sh_off = (shstr_off + shstrtab.size() + 7) / 8 * 8;
+    std::string file("\x7f"
+                     "ELF\x02\x01\x01",
+                     7);
+    file.resize(16, '\0');
+    put(file, 3, 2);  // e_type ET_DYN
+    put(file, 62, 2); // e_machine x86-64
+    put(file, 1, 4);
+    put(file, 0, 8);
+    put(file, 0, 8);
+    put(file, sh_off, 8);
+    put(file, 0, 4);
+    put(file, 64, 2);
+    put(file, 56, 2);
+    put(file, 0, 2);
+    put(file, 64, 2);
+    put(file, 4, 2); // e_shnum
+    put(file, 1, 2); // e_shstrndx
+    file += dynstr;
+    file.resize(dynamic_off, '\0');
+    file += dyn;
+    file += shstrtab;
+    file.resize(sh_off, '\0');
+    auto shdr = [&](std::uint32_t name, std::uint32_t type, std::uint64_t off, std::uint64_t size,
+                    std::uint32_t link, std::uint64_t entsize) {
+      put(file, name, 4);
+      put(file, type, 4);
+      put(file, 2, 8);
+      put(file, 0, 8);
+      put(file, off, 8);
+      put(file, size, 8);
+      put(file, link, 4);
+      put(file, 0, 4);
+      put(file, 8, 8);
+      put(file, entsize, 8);
+    };
+    file.append(64, '\0');
+    shdr(1, 3, shstr_off, shstrtab.size(), 0, 0);
+    shdr(11, dynstr_type, dynstr_off, dynstr.size(), 0, 0);
+    shdr(19, 6, dynamic_off, dynamic_size != 0 ? dynamic_size : dyn.size(), 2, 16);
+    REQUIRE(::write(fd, file.data(), file.size()) == static_cast<ssize_t>(file.size()));
+  }
+  ~ElfFile() { ::close(fd); }
+};
+
+constexpr std::int64_t kNeeded = 1, kSoname = 14, kRpath = 15, kRunpath = 29;
+
+} // namespace
+
+TEST_CASE("ELF dynamic section: DT_NEEDED, DT_SONAME, DT_RPATH and DT_RUNPATH as ld.so reads them",
+          "[offload_bundle][elf]") {
+  const std::string strings("\0libamdhip64.so.7\0libtorch_hip.so\0$ORIGIN\0/opt/rocm/lib\0", 56);
+  const ElfFile f(strings,
+                  {{kNeeded, 1}, {kSoname, 18}, {kRunpath, 34}, {kRpath, 42}, {kNeeded, 18}});
+  std::string why;
+  const auto d = read_elf_dynamic(f.fd, why);
+  REQUIRE(d);
+  CHECK(d->needed == std::vector<std::string>{"libamdhip64.so.7", "libtorch_hip.so"});
+  CHECK(d->soname == "libtorch_hip.so");
+  CHECK(d->runpath == "$ORIGIN");
+  CHECK(d->rpath == "/opt/rocm/lib");
+}
+
+TEST_CASE("ELF dynamic section: hostile files end in an error, never a read outside them",
+          "[offload_bundle][elf]") {
+  const std::string strings("\0libamdhip64.so.7\0", 18);
+  std::string why;
+  SECTION("a name offset past the string table") {
+    const ElfFile f(strings, {{kNeeded, 1}, {kNeeded, 1U << 31}});
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("offset 2147483648 of a 18-byte string table"));
+  }
+  SECTION("a name offset of 2^64 - 1") {
+    const ElfFile f(strings, {{kRunpath, ~std::uint64_t{0}}});
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("outside it"));
+  }
+  SECTION("a string table whose last name has no NUL") {
+    const ElfFile f(std::string("\0libamdhip64", 12), {{kNeeded, 1}});
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("unterminated"));
+  }
+  SECTION("a name longer than the limit") {
+    const ElfFile f(std::string(1, '\0') + std::string(5000, 'a') + std::string(1, '\0'),
+                    {{kNeeded, 1}});
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("longer than 4096 bytes"));
+  }
+  SECTION("the dynamic section's link is not a string table") {
+    const ElfFile f(strings, {{kNeeded, 1}}, /*dynstr_type=*/1);
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("string table"));
+  }
+  SECTION("a dynamic section claiming more bytes than the file has") {
+    const ElfFile f(strings, {{kNeeded, 1}}, 3, std::uint64_t{1} << 40);
+    CHECK_FALSE(read_elf_dynamic(f.fd, why));
+    CHECK_THAT(why, Catch::Contains("past the file's end"));
+  }
+  SECTION("not ELF") {
+    const int fd = ::memfd_create("text", MFD_CLOEXEC);
+    REQUIRE(::write(fd, "#!/bin/sh\n", 10) == 10);
+    CHECK_FALSE(read_elf_dynamic(fd, why));
+    CHECK(why == "not an ELF file");
+    ::close(fd);
   }
 }
