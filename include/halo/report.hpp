@@ -86,6 +86,23 @@ std::vector<std::string> report_formats();
 std::string render_report(std::string_view format, const std::vector<Result>& results,
                           const ReportContext& ctx, const FactSet& facts, const TextOptions& text);
 
+/// One Python environment's report, as render_report() takes it (`check --python A --python B`).
+struct ReportPart {
+  const std::vector<Result>& results;
+  const ReportContext& ctx;
+  const FactSet& facts;
+};
+
+/// True for the formats that can hold several environments' reports in one document: text and
+/// JSON.
+bool multi_report_format(std::string_view format);
+
+/// The reports of several Python environments in one document, in the order given: text reports
+/// one after another with a blank line between; JSON an array of reports (docs/report.schema.json
+/// `environments`). Throws std::invalid_argument for a format multi_report_format() refuses.
+std::string render_reports(std::string_view format, const std::vector<ReportPart>& parts,
+                           const TextOptions& text);
+
 /// The JSON report, schema_version 1 (docs/report.schema.json).
 nlohmann::json json_report(const std::vector<Result>& results, const ReportContext& ctx);
 

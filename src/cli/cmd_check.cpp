@@ -29,6 +29,8 @@ struct CheckOptions {
   PlanOptions plan;
   bool quiet = false;
   bool verbose = false;
+  /// --python, repeatable here: one report per Python environment, in the order given.
+  std::vector<std::string> pythons;
 };
 
 /// One report destination: a format and a file, or stdout when `path` is empty.
@@ -91,31 +93,69 @@ std::optional<std::string> stdout_format(const std::vector<Output>& outs) {
   return std::nullopt;
 }
 
+/// The gate of several environments' reports: a failure in any (1) wins over only failures
+/// pending a reboot (4), which wins over a pass (0).
+int combined_exit_code(const std::vector<int>& codes) {
+  if (std::ranges::find(codes, 1) != codes.end()) return 1;
+  if (std::ranges::find(codes, 4) != codes.end()) return 4;
+  return codes.empty() ? 0 : codes.front();
+}
+
 int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   const auto started = std::chrono::steady_clock::now();
   CheckOptions o = opts;
   const std::vector<Output> outs = resolve_outputs(o);
+  if (o.pythons.size() > 1)
+    for (const auto& out : outs)
+      if (!multi_report_format(out.format))
+        throw InputError(fmt::format(
+            "--python is given {} times, but --format {} reports one Python environment: give "
+            "--python once per run, or use the text or json format",
+            o.pythons.size(), out.format));
   o.common.plan = build_plan(o.plan); // --model: the plan rules join the check
 
-  const Evaluation ev = evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0);
-  const FactSet& facts = ev.facts;
-  const std::vector<Result>& results = ev.results;
-
-  ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
-  ctx.duration_seconds =
+  // One evaluation per Python environment (the framework probe judges the one --python names);
+  // without --python, the environment training will see.
+  std::vector<std::string> pythons = o.pythons;
+  if (pythons.empty()) pythons.emplace_back();
+  std::vector<Evaluation> evs;
+  std::vector<ReportContext> ctxs;
+  evs.reserve(pythons.size());
+  ctxs.reserve(pythons.size());
+  for (const auto& python : pythons) {
+    CommonOptions common = o.common;
+    common.python = python;
+    evs.push_back(evaluate_checks(common, o.policy_file, reserve_flag->count() > 0));
+    ctxs.push_back(report_context(evs.back(), common, parse_fail_on(o.fail_on)));
+  }
+  const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ctx.finished_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
+  const auto finished = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  std::vector<int> codes;
+  for (auto& ctx : ctxs) {
+    ctx.duration_seconds = seconds;
+    ctx.finished_unix_seconds = finished;
+    codes.push_back(ctx.exit_code);
+  }
 
   for (const auto& out : outs) {
     const bool to_stdout = out.path.empty();
     const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose};
-    write_output(out.path, render_report(out.format, results, ctx, facts, text));
+    if (evs.size() == 1) {
+      write_output(out.path,
+                   render_report(out.format, evs[0].results, ctxs[0], evs[0].facts, text));
+      continue;
+    }
+    std::vector<ReportPart> parts;
+    for (std::size_t i = 0; i < evs.size(); ++i)
+      parts.push_back(ReportPart{evs[i].results, ctxs[i], evs[i].facts});
+    write_output(out.path, render_reports(out.format, parts, text));
   }
   // node-problem-detector reads the exit code of its plugin as 0 OK, 1 problem, 2 unknown.
-  if (stdout_format(outs) == "npd") return npd_exit_code(results, ctx.fail_on);
-  return ctx.exit_code;
+  if (stdout_format(outs) == "npd") return npd_exit_code(evs[0].results, ctxs[0].fail_on);
+  return combined_exit_code(codes);
 }
 } // namespace
 
@@ -128,6 +168,14 @@ Runner add_check_command(CLI::App& app) {
       "internal error or a report that could not be written. With --format npd "
       "(node-problem-detector): 0 OK, 1 problem, 2 unknown");
   add_probe_options(sub, o->common);
+  // check alone takes --python more than once: one report per environment.
+  sub->remove_option(sub->get_option("--python"));
+  sub->add_option("--python", o->pythons,
+                  "The Python environment to judge: the venv or prefix this interpreter belongs "
+                  "to (read without running it), and the interpreter --framework-deep runs "
+                  "(default: the active venv or conda environment's, else python3 on PATH); "
+                  "repeatable: one report per environment (text and json), failing if any fails")
+      ->allow_extra_args(false);
   add_rule_options(sub, o->common);
   sub->add_option("--format", o->format, "Report format on stdout")
       ->check(CLI::IsMember(report_formats()));

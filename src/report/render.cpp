@@ -2,6 +2,8 @@
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 namespace halo {
@@ -42,6 +44,33 @@ std::string render_report(std::string_view format, const std::vector<Result>& re
   if (format == "prometheus") return prometheus_report(results, ctx, facts);
   if (format == "npd") return npd_report(results, ctx);
   throw std::invalid_argument("unknown report format: " + std::string(format));
+}
+
+} // namespace halo
+
+namespace halo {
+
+bool multi_report_format(std::string_view format) {
+  return format == "text" || format == "json";
+}
+
+std::string render_reports(std::string_view format, const std::vector<ReportPart>& parts,
+                           const TextOptions& text) {
+  if (format == "text") {
+    std::string out;
+    for (const auto& part : parts) {
+      if (!out.empty()) out += '\n';
+      out += text_report(part.results, part.ctx, text);
+    }
+    return out;
+  }
+  if (format == "json") {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& part : parts)
+      all.push_back(json_report(part.results, part.ctx));
+    return dump_json(all, 2) + "\n";
+  }
+  throw std::invalid_argument(fmt::format("{} reports one Python environment per run", format));
 }
 
 } // namespace halo

@@ -110,3 +110,32 @@ assert venv["framework.torch.version"]["value"] == "2.5.1+rocm6.2", venv["framew
 assert venv["framework.python_env"]["source"] == f"--python {sys.argv[3]}/bin/python (the venv {sys.argv[3]})", venv["framework.python_env"]
 print("ok: --python picks the system torch over VIRTUAL_ENV, and a venv from its interpreter")
 PY
+
+# --python twice: check judges both environments, one report each, in the order given. The venv's
+# torchvision (Debian's, beside torch 2.5.1+rocm6.2) fails torch-companion-mismatch; Debian's own
+# three agree. The exit code fails because one environment fails; JSON is an array of two reports;
+# JUnit describes one environment and refuses (exit 2, nothing written).
+rc=0
+env -u VIRTUAL_ENV "$bin" check --no-runtime --only torch-companion-mismatch --python /usr/bin/python3 \
+  --python "$venv/bin/python" --format json -o "$tmp/two.json" -o "text:$tmp/two.txt" || rc=$?
+[ "$rc" = 1 ] || { echo "FAIL: two environments, one failing: exit $rc, want 1"; exit 1; }
+python3 - "$tmp/two.json" "$tmp/two.txt" "$venv" <<'PY'
+import json, sys
+reports = json.load(open(sys.argv[1]))
+assert isinstance(reports, list) and len(reports) == 2, type(reports)
+status = [[r["status"] for r in rep["results"] if r["id"] == "torch-companion-mismatch"][0] for rep in reports]
+assert status == ["pass", "fail"], status
+assert reports[0]["python"]["site"] == "/usr/lib/python3/dist-packages", reports[0]["python"]
+assert reports[1]["python"]["site"].startswith(sys.argv[3]), reports[1]["python"]
+assert [rep["exit_code"] for rep in reports] == [0, 1], [rep["exit_code"] for rep in reports]
+text = open(sys.argv[2]).read()
+assert text.count("\npython: torch ") == 2 and text.count("summary:") == 2, text
+print("ok: two --python, two reports in order:", status)
+PY
+rc=0
+"$bin" check --no-runtime --python /usr/bin/python3 --python "$venv/bin/python" --format junit \
+  -o "$tmp/two.xml" 2>"$tmp/err.txt" || rc=$?
+if [ "$rc" != 2 ] || [ -e "$tmp/two.xml" ] || ! grep -q "reports one Python environment" "$tmp/err.txt"; then
+  echo "FAIL: --format junit with two --python: exit $rc, want 2 and no file"; cat "$tmp/err.txt"; exit 1
+fi
+echo "ok: junit refuses two --python (exit 2)"

@@ -21,6 +21,9 @@ for dir in "$fixtures"/*/; do
   "$bin" check --root "$dir" --format json --no-runtime >"$tmp/$name.json"
 done
 "$bin" check --format json >"$tmp/live-machine.json"
+# Two --python: an array of two reports (the schema's oneOf).
+"$bin" check --root "$fixtures/strix-halo-torch-rocm62-venv" --format json --no-runtime \
+  --python /usr/bin/python3 --python /home/dev/venv/bin/python >"$tmp/two-environments.json"
 "$python" - "$schema" "$tmp"/*.json <<'PY' || fail=1
 import json, sys
 import jsonschema
