@@ -652,6 +652,46 @@ void derive_framework_kernel_targets(FactSet& facts) {
                            used.size() == 2 ? " (both needed: the intersection)" : ""));
 }
 
+/// True when AOTriton's image architecture `arch` (the <arch> of aotriton.images/amd-<arch>: a
+/// chip such as gfx942, or an ISA family with `x` for any character after "gfx": gfx11xx,
+/// gfx115x, gfx120x) covers the gfx processor `target`.
+bool aotriton_image_covers(std::string_view arch, std::string_view target) {
+  if (arch.size() != target.size() || !arch.starts_with("gfx") || !target.starts_with("gfx"))
+    return false;
+  for (std::size_t i = 3; i < arch.size(); ++i)
+    if (arch[i] != 'x' && arch[i] != target[i]) return false;
+  return true;
+}
+
+/// gpu.N.aotriton_images: the AOTriton images of the wheel (framework.torch.aotriton_images) that
+/// cover GPU N's gfx target; an empty list means SDPA's flash and memory-efficient backends have
+/// no kernels for it. Missing when either side is unknown.
+void derive_aotriton_per_gpu(FactSet& facts) {
+  constexpr std::string_view kImages = "framework.torch.aotriton_images";
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const Fact* images_fact = facts.find(kImages);
+  const auto images = facts.get<std::vector<std::string>>(kImages);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "aotriton_images");
+    const auto target = facts.get<std::string>(keys::gpu(i, "gfx_target"));
+    if (!images || !target) {
+      facts.put_status(key, Status::missing, kDerived,
+                       !target                  ? std::string("the GPU's gfx target is unknown")
+                       : images_fact == nullptr ? std::string("the framework probe did not run")
+                       : images_fact->reason.empty()
+                           ? fmt::format("{}: {}", kImages, to_string(images_fact->status))
+                           : images_fact->reason);
+      continue;
+    }
+    std::vector<std::string> covering;
+    for (const auto& arch : *images)
+      if (aotriton_image_covers(arch, *target)) covering.push_back(arch);
+    facts.put_ok(
+        key, covering,
+        fmt::format("derived: the {} of {} that cover {}", images->size(), kImages, *target));
+  }
+}
+
 /// framework.torch.rocm_version: the ROCm release (MAJOR.MINOR) a ROCm wheel was built on and
 /// bundles (pytorch.org wheels copy libamdhip64 and libhsa-runtime64 into torch/lib; TheRock's
 /// keep them in _rocm_sdk_core): torch.version.hip is HIP's version, whose major and minor are the
@@ -1645,6 +1685,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_framework_companions(facts);
   derive_framework_kernel_targets(facts);
   derive_framework_rocm_version(facts);
+  derive_aotriton_per_gpu(facts);
   derive_visibility(facts);
   derive_invalid_options(facts);
   derive_binding(facts);
@@ -1722,6 +1763,7 @@ std::unique_ptr<Probe> make_derived_probe() {
                                "framework.companion_problems",
                                "framework.torch.kernel_targets",
                                "framework.torch.rocm_version",
+                               "gpu.*.aotriton_images",
                                "framework.deep.device0_expected_bytes",
                                "framework.deep.device0_seen_ratio",
                                "gpu.visible",

@@ -52,6 +52,7 @@ constexpr std::string_view kTorchOffload = "framework.torch.offload_targets";
 constexpr std::string_view kTorchSearch = "framework.torch.library_search";
 constexpr std::string_view kTorchLinked = "framework.torch.linked_libraries";
 constexpr std::string_view kTorchShadows = "framework.torch.ld_library_path_shadows";
+constexpr std::string_view kTorchAotriton = "framework.torch.aotriton_images";
 constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
@@ -492,6 +493,47 @@ void collect_library_search(const Root& root, const std::string& lib, int fd,
     facts.put_ok(shadows_key, shadows, source);
 }
 
+/// The AOTriton kernel images a ROCm wheel carries: scaled_dot_product_attention's flash and
+/// memory-efficient backends on ROCm run AOTriton's kernels (aten/src/ATen/native/transformers/
+/// cuda/sdp_utils.cpp; without them for the GPU: "Flash attention was not compiled for current AMD
+/// GPU architecture" and the math backend). PyTorch installs AOTriton into torch/lib
+/// (cmake/External/aotriton.cmake): libaotriton_v2.so and, since AOTriton 0.8, the kernels as
+/// `aotriton.images/amd-<arch>/...`, one directory per chip (amd-gfx942, amd-gfx90a) or ISA family
+/// with `x` for any digit (amd-gfx11xx, amd-gfx115x, amd-gfx120x). The fact lists those <arch>
+/// names; an empty list is a wheel without AOTriton; libaotriton_v2.so without an images directory
+/// keeps its kernels inside the library (older AOTriton), which is not read (missing).
+void collect_aotriton(const Root& root, const std::string& torch, FactSet& facts) {
+  const std::string key = str(kTorchAotriton);
+  const std::string lib_dir = join(torch, "lib");
+  const std::string images = join(lib_dir, "aotriton.images");
+  if (auto names = root.list(images)) {
+    std::vector<std::string> archs;
+    for (const auto& n : *names) {
+      if (archs.size() >= 64) break;
+      if (n.starts_with("amd-gfx") && root.is_dir(join(images, n))) archs.push_back(n.substr(4));
+    }
+    facts.put_ok(key, archs, fmt::format("the amd-<arch> directories of {}", images));
+    return;
+  }
+  bool runtime = false;
+  if (auto names = root.list(lib_dir)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (name.starts_with("libaotriton")) runtime = true;
+    }
+  }
+  if (runtime)
+    facts.put_status(key, Status::missing, lib_dir,
+                     "libaotriton_v2.so without an aotriton.images directory: its kernels are "
+                     "inside the library (AOTriton before 0.8) and are not read");
+  else
+    facts.put_ok(key, std::vector<std::string>{},
+                 fmt::format("{} has neither aotriton.images nor libaotriton_v2.so: the wheel "
+                             "has no AOTriton",
+                             lib_dir));
+}
+
 /// The ROCm half of the wheel, from torch/lib/libtorch_hip.so: its offload targets and how the
 /// dynamic linker finds the ROCm libraries it needs.
 void collect_hip_library(const Root& root, const std::string& torch, const PythonEnvVars& env,
@@ -623,9 +665,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    for (const auto& k : {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch,
-                          kTorchLinked, kTorchShadows, kBnbVersion, kBnbRocm, kVisionVersion,
-                          kAudioVersion})
+    for (const auto& k :
+         {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked,
+          kTorchShadows, kTorchAotriton, kBnbVersion, kBnbRocm, kVisionVersion, kAudioVersion})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -677,8 +719,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (hip) {
     collect_gfx_targets(root, site, torch, facts);
     collect_hip_library(root, torch, env, facts);
+    collect_aotriton(root, torch, facts);
   } else {
-    for (const auto& k : {kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows})
+    for (const auto& k :
+         {kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows, kTorchAotriton})
       facts.put_status(str(k), Status::missing, r.path, "not a ROCm build");
   }
 }
@@ -691,8 +735,8 @@ std::unique_ptr<Probe> make_framework_probe() {
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
                                str(kTorchOffload), str(kTorchSearch), str(kTorchLinked),
-                               str(kTorchShadows), str(kBnbVersion), str(kBnbRocm),
-                               str(kVisionVersion), str(kAudioVersion)},
+                               str(kTorchShadows), str(kTorchAotriton), str(kBnbVersion),
+                               str(kBnbRocm), str(kVisionVersion), str(kAudioVersion)},
       std::vector<std::string>{
           "/proc/self/environ",
           "$VIRTUAL_ENV/pyvenv.cfg",

@@ -34,6 +34,8 @@ for lib in "$src"/tests/fixtures/*/home/dev/*/lib/python3.*/site-packages/torch/
   objcopy -O binary --only-section=.hip_fatbin "$lib" \
     "$work/seeds/fuzz_offload_bundle/$(echo "$lib" | md5sum | cut -c1-16)"
 done
+# fuzz_elf: the fixtures' libtorch_hip.so files whole (ELF with .hip_fatbin and .dynamic).
+seed fuzz_elf "$src"/tests/fixtures/*/home/dev/*/lib/python3.*/site-packages/torch/lib/libtorch_hip.so
 # fuzz_plan: the first byte picks the reader (0 model config, 1 YAML, 2 JSON training configuration).
 mkdir -p "$work/seeds/fuzz_plan"
 for f in "$src"/tests/plan/models/*/config.json "$src"/tests/plan/train/*; do
@@ -52,7 +54,7 @@ export TMPDIR=$work/tmp # the bundle target extracts here
 mkdir -p "$TMPDIR"
 status=0
 for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child fuzz_plan \
-  fuzz_offload_bundle; do
+  fuzz_offload_bundle fuzz_elf; do
   echo "== $target: $seconds s"
   mkdir -p "$work/corpus/$target"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.
