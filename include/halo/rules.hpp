@@ -199,4 +199,15 @@ int compare_versions(std::string_view a, std::string_view b);
 /// template. Unknown facts render as "?".
 std::string expand_template(std::string_view tmpl, const FactSet& facts, const Params& params);
 
+/// Ids of rules that code outside the rule engine must name (rules/*.json holds the rules;
+/// tests/source/key_literals.py keeps the ids out of src/ as literals).
+namespace rule_ids {
+/// An APU's TTM pages_limit keeps the GPU from most of system RAM (rules/memory.json): its fix
+/// computes the recommended limit, so `halo-doctor fix` prefers its value (src/fix/merge.cpp).
+inline constexpr std::string_view ttm_limit_low = "ttm-limit-low";
+/// The TTM limit leaves the operating system too little memory (rules/memory.json): its fix
+/// sets the recommended limit too, and wins like ttm_limit_low.
+inline constexpr std::string_view ttm_limit_overcommit = "ttm-limit-overcommit";
+} // namespace rule_ids
+
 } // namespace halo

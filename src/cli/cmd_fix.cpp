@@ -29,7 +29,7 @@ struct FixOptions {
 
 std::string evidence_text(const FactSet& facts) {
   auto ev =
-      facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
+      facts.get<std::vector<std::string>>(keys::boot_evidence).value_or(std::vector<std::string>{});
   return ev.empty() ? std::string("none") : fmt::format("{}", fmt::join(ev, "; "));
 }
 
@@ -41,7 +41,7 @@ fix::Stack choose_stack(const FixOptions& o, const FactSet& facts) {
                                    fmt::join(fix::stack_names(), ", ")));
     return *s;
   }
-  const Fact* f = facts.find("boot.stack");
+  const Fact* f = facts.find(keys::boot_stack);
   if (f != nullptr && f->ok()) {
     if (auto s = fix::parse_stack(std::get<std::string>(f->value))) return *s;
   }
@@ -59,11 +59,11 @@ fix::Stack choose_stack(const FixOptions& o, const FactSet& facts) {
 /// Who gets the groups: --user, else the sudo caller when running as root, else the user.
 std::string choose_user(const FixOptions& o, const FactSet& facts) {
   if (!o.user.empty()) return o.user;
-  const auto uid = facts.get_int("user.uid");
+  const auto uid = facts.get_int(keys::user_uid);
   if (uid && *uid == 0) {
-    if (auto s = facts.get<std::string>("env.sudo_user")) return *s;
+    if (auto s = facts.get<std::string>(keys::env_sudo_user)) return *s;
   }
-  return facts.get<std::string>("user.name").value_or("");
+  return facts.get<std::string>(keys::user_name).value_or("");
 }
 
 int run(const FixOptions& o) {
@@ -71,8 +71,8 @@ int run(const FixOptions& o) {
   const RuleSet rules = load_rules(o.common, reg);
   const FactSet facts = gather(o.common, reg);
   const std::string where = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
-  if (!facts.get<std::string>("os.id")) {
-    const Fact* f = facts.find("os.id");
+  if (!facts.get<std::string>(keys::os_id)) {
+    const Fact* f = facts.find(keys::os_id);
     throw InputError(fmt::format(
         "{}: no /etc/os-release or /usr/lib/os-release ({}): the distribution, and so the boot "
         "stack, is unknown; no script written",
@@ -85,13 +85,13 @@ int run(const FixOptions& o) {
   const auto results = evaluate(rules, facts, rule_params(o.common));
   fix::Plan plan = fix::merge_fixes(results);
   if (o.ttm_limit_given)
-    fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int("ttm.max_limit_bytes"),
-                         facts.get<std::string>("ttm.module").value_or(""));
+    fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int(keys::ttm_max_limit_bytes),
+                         facts.get<std::string>(keys::ttm_module).value_or(""));
 
   // Settings elsewhere in modprobe.d that would fight the halo-doctor file.
   for (const auto& m : plan.modprobe)
     for (const auto& [k, v] : m.options)
-      if (const Fact* f = facts.find("modprobe.options." + m.module + "." + k);
+      if (const Fact* f = facts.find(keys::modprobe_option(m.module, k));
           (f != nullptr) && f->ok()) {
         if (f->source.find("/" + m.file + ":") == std::string::npos)
           plan.notes.push_back(fmt::format(
@@ -100,7 +100,7 @@ int run(const FixOptions& o) {
               f->source, m.module, k, format_value(f->value)));
       }
   if (stack == fix::Stack::grub_debian) {
-    for (const auto& name : facts.get<std::vector<std::string>>("boot.grub_d_files")
+    for (const auto& name : facts.get<std::vector<std::string>>(keys::boot_grub_d_files)
                                 .value_or(std::vector<std::string>{}))
       if (name > fix::kGrubDropIn)
         plan.notes.push_back(fmt::format("/etc/default/grub.d/{} is read after {} and may override "
@@ -110,20 +110,20 @@ int run(const FixOptions& o) {
 
   fix::ScriptOptions so;
   so.stack = stack;
-  so.nixos_param_lines = facts.get<std::vector<std::string>>("boot.nixos_kernel_param_lines")
+  so.nixos_param_lines = facts.get<std::vector<std::string>>(keys::boot_nixos_kernel_param_lines)
                              .value_or(std::vector<std::string>{});
-  so.initramfs_tool = facts.get<std::string>("boot.initramfs_tool").value_or("");
+  so.initramfs_tool = facts.get<std::string>(keys::boot_initramfs_tool).value_or("");
   so.user = choose_user(o, facts);
-  so.os = facts.get<std::string>("os.pretty_name").value_or("");
+  so.os = facts.get<std::string>(keys::os_pretty_name).value_or("");
   so.tool_version = kVersion;
   if (o.stack == "auto")
-    so.evidence =
-        facts.get<std::vector<std::string>>("boot.evidence").value_or(std::vector<std::string>{});
+    so.evidence = facts.get<std::vector<std::string>>(keys::boot_evidence)
+                      .value_or(std::vector<std::string>{});
   else
     so.evidence = {"--stack " + o.stack};
   // The host the facts came from (--root, or the bundle's own host for --bundle), never the
   // machine running the doctor: host.name is read from the same root as every other fact.
-  if (o.common.facts_file.empty()) so.host = facts.get<std::string>("host.name").value_or("");
+  if (o.common.facts_file.empty()) so.host = facts.get<std::string>(keys::host_name).value_or("");
 
   std::cerr << fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
                            o.stack == "auto" ? "detected: " + evidence_text(facts) : "--stack");
@@ -139,14 +139,14 @@ int run(const FixOptions& o) {
   for (const auto& n : plan.notes)
     std::cerr << fmt::format("halo-doctor fix: note: {}\n", n);
   // The script is for the host. Inside toolbox or distrobox, say how to run it there.
-  if (const auto basis = facts.get<std::string>("runenv.host_root");
+  if (const auto basis = facts.get<std::string>(keys::runenv_host_root);
       basis && basis->rfind("/run/host", 0) == 0)
     std::cerr << fmt::format(
         "halo-doctor fix: note: this script changes the host, not this container ({}): run it "
         "on the host, e.g. `flatpak-spawn --host sudo bash SCRIPT` in toolbox or "
         "`distrobox-host-exec sudo bash SCRIPT` in distrobox (SCRIPT under your home, which both "
         "share)\n",
-        facts.get<std::string>("host.runs_in").value_or("container"));
+        facts.get<std::string>(keys::host_runs_in).value_or("container"));
   if (plan.covered.empty()) return exit_code::ok;
 
   const std::string text =

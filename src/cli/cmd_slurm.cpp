@@ -92,9 +92,9 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
     const FailOn fail_on = parse_fail_on(o.fail_on);
     ReportContext ctx;
     ctx.tool_version = kVersion;
-    ctx.hostname = ev.facts.get<std::string>("host.name").value_or("");
-    ctx.kernel = ev.facts.get<std::string>("kernel.release").value_or("");
-    ctx.os = ev.facts.get<std::string>("os.pretty_name").value_or("");
+    ctx.hostname = ev.facts.get<std::string>(keys::host_name).value_or("");
+    ctx.kernel = ev.facts.get<std::string>(keys::kernel_release).value_or("");
+    ctx.os = ev.facts.get<std::string>(keys::os_pretty_name).value_or("");
     ctx.ruleset_version = ev.rules.version;
     ctx.ruleset_digest = ev.rules.digest;
     ctx.root = o.common.root;

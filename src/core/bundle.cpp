@@ -354,8 +354,9 @@ FactSet runtime_facts(const FactSet& facts) {
   for (const auto& [k, f] : facts.all())
     // A probe that did not run (--no-runtime, no --framework-deep) has nothing to keep: on
     // replay under --root it is not run either.
-    if ((k.starts_with("hsa.") || k.starts_with("libdrm.") || k.starts_with("framework.") ||
-         k.starts_with("amdgpu.module.") || k == "kernel_log.firmware_on_disk") &&
+    if ((k.starts_with(keys::hsa_prefix) || k.starts_with(keys::libdrm_prefix) ||
+         k.starts_with(keys::framework_prefix) || k.starts_with(keys::amdgpu_module_prefix) ||
+         k == keys::kernel_log_firmware_on_disk) &&
         !f.not_probed())
       out.put(f);
   return out;
@@ -465,7 +466,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
     tar.file(".halo/nodes.json", node_sidecar(root));
     // The kernel log's lines about amdgpu, firmware and module signing (checks/kernel_log.cpp
     // keeps only those), so a replay reaches the same verdicts; `--root` reads them back.
-    if (const Fact* k = facts.find("kernel_log.lines"); k != nullptr && k->ok()) {
+    if (const Fact* k = facts.find(keys::kernel_log_lines); k != nullptr && k->ok()) {
       std::string text;
       for (const auto& l : std::get<std::vector<std::string>>(k->value))
         text += l + "\n";

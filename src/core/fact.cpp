@@ -219,4 +219,20 @@ std::string keys::gpu(std::int64_t index, std::string_view field) {
   return fmt::format("gpu.{}.{}", index, field);
 }
 
+std::string keys::gpu(std::string_view index, std::string_view field) {
+  return fmt::format("gpu.{}.{}", index, field);
+}
+
+std::string keys::hsa_gpu(std::string_view index, std::string_view field) {
+  return fmt::format("hsa.gpu.{}.{}", index, field);
+}
+
+std::string keys::modprobe_option(std::string_view module, std::string_view param) {
+  return fmt::format("modprobe.options.{}.{}", module, param);
+}
+
+std::string keys::probe_status(std::string_view id) {
+  return fmt::format("probe.{}.status", id);
+}
+
 } // namespace halo

@@ -25,10 +25,9 @@ bool ProbeRegistry::provides(std::string_view key) const {
 }
 
 namespace {
-std::string status_key(std::string_view id);
 void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string key = status_key(p.id());
+  const std::string key = keys::probe_status(p.id());
   try {
     p.collect(ctx, facts);
     const Fact* marked = facts.find(key);
@@ -41,18 +40,15 @@ void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   spdlog::debug("probe {}: {} us", p.id(), us.count());
 }
-std::string status_key(std::string_view id) {
-  return fmt::format("probe.{}.status", id);
-}
 } // namespace
 
 void mark_probe_incomplete(FactSet& facts, std::string_view id, std::string reason) {
-  facts.put_status(status_key(id), Status::error, "halo-doctor", std::move(reason));
+  facts.put_status(keys::probe_status(id), Status::error, "halo-doctor", std::move(reason));
 }
 
 std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts) {
   std::vector<IncompleteProbe> out;
-  for (const Fact* f : facts.match(status_key("*"))) {
+  for (const Fact* f : facts.match(keys::probe_status("*"))) {
     if (f->ok()) continue;
     const std::string_view k = f->key;
     const auto first = k.find('.');

@@ -2,6 +2,7 @@
 // every value that will end up in a script, and the --ttm-limit override.
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
+#include <halo/rules.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ constexpr std::int64_t kPagesPerGiB = 262144; // 1 GiB / 4 KiB TTM pages
 
 /// Rules whose TTM value wins when rules disagree: they compute the recommended limit.
 bool preferred(std::string_view rule) {
-  return rule == "ttm-limit-low" || rule == "ttm-limit-overcommit";
+  return rule == rule_ids::ttm_limit_low || rule == rule_ids::ttm_limit_overcommit;
 }
 
 const RE2& karg_key_re() {

@@ -85,72 +85,92 @@ private:
   std::string out_;
 };
 
-/// A fact exported as a metric: one sample per matching key, labelled by the `*` segment.
+/// Which facts a metric exports: one host fact, or a field of every GPU (`gpu.N.<field>`, labelled
+/// gpu="N" with the GPU's pci_slot and gfx) or of every ROCr GPU agent (`hsa.gpu.N.<field>`,
+/// labelled gpu="N" only: ROCr numbers the GPUs it sees, another numbering).
+enum class Per { host, gpu, hsa_gpu };
+
+/// A fact exported as a metric: one sample per matching key, labelled by the GPU index.
 struct FactMetric {
-  const char* pattern{}; ///< fact key pattern, at most one `*`
-  const char* name{};    ///< metric name
-  const char* label{};   ///< label for the `*` segment ("gpu"), or nullptr
-  const char* help{};    ///< HELP text
-  double scale = 1.0;    ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
+  Per scope = Per::host;
+  std::string_view key; ///< the fact key (host), else the per-GPU field (keys::gpu_field)
+  const char* name{};   ///< metric name
+  const char* help{};   ///< HELP text
+  double scale = 1.0;   ///< multiplies the fact into the metric's unit (millidegrees -> degrees)
 };
 
+namespace field = keys::gpu_field;
+
 constexpr auto kFactMetrics = std::to_array<FactMetric>({
-    {"mem.total_bytes", "halo_doctor_memory_total_bytes", nullptr,
+    {Per::host, keys::mem_total_bytes, "halo_doctor_memory_total_bytes",
      "MemTotal of /proc/meminfo in bytes (fact mem.total_bytes)"},
-    {"ttm.pages_limit_bytes", "halo_doctor_ttm_pages_limit_bytes", nullptr,
+    {Per::host, keys::ttm_pages_limit_bytes, "halo_doctor_ttm_pages_limit_bytes",
      "Active TTM pages_limit in bytes: the ceiling on GPU-mapped system memory (fact "
      "ttm.pages_limit_bytes)"},
-    {"ttm.recommended_bytes", "halo_doctor_ttm_recommended_bytes", nullptr,
+    {Per::host, keys::ttm_recommended_bytes, "halo_doctor_ttm_recommended_bytes",
      "TTM limit halo-doctor recommends for this machine and --reserve, in bytes (fact "
      "ttm.recommended_bytes)"},
-    {"gpu.*.gtt_total_bytes", "halo_doctor_gpu_gtt_total_bytes", "gpu",
+    {Per::gpu, field::gtt_total_bytes, "halo_doctor_gpu_gtt_total_bytes",
      "GTT size amdgpu reports in mem_info_gtt_total, bytes (fact gpu.N.gtt_total_bytes)"},
-    {"gpu.*.vram_total_bytes", "halo_doctor_gpu_vram_total_bytes", "gpu",
+    {Per::gpu, field::vram_total_bytes, "halo_doctor_gpu_vram_total_bytes",
      "VRAM (or carve-out) size amdgpu reports in mem_info_vram_total, bytes (fact "
      "gpu.N.vram_total_bytes)"},
-    {"hsa.gpu.*.coarse_pool_bytes", "halo_doctor_hsa_coarse_pool_bytes", "gpu",
+    {Per::hsa_gpu, keys::hsa_gpu_field::coarse_pool_bytes, "halo_doctor_hsa_coarse_pool_bytes",
      "Size of the HSA agent's coarse-grained global memory pool, bytes, from "
      "hsa_amd_memory_pool_get_info (fact hsa.gpu.N.coarse_pool_bytes)"},
-    {"gpu.*.usable_bytes", "halo_doctor_gpu_usable_bytes", "gpu",
+    {Per::gpu, field::usable_bytes, "halo_doctor_gpu_usable_bytes",
      "Memory a process on the GPU can allocate, bytes (fact gpu.N.usable_bytes, docs/plan.md)"},
     // The AMD device metrics exporter names these PCIE_SPEED, PCIE_MAX_SPEED and
     // GPU_JUNCTION_TEMPERATURE / GPU_MEMORY_TEMPERATURE.
-    {"gpu.*.pcie.current_speed_gts", "halo_doctor_gpu_pcie_speed_gts", "gpu",
+    {Per::gpu, field::pcie_current_speed_gts, "halo_doctor_gpu_pcie_speed_gts",
      "Negotiated PCIe link speed, GT/s (current_link_speed; fact gpu.N.pcie.current_speed_gts)"},
-    {"gpu.*.pcie.max_speed_gts", "halo_doctor_gpu_pcie_max_speed_gts", "gpu",
+    {Per::gpu, field::pcie_max_speed_gts, "halo_doctor_gpu_pcie_max_speed_gts",
      "Maximum PCIe link speed, GT/s (max_link_speed; fact gpu.N.pcie.max_speed_gts)"},
-    {"gpu.*.pcie.current_width", "halo_doctor_gpu_pcie_width", "gpu",
+    {Per::gpu, field::pcie_current_width, "halo_doctor_gpu_pcie_width",
      "Negotiated PCIe link width, lanes (current_link_width; fact gpu.N.pcie.current_width)"},
-    {"gpu.*.pcie.max_width", "halo_doctor_gpu_pcie_max_width", "gpu",
+    {Per::gpu, field::pcie_max_width, "halo_doctor_gpu_pcie_max_width",
      "Maximum PCIe link width, lanes (max_link_width; fact gpu.N.pcie.max_width)"},
-    {"gpu.*.temp.junction_mc", "halo_doctor_gpu_junction_temperature_celsius", "gpu",
+    {Per::gpu, field::temp_junction_mc, "halo_doctor_gpu_junction_temperature_celsius",
      "Junction (hotspot) temperature, degrees Celsius (hwmon; fact gpu.N.temp.junction_mc)", 0.001},
-    {"gpu.*.temp.mem_mc", "halo_doctor_gpu_memory_temperature_celsius", "gpu",
+    {Per::gpu, field::temp_mem_mc, "halo_doctor_gpu_memory_temperature_celsius",
      "Memory (HBM/VRAM) temperature, degrees Celsius (hwmon; fact gpu.N.temp.mem_mc)", 0.001},
-    {"gpu.*.temp.edge_mc", "halo_doctor_gpu_edge_temperature_celsius", "gpu",
+    {Per::gpu, field::temp_edge_mc, "halo_doctor_gpu_edge_temperature_celsius",
      "Edge temperature, degrees Celsius (hwmon; fact gpu.N.temp.edge_mc)", 0.001},
-    {"gpu.*.power.cap_uw", "halo_doctor_gpu_power_cap_watts", "gpu",
+    {Per::gpu, field::power_cap_uw, "halo_doctor_gpu_power_cap_watts",
      "Power cap the SMU holds the GPU to, watts (hwmon power1_cap; fact gpu.N.power.cap_uw)", 1e-6},
-    {"gpu.*.power.cap_default_uw", "halo_doctor_gpu_power_cap_default_watts", "gpu",
+    {Per::gpu, field::power_cap_default_uw, "halo_doctor_gpu_power_cap_default_watts",
      "The GPU's default power cap, watts (hwmon power1_cap_default; fact "
      "gpu.N.power.cap_default_uw)",
      1e-6},
     // The exporter's GPU_PACKAGE_POWER (MI300-class: the current socket power).
-    {"gpu.*.metrics.socket_power_w", "halo_doctor_gpu_package_power_watts", "gpu",
+    {Per::gpu, field::metrics_socket_power_w, "halo_doctor_gpu_package_power_watts",
      "Socket power the SMU reports in gpu_metrics, watts (fact gpu.N.metrics.socket_power_w)"},
-    {"gpu.*.xgmi.hive_size", "halo_doctor_gpu_xgmi_hive_size", "gpu",
+    {Per::gpu, field::xgmi_hive_size, "halo_doctor_gpu_xgmi_hive_size",
      "GPUs in this GPU's XGMI hive, itself included (xgmi_num_hops; fact gpu.N.xgmi.hive_size)"},
-    {"gpu.*.partition_nodes", "halo_doctor_gpu_partitions", "gpu",
+    {Per::gpu, field::partition_nodes, "halo_doctor_gpu_partitions",
      "Logical GPUs (KFD nodes) of this GPU's card: 1 in SPX, 8 in CPX on an MI300X (fact "
      "gpu.N.partition_nodes)"},
 });
 
+/// The key pattern a metric matches: the host key, or its field on every GPU (`*`).
+std::string pattern_of(const FactMetric& m) {
+  switch (m.scope) {
+  case Per::gpu:
+    return keys::gpu("*", m.key);
+  case Per::hsa_gpu:
+    return keys::hsa_gpu("*", m.key);
+  case Per::host:
+    break;
+  }
+  return std::string(m.key);
+}
+
 /// Adds the GPU's PCI slot and gfx target (facts gpu.N.pci_slot, gpu.N.gfx_target) where known:
 /// the labels a fleet dashboard joins on, as the AMD device metrics exporter labels its series.
 void gpu_labels(const FactSet& facts, const std::string& index, Labels& labels) {
-  if (auto slot = facts.get<std::string>("gpu." + index + ".pci_slot"))
+  if (auto slot = facts.get<std::string>(keys::gpu(index, field::pci_slot)))
     labels.emplace_back("pci_slot", *slot);
-  if (auto gfx = facts.get<std::string>("gpu." + index + ".gfx_target"))
+  if (auto gfx = facts.get<std::string>(keys::gpu(index, field::gfx_target)))
     labels.emplace_back("gfx", *gfx);
 }
 
@@ -226,18 +246,19 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
   }
 
   for (const auto& m : kFactMetrics) {
+    const std::string pattern = pattern_of(m);
     bool started = false;
-    for (const Fact* f : facts.match(m.pattern)) {
+    for (const Fact* f : facts.match(pattern)) {
       const auto v = facts.get_number(f->key);
       if (!v) continue; // not ok: left out, never 0
       if (!started) e.gauge(m.name, m.help);
       started = true;
       Labels labels;
-      if (m.label != nullptr) {
-        const std::string index = star_segment(m.pattern, f->key);
-        labels.emplace_back(m.label, index);
+      if (m.scope != Per::host) {
+        const std::string index = star_segment(pattern, f->key);
+        labels.emplace_back("gpu", index);
         // Only gpu.N.* facts: hsa.gpu.N counts ROCr's visible GPUs, another numbering.
-        if (std::string_view(m.pattern).starts_with("gpu.")) gpu_labels(facts, index, labels);
+        if (m.scope == Per::gpu) gpu_labels(facts, index, labels);
       }
       e.sample(m.name, labels, *v * m.scale);
     }
@@ -245,8 +266,13 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
   // Throttler reasons active now, by kind (gpu_metrics' ASIC-independent throttle status): the
   // number of reasons set, 0 when none; left out where the table has no such status.
   bool started = false;
-  for (const char* kind : {"thermal", "power", "current"}) {
-    const std::string pattern = std::string("gpu.*.metrics.throttle_") + kind;
+  constexpr std::array<std::pair<const char*, std::string_view>, 3> kThrottle = {{
+      {"thermal", field::metrics_throttle_thermal},
+      {"power", field::metrics_throttle_power},
+      {"current", field::metrics_throttle_current},
+  }};
+  for (const auto& [kind, throttle_field] : kThrottle) {
+    const std::string pattern = keys::gpu("*", throttle_field);
     for (const Fact* f : facts.match(pattern)) {
       const auto* reasons = std::get_if<std::vector<std::string>>(&f->value);
       if (!f->ok() || reasons == nullptr) continue;

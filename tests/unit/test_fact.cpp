@@ -71,3 +71,17 @@ TEST_CASE("a malformed facts file is an input error naming the file and line", "
       Catch::Contains("fact 'a'"));
   CHECK_THROWS_AS(facts_from_json_text("", "empty.json"), InputError);
 }
+
+TEST_CASE("the key helpers build the keys the probes write", "[fact]") {
+  // The probes write these keys as text (checks/derived.cpp, hsa.cpp, modprobe.cpp and the
+  // registry); code outside them reads through halo::keys, so a helper that drifted would read
+  // nothing.
+  CHECK(keys::gpu(std::int64_t{3}, keys::gpu_field::usable_bytes) == "gpu.3.usable_bytes");
+  CHECK(keys::gpu("*", keys::gpu_field::temp_junction_mc) == "gpu.*.temp.junction_mc");
+  CHECK(keys::gpu("12", keys::gpu_field::pci_slot) == "gpu.12.pci_slot");
+  CHECK(keys::hsa_gpu("*", keys::hsa_gpu_field::coarse_pool_bytes) ==
+        "hsa.gpu.*.coarse_pool_bytes");
+  CHECK(keys::modprobe_option("amdttm", "pages_limit") == "modprobe.options.amdttm.pages_limit");
+  CHECK(keys::probe_status("hsa") == "probe.hsa.status");
+  CHECK(key_matches(keys::gpu("*", keys::gpu_field::xgmi_hive_size), "gpu.0.xgmi.hive_size"));
+}
