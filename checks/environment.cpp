@@ -11,7 +11,10 @@ namespace {
 
 bool wanted(const std::string& name) {
   for (const char* p : {"HSA_", "HIP_", "ROCR_", "GPU_", "ROCBLAS_", "TORCH_BLAS_", "HCC_",
-                        "PYTORCH_ROCM_", "PYTORCH_TUNABLEOP_", "MIOPEN_", "NCCL_", "RCCL_"})
+                        "PYTORCH_ROCM_", "PYTORCH_TUNABLEOP_", "MIOPEN_", "NCCL_", "RCCL_",
+                        // flash_attn's backend choice (flash_attn/flash_attn_interface.py) and
+                        // PyTorch's AOTriton tier switch (sdp_utils.cpp)
+                        "FLASH_ATTENTION_", "TORCH_ROCM_AOTRITON_"})
     if (name.rfind(p, 0) == 0) return true;
   // SUDO_UID: under sudo, device access is judged for the invoking user (checks/device_access.cpp).
   return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||

@@ -53,6 +53,8 @@ constexpr std::string_view kTorchSearch = "framework.torch.library_search";
 constexpr std::string_view kTorchLinked = "framework.torch.linked_libraries";
 constexpr std::string_view kTorchShadows = "framework.torch.ld_library_path_shadows";
 constexpr std::string_view kTorchAotriton = "framework.torch.aotriton_images";
+constexpr std::string_view kFlashAttnVersion = "framework.flash_attn.version";
+constexpr std::string_view kFlashAttnTargets = "framework.flash_attn.offload_targets";
 constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
@@ -329,8 +331,9 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
 /// The gfx processors of the code objects in libtorch_hip.so: PyTorch's own GPU kernels, one
 /// offload bundle per translation unit in its `.hip_fatbin` section (offload_bundle.hpp). Only
 /// the section's first bundles' headers are read (a real libtorch_hip.so is about 1 GB).
-void collect_offload_targets(const std::string& lib, int fd, FactSet& facts) {
-  const std::string key = str(kTorchOffload);
+void collect_offload_targets(const std::string& lib, int fd, std::string_view fact_key,
+                             FactSet& facts) {
+  const std::string key = str(fact_key);
   std::string why;
   const auto section = find_elf_section(fd, ".hip_fatbin", why);
   if (!section) {
@@ -551,7 +554,7 @@ void collect_hip_library(const Root& root, const std::string& torch, const Pytho
     }
     return;
   }
-  collect_offload_targets(lib, fd.get(), facts);
+  collect_offload_targets(lib, fd.get(), kTorchOffload, facts);
   collect_library_search(root, lib, fd.get(), env, facts);
 }
 
@@ -624,11 +627,14 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
   static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
   static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
   std::string version;
-  if (ReadResult r = root.read(join(dir, "version.py"), kMaxVersionPyBytes);
-      r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) {
-    facts.put_ok(str(key), version, r.path);
-    return;
-  }
+  // PKG/version.py (torchvision, torchaudio write it at build time), else `__version__` in
+  // PKG/__init__.py (flash_attn), else the installed distribution's METADATA.
+  for (const char* file : {"version.py", "__init__.py"})
+    if (ReadResult r = root.read(join(dir, file), kMaxVersionPyBytes);
+        r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) {
+      facts.put_ok(str(key), version, r.path);
+      return;
+    }
   const RE2 dist_info(fmt::format(R"({}-[^/]+\.dist-info)", pkg));
   if (auto names = root.list(site)) {
     std::size_t n = 0;
@@ -643,9 +649,54 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
     }
   }
   facts.put_status(str(key), Status::error, dir,
-                   fmt::format("{} is installed but neither version.py nor its dist-info METADATA "
-                               "names a version",
+                   fmt::format("{} is installed but neither version.py, __init__.py nor its "
+                               "dist-info METADATA names a version",
                                pkg));
+}
+
+/// flash_attn (FlashAttention 2; ROCm/flash-attention on AMD) in the site directory torch came
+/// from: its version, and the gfx processors its compiled extension flash_attn_2_cuda has HIP
+/// kernels for (the CK backend; its `.hip_fatbin` offload bundles, read as libtorch_hip.so's).
+/// flash_attn/flash_attn_interface.py imports flash_attn_2_cuda on ROCm unless
+/// FLASH_ATTENTION_TRITON_AMD_ENABLE is "TRUE", which selects the Triton backend (kernels
+/// compiled at run time); prebuilt ROCm wheels carry CK kernels for gfx90a, gfx942 and gfx950
+/// only (reference/framework-facts.md 3.3).
+void collect_flash_attn(const Root& root, const std::string& site, FactSet& facts) {
+  collect_companion(root, site, "flash_attn", kFlashAttnVersion, facts);
+  const std::string key = str(kFlashAttnTargets);
+  if (!facts.get<std::string>(str(kFlashAttnVersion))) {
+    const Fact* v = facts.find(str(kFlashAttnVersion));
+    facts.put_status(key, Status::missing, join(site, "flash_attn"),
+                     v != nullptr && !v->reason.empty() ? v->reason
+                                                        : "flash_attn is not installed");
+    return;
+  }
+  // The extension module: flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so (setup.py's
+  // CUDAExtension name, used for the HIP build too).
+  std::string ext;
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (name.starts_with("flash_attn_2_cuda") && name.ends_with(".so")) {
+        ext = join(site, name);
+        break;
+      }
+    }
+  }
+  if (ext.empty()) {
+    facts.put_status(key, Status::missing, site,
+                     "no flash_attn_2_cuda extension: flash_attn runs its Triton backend only");
+    return;
+  }
+  const UniqueFd fd(root.open_regular(ext));
+  if (!fd) {
+    const int err = errno;
+    facts.put_status(key, err == EACCES ? Status::denied : Status::error, ext,
+                     fmt::format("cannot open: {}", std::strerror(err)));
+    return;
+  }
+  collect_offload_targets(ext, fd.get(), kFlashAttnTargets, facts);
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
@@ -665,9 +716,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    for (const auto& k :
-         {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked,
-          kTorchShadows, kTorchAotriton, kBnbVersion, kBnbRocm, kVisionVersion, kAudioVersion})
+    for (const auto& k : {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch,
+                          kTorchLinked, kTorchShadows, kTorchAotriton, kFlashAttnVersion,
+                          kFlashAttnTargets, kBnbVersion, kBnbRocm, kVisionVersion, kAudioVersion})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -678,6 +729,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   collect_bitsandbytes(root, site, facts);
   collect_companion(root, site, "torchvision", kVisionVersion, facts);
   collect_companion(root, site, "torchaudio", kAudioVersion, facts);
+  collect_flash_attn(root, site, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
   if (!r.ok()) {
@@ -735,8 +787,9 @@ std::unique_ptr<Probe> make_framework_probe() {
       std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
                                str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
                                str(kTorchOffload), str(kTorchSearch), str(kTorchLinked),
-                               str(kTorchShadows), str(kTorchAotriton), str(kBnbVersion),
-                               str(kBnbRocm), str(kVisionVersion), str(kAudioVersion)},
+                               str(kTorchShadows), str(kTorchAotriton), str(kFlashAttnVersion),
+                               str(kFlashAttnTargets), str(kBnbVersion), str(kBnbRocm),
+                               str(kVisionVersion), str(kAudioVersion)},
       std::vector<std::string>{
           "/proc/self/environ",
           "$VIRTUAL_ENV/pyvenv.cfg",
