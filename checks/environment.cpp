@@ -56,8 +56,22 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_environment_probe() {
-  return std::make_unique<BasicProbe>("environment", std::vector<std::string>{"env.names", "env.*"},
-                                      std::vector<std::string>{"/proc/self/environ"}, collect);
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"env.names", list, "",
+       "the names of the relevant environment variables that are set, sorted"},
+      {"env.*", string, "",
+       "the value of environment variable `<NAME>` (the key is its lower-case name: "
+       "`env.hsa_override_gfx_version`)"},
+      {"env.hsa_override_gfx_target", string, "",
+       "the gfx target `HSA_OVERRIDE_GFX_VERSION` names (`11.0.0` -> `gfx1100`); an error when it "
+       "names none"},
+  };
+  return std::make_unique<BasicProbe>(
+      "environment", std::move(decls),
+      "`/proc/self/environ` (HSA_, HIP_, ROCR_, GPU_, ROCBLAS_, TORCH_BLAS_, PYTORCH_ALLOC_CONF, "
+      "PYTORCH_*_ALLOC_CONF, ..., and SUDO_UID for device access).",
+      std::vector<std::string>{"/proc/self/environ"}, collect);
 }
 
 } // namespace halo::probes

@@ -541,12 +541,50 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_framework_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {str(kPythonEnv), string, "",
+       "the site directory of the environment training will see that holds the first "
+       "`torch/version.py`"},
+      {str(kTorchPath), string, "", "the `torch` package directory found there"},
+      {str(kTorchVersion), string, "", "`__version__` of `torch/version.py` (source `file:line`)"},
+      {str(kTorchHip), string, "",
+       "`hip` of `torch/version.py`; missing for `hip = None`: \"not a ROCm build\""},
+      {str(kTorchCuda), string, "", "`cuda` of `torch/version.py`; missing for `cuda = None`"},
+      {str(kTorchGit), string, "", "`git_version` of `torch/version.py`"},
+      {str(kTorchBuild), string, "", "the build: `rocm`, `cuda` or `cpu` (from `hip` and `cuda`)"},
+      {str(kTorchGfx), list, "",
+       "the distinct `gfxNNN` names in the file names of `torch/lib/{rocblas,hipblaslt}/library` "
+       "(or `_rocm_sdk_libraries_*/lib/...` for TheRock wheels)"},
+      {str(kTorchOffload), list, "",
+       "the gfx processors every offload bundle in the `.hip_fatbin` section of "
+       "`torch/lib/libtorch_hip.so` has a code object for"},
+      {str(kBnbVersion), string, "",
+       "bitsandbytes' version: `Version:` of `bitsandbytes-*.dist-info/METADATA`, else "
+       "`__version__` of `bitsandbytes/__init__.py`"},
+      {str(kBnbRocm), list, "",
+       "the ROCm builds bitsandbytes ships (`libbitsandbytes_rocm<MAJ><MIN>.so` -> `rocm72`; none: "
+       "a CUDA/CPU-only wheel)"},
+      {str(kVisionVersion), string, "",
+       "torchvision's version: `__version__` of `torchvision/version.py`, else "
+       "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
+      {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
+  };
   return std::make_unique<BasicProbe>(
-      "framework",
-      std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
-                               str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
-                               str(kTorchOffload), str(kBnbVersion), str(kBnbRocm),
-                               str(kVisionVersion), str(kAudioVersion)},
+      "framework", std::move(decls),
+      "without running Python (docs/framework.md): the site directory of the environment training "
+      "will see (`VIRTUAL_ENV`, else `CONDA_PREFIX`, from `/proc/self/environ`, else the system "
+      "site directories) holding the first `torch/version.py`; `__version__`, `hip`, `cuda`, "
+      "`git_version` from that file (source `file:line`; `hip = None`: hip_version missing, \"not "
+      "a ROCm build\"); build `rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the "
+      "file names of `torch/lib/{rocblas,hipblaslt}/library` (or `_rocm_sdk_libraries_*/lib/...` "
+      "for TheRock wheels). offload_targets (checks/offload_bundle.cpp): entry ids "
+      "`hipv4-amdgcn-amd-amdhsa--gfxNNN[:features]`; CCOB bundles decompressed only as far as "
+      "their header, zstd or zlib; at most 64 bundles; source: the bundles read, how many "
+      "compressed, targets only some have; `error` for a library that is not ELF, has no such "
+      "section or a damaged bundle. bitsandbytes, torchvision and torchaudio are looked up in the "
+      "site directory torch came from. The derived probe adds `framework.torch.rocm_version`, "
+      "`framework.torch.kernel_targets` and `framework.companion_problems`.",
       std::vector<std::string>{"/proc/self/environ",
                                "$VIRTUAL_ENV/pyvenv.cfg",
                                "--python PATH: PATH/../../pyvenv.cfg",
