@@ -1683,7 +1683,8 @@ std::unique_ptr<Probe> make_derived_probe() {
       {"gpu.*.name", string, "",
        "the product name from the PCI device id table (checks/gfx.cpp, pci.ids names)"},
       {"gpu.*.pci_slot", string, "",
-       "GPU N's PCI address: its DRM card's device, else its PCI device"},
+       "GPU N's PCI address: its DRM card's PCI device (`/sys/class/drm/cardX/device`), else its "
+       "PCI device"},
       {"gpu.*.hip_device", integer, "",
        "the device number HIP gives GPU N under this environment's `ROCR_VISIBLE_DEVICES` and "
        "`HIP_VISIBLE_DEVICES`; missing when training here will not see it"},
@@ -1808,8 +1809,8 @@ std::unique_ptr<Probe> make_derived_probe() {
        "each of `PYTORCH_ALLOC_CONF`, `PYTORCH_CUDA_ALLOC_CONF`, `PYTORCH_HIP_ALLOC_CONF` that is "
        "set"},
       {"framework.alloc_conf.problems", list, "",
-       "what c10/core/AllocatorConfig.cpp would reject in them (the TORCH_CHECK message it would "
-       "raise)"},
+       "what c10/core/AllocatorConfig.cpp would reject in them, each parsed as it does "
+       "(checks/alloc_conf.cpp): the TORCH_CHECK message it would raise"},
       {"framework.alloc_conf.shadowed", boolean, "",
        "the CUDA and HIP names are both set and differ (c10/cuda/CUDAAllocatorConfig.h reads the "
        "HIP name only when the CUDA name is unset)"},

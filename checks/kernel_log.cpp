@@ -250,7 +250,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_kernel_log_probe() {
   using enum FactType;
   std::vector<FactDecl> decls{
-      {"kernel_log.status", string, "", "how the log was read (`ok`), or why not"},
+      {"kernel_log.status", string, "",
+       "`ok` when the kernel log could be read; else missing, denied or an error with why"},
       {"kernel_log.amdgpu_probe_errors", list, "",
        "amdgpu lines saying the device failed to probe or initialise"},
       {"kernel_log.firmware_load_failures", list, "",

@@ -116,12 +116,14 @@ std::unique_ptr<Probe> make_kfd_topology_probe() {
       {"kfd.node.*.simd_count", integer, "count", "`simd_count` (0 for a CPU node)"},
       {"kfd.node.*.drm_render_minor", integer, "", "`drm_render_minor`: the node's render node"},
       {"kfd.node.*.location_id", integer, "",
-       "`location_id`: PCI bus, device and function (`(bus << 8) \\| devfn`)"},
+       "`location_id`: the PCI bus and device-function (kfd_topology.c: `pci_dev_id()`, bus << 8 "
+       "plus devfn)"},
       {"kfd.node.*.domain", integer, "", "`domain`: the PCI domain"},
       {"kfd.node.*.cpu_cores_count", integer, "count", "`cpu_cores_count`"},
       {"kfd.node.*.num_xcc", integer, "count", "`num_xcc`: the XCCs (compute dies) of the node"},
       {"kfd.node.*.mem_bank.*.heap_type", integer, "",
-       "`heap_type` of memory bank M (0 system, 1 frame buffer public, 2 frame buffer private)"},
+       "`heap_type` of memory bank M (amdkfd kfd_topology.h HSA_MEM_HEAP_TYPE_*: 0 system, 1 frame "
+       "buffer public, 2 frame buffer private)"},
       {"kfd.node.*.mem_bank.*.size_bytes", integer, "bytes", "`size_in_bytes` of memory bank M"},
   };
   return std::make_unique<BasicProbe>(

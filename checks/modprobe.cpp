@@ -255,18 +255,25 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_modprobe_probe() {
   using enum FactType;
   std::vector<FactDecl> decls{
-      {"modprobe.files", list, "", "the modprobe.d files read, in the order kmod applies them"},
-      {"modprobe.blacklist", list, "", "modules named by `blacklist` lines"},
+      {"modprobe.files", list, "",
+       "the modprobe.d files read (`.alias` files marked \"read by kmod up to v32\")"},
+      {"modprobe.blacklist", list, "",
+       "modules of interest (amdgpu, ttm, amdttm, amd_ttm, amdkfd, drm) named by `blacklist` "
+       "lines"},
       {"modprobe.install_blocked", list, "",
-       "modules whose `install` command blocks loading (`/bin/true`, `/bin/false`, ...)"},
-      {"modprobe.install_custom", list, "", "modules with any other `install` command"},
+       "modules whose `install` command blocks loading (`/bin/false`, `false`, `/bin/true`, `:`, "
+       "`exit`)"},
+      {"modprobe.install_custom", list, "",
+       "other `install` commands, whose effect is not known, as `install <module> <command> "
+       "(file:line)`"},
       {"modprobe.unreadable", list, "", "modprobe.d files that could not be read"},
       {"modprobe.options.*.*", string, "",
        "the value `options <module> <param>=...` sets (the last one wins); source is `file:line`"},
       {"modprobe.options_text.*", list, "", "each `options <module>` line's option text, in order"},
       {"modprobe.note_words.*", list, "",
-       "words of module `<module>`'s options that follow a `#` in the middle of a line (kmod takes "
-       "them as options, not a comment)"},
+       "the option names of module `<module>` from a word starting with `#` to the end of its "
+       "line: they look like a note, but the kernel receives them (unknown names ignored, known "
+       "ones applied)"},
       {"modprobe.install.*", string, "", "the `install` command for module `<module>`"},
       {"modprobe.blacklist_source.*", string, "",
        "where module `<module>` is blacklisted (`file:line`)"},
