@@ -224,7 +224,7 @@ std::unique_ptr<Probe> make_drm_probe() {
       {"drm.*.render_minor", integer, "",
        "the minor number of the card's render node (`renderD128` -> 128)"},
       {"drm.*.pcie.current_speed_gts", number, "GT/s",
-       "`current_link_speed` (\"32.0 GT/s PCIe\"; \"Unknown\" is an error)"},
+       R"(`current_link_speed` ("32.0 GT/s PCIe"; "Unknown" is an error))"},
       {"drm.*.pcie.max_speed_gts", number, "GT/s", "`max_link_speed`"},
       {"drm.*.pcie.current_width", integer, "lanes", "`current_link_width`"},
       {"drm.*.pcie.max_width", integer, "lanes", "`max_link_width`"},
