@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +201,19 @@ TEST_CASE("every fact the fixtures produce is declared, with the type it has", "
     add(all, reg, facts, "replay " + e.path().filename().string());
     note(facts);
   }
+  // A ROCr that crashes in the memory-pool queries or refuses hsa_init: hsa.error, init codes.
+  ::setenv("HALO_REPLAY_CAPTURE", (fs::path(HALO_REPLAY_CAPTURES) / "strix-halo-120g.json").c_str(),
+           1);
+  for (const char* mode : {"crash_in_pools", "init_fail"}) {
+    ::setenv("HALO_REPLAY_MODE", mode, 1);
+    ProbeOptions opt;
+    opt.hsa_library = HALO_REPLAY_LIBRARY;
+    const Root root(test::fixture("strix-halo-fixed"));
+    const FactSet facts = reg.collect(ProbeContext{root, opt});
+    add(all, reg, facts, std::string("replay mode ") + mode);
+    note(facts);
+  }
+  ::unsetenv("HALO_REPLAY_MODE");
   ::unsetenv("HALO_REPLAY_CAPTURE");
 
   // 3. Training plans (tests/plan): the plan.* facts, with and without a training configuration.
@@ -235,6 +250,48 @@ TEST_CASE("every fact the fixtures produce is declared, with the type it has", "
     REQUIRE(facts.get<std::string>("framework.deep.status") == std::string("ok"));
     reg.rederive(ProbeContext{live, opt}, facts);
     add(all, reg, facts, "framework-deep replay");
+    note(facts);
+  }
+
+  // 5. A fixture with the files no recorded machine has: host tuning, DMI, a systemd container
+  // marker, the hypervisor flag, a modprobe.d blacklist and blocking install line, edge
+  // temperatures. (A limit of "unlimited" is left out: user.limits.* are then strings.)
+  {
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("halo-decl-{}", ::getpid());
+    fs::remove_all(tmp);
+    fs::copy(test::fixture("strix-halo-default-ttm"), tmp,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    auto put = [&](const std::string& rel, const std::string& text) {
+      const fs::path p = tmp / rel;
+      fs::create_directories(p.parent_path());
+      std::ofstream(p) << text;
+    };
+    const std::string cpu = "sys/devices/system/cpu/cpu0/";
+    put(cpu + "cpufreq/scaling_governor", "performance\n");
+    put(cpu + "cpuidle/state2/disable", "0\n");
+    put(cpu + "cpuidle/state2/name", "C2\n");
+    put("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+    put("proc/self/limits",
+        "Limit                     Soft Limit           Hard Limit           Units\n"
+        "Max open files            1024                 524288               files\n"
+        "Max locked memory         8388608              8388608              bytes\n");
+    for (const char* f :
+         {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"})
+      put(std::string("sys/class/dmi/id/") + f, "QEMU\n");
+    put("run/systemd/container", "docker\n");
+    put("proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu hypervisor lm\n");
+    // The systemd container marker makes the host's configuration ROOT/run/host's.
+    put("run/host/etc/modprobe.d/zz-block.conf", "blacklist amdgpu\ninstall amdgpu /bin/false\n");
+    const std::string hw = "sys/class/drm/card1/device/hwmon/hwmon0/";
+    put(hw + "temp1_label", "edge\n");
+    put(hw + "temp1_input", "45000\n");
+    put(hw + "temp1_crit", "100000\n");
+    const FactSet facts = test::probe_root(tmp);
+    fs::remove_all(tmp);
+    REQUIRE(facts.get<std::string>("runenv.dmi.sys_vendor") == std::string("QEMU"));
+    REQUIRE(facts.get_int("drm.card1.temp.edge_mc") == std::int64_t{45000});
+    REQUIRE(facts.find("modprobe.blocked_source.amdgpu") != nullptr);
+    add(all, reg, facts, "synthetic root");
     note(facts);
   }
 
