@@ -59,8 +59,25 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_environment_probe() {
-  return std::make_unique<BasicProbe>("environment", std::vector<std::string>{"env.names", "env.*"},
-                                      std::vector<std::string>{"/proc/self/environ"}, collect);
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"env.names", list, "",
+       "the names of the relevant environment variables that are set, sorted"},
+      {"env.*", string, "",
+       "the value of environment variable `<NAME>` (the key is its lower-case name: "
+       "`env.hsa_override_gfx_version`)"},
+      {"env.hsa_override_gfx_target", string, "",
+       "the gfx target `HSA_OVERRIDE_GFX_VERSION` names (`11.0.0` -> `gfx1100`); an error when it "
+       "names none"},
+  };
+  return std::make_unique<BasicProbe>(
+      "environment", std::move(decls),
+      "`/proc/self/environ`: the variables named HSA_*, HIP_*, ROCR_*, GPU_*, ROCBLAS_*, "
+      "TORCH_BLAS_*, HCC_*, PYTORCH_ROCM_*, PYTORCH_TUNABLEOP_*, MIOPEN_*, NCCL_*, RCCL_*, "
+      "FLASH_ATTENTION_* (flash_attn's backend) and TORCH_ROCM_AOTRITON_*, and "
+      "PYTORCH_ALLOC_CONF, PYTORCH_{CUDA,HIP}_ALLOC_CONF, ROCM_PATH, CUDA_VISIBLE_DEVICES, "
+      "CONTAINER_ID (distrobox) and SUDO_UID (device access under sudo).",
+      std::vector<std::string>{"/proc/self/environ"}, collect);
 }
 
 } // namespace halo::probes

@@ -782,14 +782,82 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_framework_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {str(kPythonEnv), string, "",
+       "the site directory of the environment training will see that holds the first "
+       "`torch/version.py`"},
+      {str(kTorchPath), string, "", "the `torch` package directory found there"},
+      {str(kTorchVersion), string, "", "`__version__` of `torch/version.py` (source `file:line`)"},
+      {str(kTorchHip), string, "",
+       "`hip` of `torch/version.py`; missing for `hip = None`: \"not a ROCm build\""},
+      {str(kTorchCuda), string, "", "`cuda` of `torch/version.py`; missing for `cuda = None`"},
+      {str(kTorchGit), string, "", "`git_version` of `torch/version.py`"},
+      {str(kTorchBuild), string, "", "the build: `rocm`, `cuda` or `cpu` (from `hip` and `cuda`)"},
+      {str(kTorchGfx), list, "",
+       "the distinct `gfxNNN` names in the file names of `torch/lib/{rocblas,hipblaslt}/library` "
+       "(or `_rocm_sdk_libraries_*/lib/...` for TheRock wheels)"},
+      {str(kTorchOffload), list, "",
+       "the gfx processors every offload bundle in the `.hip_fatbin` section of "
+       "`torch/lib/libtorch_hip.so` has a code object for"},
+      {str(kTorchSearch), string, "",
+       "how ld.so finds libtorch_hip.so's libraries: `DT_RPATH`, `DT_RUNPATH` or `none` (source: "
+       "the path list)"},
+      {str(kTorchLinked), list, "",
+       "each `DT_NEEDED` library of libtorch_hip.so that its own search path holds, as `NAME "
+       "(DIR)` "
+       "(`torch/lib` for `$ORIGIN`): the ROCm a wheel bundles, or the one a source build was "
+       "linked "
+       "against"},
+      {str(kTorchShadows), list, "",
+       "those an `LD_LIBRARY_PATH` directory supplies first (only under a `DT_RUNPATH`), as `NAME "
+       "from DIR (not DIR)`"},
+      {str(kTorchAotriton), list, "",
+       "the `<arch>` of each `torch/lib/aotriton.images/amd-<arch>` directory (`gfx942`, "
+       "`gfx11xx`); "
+       "empty: no AOTriton in the wheel; missing: `libaotriton_v2.so` alone (older AOTriton, "
+       "kernels inside the library)"},
+      {str(kFlashAttnVersion), string, "",
+       "flash_attn's version: `__version__` of `flash_attn/__init__.py`, else its dist-info "
+       "`Version:`; missing when not installed"},
+      {str(kFlashAttnTargets), list, "",
+       "the gfx processors every offload bundle of `flash_attn_2_cuda*.so` (its CK backend) has a "
+       "code object for; missing without that extension (a Triton-only build)"},
+      {str(kBnbVersion), string, "",
+       "bitsandbytes' version: `Version:` of `bitsandbytes-*.dist-info/METADATA`, else "
+       "`__version__` of `bitsandbytes/__init__.py`"},
+      {str(kBnbRocm), list, "",
+       "the ROCm builds bitsandbytes ships (`libbitsandbytes_rocm<MAJ><MIN>.so` -> `rocm72`; none: "
+       "a CUDA/CPU-only wheel)"},
+      {str(kVisionVersion), string, "",
+       "torchvision's version: `__version__` of `torchvision/version.py`, else "
+       "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
+      {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
+  };
   return std::make_unique<BasicProbe>(
-      "framework",
-      std::vector<std::string>{str(kPythonEnv), str(kTorchPath), str(kTorchVersion), str(kTorchHip),
-                               str(kTorchCuda), str(kTorchGit), str(kTorchBuild), str(kTorchGfx),
-                               str(kTorchOffload), str(kTorchSearch), str(kTorchLinked),
-                               str(kTorchShadows), str(kTorchAotriton), str(kFlashAttnVersion),
-                               str(kFlashAttnTargets), str(kBnbVersion), str(kBnbRocm),
-                               str(kVisionVersion), str(kAudioVersion)},
+      "framework", std::move(decls),
+      "without running Python (docs/framework.md): the site directory of the environment training "
+      "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
+      "`/proc/self/environ`, else the system site directories) holding the first "
+      "`torch/version.py`; `__version__`, `hip`, `cuda`, `git_version` from that file (source "
+      "`file:line`; `hip = None`: hip_version missing, \"not a ROCm build\"); build "
+      "`rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the file names of "
+      "`torch/lib/{rocblas,hipblaslt}/library` (or `_rocm_sdk_libraries_*/lib/...` for TheRock "
+      "wheels). offload_targets (checks/offload_bundle.cpp): entry ids "
+      "`hipv4-amdgcn-amd-amdhsa--gfxNNN[:features]`; CCOB bundles decompressed only as far as "
+      "their header, zstd or zlib; at most 64 bundles; source: the bundles read, how many "
+      "compressed, targets only some have; `error` for a library that is not ELF, has no such "
+      "section or a damaged bundle. The dynamic section of `torch/lib/libtorch_hip.so` (libelf; "
+      "names read with bounded preads): `DT_NEEDED`, `DT_RPATH`/`DT_RUNPATH` (`$ORIGIN` = "
+      "torch/lib); LD_LIBRARY_PATH (`:` or `;` separated) from `/proc/self/environ`, searched "
+      "before a `DT_RUNPATH` and after a `DT_RPATH` (ld.so(8)); `error` for a library without a "
+      "dynamic section or with names outside its string table. AOTriton: the `amd-<arch>` "
+      "directories of `torch/lib/aotriton.images` (AOTriton 0.8b and later, pytorch PR 140172). "
+      "flash_attn: `flash_attn/__init__.py` or its dist-info, and the offload bundles of "
+      "`flash_attn_2_cuda*.so`. bitsandbytes, torchvision, torchaudio and flash_attn are looked up "
+      "in the site directory torch came from. The derived probe adds "
+      "`framework.torch.rocm_version`, `framework.torch.kernel_targets`, "
+      "`framework.companion_problems` and `gpu.N.aotriton_images`.",
       std::vector<std::string>{
           "/proc/self/environ",
           "$VIRTUAL_ENV/pyvenv.cfg",
@@ -806,10 +874,13 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torch/lib/hipblaslt/library/",
           "SITE/torch/lib/libtorch_hip.so (.hip_fatbin, .dynamic)",
           "LD_LIBRARY_PATH and DT_RPATH/DT_RUNPATH directories: DT_NEEDED names",
+          "SITE/torch/lib/aotriton.images/amd-*/, SITE/torch/lib/libaotriton*",
           "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
           "SITE/bitsandbytes-*.dist-info/METADATA",
           "SITE/bitsandbytes/__init__.py",
           "SITE/bitsandbytes/libbitsandbytes_rocm*.so",
+          "SITE/flash_attn/__init__.py, SITE/flash_attn-*.dist-info/METADATA",
+          "SITE/flash_attn_2_cuda*.so (.hip_fatbin section)",
           "SITE/torchvision/version.py",
           "SITE/torchaudio/version.py",
           "SITE/torch{vision,audio}-*.dist-info/METADATA"},

@@ -60,19 +60,38 @@ except BaseException as e:
 print(json.dumps(out))
 )PY";
 
+/// The facts this probe provides (docs/facts.md); every one is set, ok or not, on every run.
+const std::vector<FactDecl>& declarations() {
+  using enum FactType;
+  static const std::vector<FactDecl> d{
+      {"framework.deep.status", string, "",
+       "`ok` when torch imported and answered, `import_failed` when `import torch` raised; an "
+       "`error` when the interpreter is absent, hung or crashed"},
+      {"framework.deep.python", string, "", "the interpreter that answered (its `sys.executable`)"},
+      {"framework.deep.import_error", string, "", "the error `import torch` raised"},
+      {"framework.deep.torch_version", string, "", "`torch.__version__`"},
+      {"framework.deep.hip_version", string, "",
+       "`torch.version.hip`; missing for a build without HIP"},
+      {"framework.deep.available", boolean, "", "`torch.cuda.is_available()`"},
+      {"framework.deep.device_count", integer, "count", "`torch.cuda.device_count()`"},
+      {"framework.deep.devices", list, "",
+       "each device as PyTorch sees it: index, name, arch and total memory"},
+      {"framework.deep.device0.name", string, "", "device 0's name"},
+      {"framework.deep.device0.arch", string, "", "device 0's `gcnArchName`"},
+      {"framework.deep.device0.total_bytes", integer, "bytes", "device 0's `total_memory`"},
+      {"framework.deep.device0.free_bytes", integer, "bytes",
+       "device 0's free memory (`torch.cuda.mem_get_info`)"},
+  };
+  return d;
+}
+
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = {"framework.deep.status",
-                                             "framework.deep.python",
-                                             "framework.deep.import_error",
-                                             "framework.deep.torch_version",
-                                             "framework.deep.hip_version",
-                                             "framework.deep.available",
-                                             "framework.deep.device_count",
-                                             "framework.deep.devices",
-                                             "framework.deep.device0.name",
-                                             "framework.deep.device0.arch",
-                                             "framework.deep.device0.total_bytes",
-                                             "framework.deep.device0.free_bytes"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> out;
+    for (const auto& decl : declarations())
+      out.push_back(decl.pattern);
+    return out;
+  }();
   return k;
 }
 
@@ -227,9 +246,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_framework_deep_probe() {
-  return std::make_unique<BasicProbe>("framework_deep", keys(),
-                                      std::vector<std::string>{"python -c (torch.cuda queries)"},
-                                      collect);
+  return std::make_unique<BasicProbe>(
+      "framework_deep", declarations(),
+      "only with `--framework-deep` on the live system (else not probed): the interpreter's own "
+      "answer (torch.cuda), run in a child with a time limit (docs/framework.md). The interpreter: "
+      "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "
+      "on the PATH. The derived probe adds what HIP device 0 could give a process "
+      "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
+      "(`framework.deep.device0_seen_ratio`).",
+      std::vector<std::string>{"python -c (torch.cuda queries)"}, collect);
 }
 
 } // namespace halo::probes

@@ -191,13 +191,32 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_metrics_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"gpu_metrics.*.version", string, "", "the table's `format.content` version (`1.3`)"},
+      {"gpu_metrics.*.temperature_edge_c", integer, "degrees C", "edge temperature (v1.3)"},
+      {"gpu_metrics.*.temperature_hotspot_c", integer, "degrees C",
+       "hotspot temperature (v1.3, v1.4-1.6)"},
+      {"gpu_metrics.*.temperature_mem_c", integer, "degrees C",
+       "memory temperature (v1.3, v1.4-1.6)"},
+      {"gpu_metrics.*.socket_power_w", integer, "watts", "socket power (v1.3, v1.4-1.6)"},
+      {"gpu_metrics.*.throttle_power", list, "",
+       "power throttle reasons active (SMU_THROTTLER_*_BIT 0-7 names; v1.3, v2.2-2.4)"},
+      {"gpu_metrics.*.throttle_current", list, "", "current throttle reasons active (bits 16-23)"},
+      {"gpu_metrics.*.throttle_thermal", list, "",
+       "temperature throttle reasons active (bits 32-47)"},
+  };
   return std::make_unique<BasicProbe>(
-      "gpu_metrics",
-      std::vector<std::string>{"gpu_metrics.*.version", "gpu_metrics.*.temperature_edge_c",
-                               "gpu_metrics.*.temperature_hotspot_c",
-                               "gpu_metrics.*.temperature_mem_c", "gpu_metrics.*.socket_power_w",
-                               "gpu_metrics.*.throttle_power", "gpu_metrics.*.throttle_current",
-                               "gpu_metrics.*.throttle_thermal"},
+      "gpu_metrics", std::move(decls),
+      "`/sys/class/drm/cardN/device/gpu_metrics` (binary, little-endian, at most 4 KiB; "
+      "kgd_pp_interface.h): the header's `format.content` version; v1.3 (RDNA, MI200): "
+      "edge/hotspot/memory temperature (degrees C), socket power (W) and the ASIC-independent "
+      "throttle status; v1.4-1.6 (MI300-class): hotspot/memory temperature and socket power, no "
+      "throttle status; v2.2-2.4 (APUs): the throttle status; other versions the version only. "
+      "Throttle reasons by the SMU's SMU_THROTTLER_*_BIT names (power 0-7, current 16-23, "
+      "temperature 32-47); 0xFFFF in a field and an all-ones status are \"not reported\"; a table "
+      "shorter than its header says, or than its layout, is an error. The derived probe aliases "
+      "them as `gpu.N.metrics.*`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/gpu_metrics"}, collect);
 }
 

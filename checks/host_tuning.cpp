@@ -116,11 +116,28 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_host_tuning_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"host.cpufreq_governors", list, "", "the distinct `cpuN/cpufreq/scaling_governor`s"},
+      {"host.cpuidle_c2_enabled_cpus", integer, "count",
+       "CPUs whose `cpuidle/state2/disable` is 0 (the source names the state, C2 on EPYC; at most "
+       "4096 CPUs read)"},
+      {"host.thp_enabled", string, "",
+       "the bracketed mode of `/sys/kernel/mm/transparent_hugepage/enabled` (`always`, `madvise`, "
+       "`never`)"},
+      {"user.limits.memlock_soft", integer, "bytes",
+       "the soft \"Max locked memory\" of `/proc/self/limits`; the string `unlimited` when there "
+       "is no limit"},
+      {"user.limits.nofile_soft", integer, "count",
+       "the soft \"Max open files\"; the string `unlimited` when there is no limit"},
+  };
   return std::make_unique<BasicProbe>(
-      "host_tuning",
-      std::vector<std::string>{"host.cpufreq_governors", "host.cpuidle_c2_enabled_cpus",
-                               "host.thp_enabled", "user.limits.memlock_soft",
-                               "user.limits.nofile_soft"},
+      "host_tuning", std::move(decls),
+      "the distinct `cpuN/cpufreq/scaling_governor`s; how many CPUs have `cpuidle/state2/disable` "
+      "0 (the source names the state, C2 on EPYC; at most 4096 CPUs read); the bracketed mode of "
+      "`/sys/kernel/mm/transparent_hugepage/enabled`; the soft \"Max locked memory\" (bytes or "
+      "`unlimited`) and \"Max open files\" of `/proc/self/limits`, which a run started the same "
+      "way inherits.",
       std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",

@@ -228,11 +228,23 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_initramfs_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"initramfs.path", string, "", "the host's initramfs image for the running kernel"},
+      {"initramfs.segments", integer, "count",
+       "the cpio segments in it (uncompressed early segments, then the compressed one)"},
+      {"initramfs.firmware_failed_present", list, "",
+       "the firmware files that failed to load that the image holds"},
+      {"initramfs.firmware_failed_missing", list, "", "those it lacks"},
+  };
   return std::make_unique<BasicProbe>(
-      "initramfs",
-      std::vector<std::string>{"initramfs.path", "initramfs.segments",
-                               "initramfs.firmware_failed_present",
-                               "initramfs.firmware_failed_missing"},
+      "initramfs", std::move(decls),
+      "read only when `kernel_log.firmware_load_failures` names files: the host's "
+      "`/boot/initrd.img-REL`, `/boot/initramfs-REL.img`, `/boot/initrd-REL.img` or "
+      "`/boot/initrd-REL`, every cpio segment listed with libarchive (uncompressed early segments, "
+      "then the compressed one), each failed file looked up under `lib/firmware` and "
+      "`usr/lib/firmware` (`updates/`, plain, `.xz`, `.zst`); no image: not probed; a root-only "
+      "image: denied with the `lsinitrd`/`lsinitramfs` command.",
       std::vector<std::string>{"/boot/initrd.img-*", "/boot/initramfs-*.img", "/boot/initrd-*"},
       collect);
 }

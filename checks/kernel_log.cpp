@@ -248,14 +248,49 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_log_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"kernel_log.status", string, "",
+       "`ok` when the kernel log could be read; else missing, denied or an error with why"},
+      {"kernel_log.amdgpu_probe_errors", list, "",
+       "amdgpu lines saying the device failed to probe or initialise"},
+      {"kernel_log.firmware_load_failures", list, "",
+       "the firmware files the log says failed to load"},
+      {"kernel_log.firmware_on_disk", list, "",
+       "each of those found now where the kernel looks, as `name: path`"},
+      {"kernel_log.module_signature_rejected", list, "",
+       "lines saying a module's signature was rejected"},
+      {"kernel_log.ring_timeouts", list, "", "the amdgpu `ring X timeout` lines"},
+      {"kernel_log.gpu_resets", integer, "count", "`GPU reset begin` lines"},
+      {"kernel_log.mes_failures", integer, "count",
+       "`MES failed to respond` lines (older `failed to response`, amdgpu_mes.c)"},
+      {"kernel_log.page_faults", integer, "count",
+       "`[gfxhub]`/`[mmhub]` page fault lines (gmc_v*.c)"},
+      {"kernel_log.hang_events", list, "",
+       "the first 32 hang lines as `<seconds since boot> s: <line>`"},
+      {"kernel_log.lines", list, "",
+       "the relevant lines, with the time as dmesg prints it (what capture keeps)"},
+  };
   return std::make_unique<BasicProbe>(
-      "kernel_log",
-      std::vector<std::string>{"kernel_log.status", "kernel_log.amdgpu_probe_errors",
-                               "kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
-                               "kernel_log.module_signature_rejected", "kernel_log.ring_timeouts",
-                               "kernel_log.lines", "kernel_log.gpu_resets",
-                               "kernel_log.mes_failures", "kernel_log.page_faults",
-                               "kernel_log.hang_events"},
+      "kernel_log", std::move(decls),
+      "hang signatures of amdgpu lines: \"ring X timeout\", \"GPU reset begin\", \"reset failed\", "
+      "\"device wedged\", \"MES failed to respond\" (older \"failed to response\", amdgpu_mes.c), "
+      "\"[gfxhub]/[mmhub] page fault\" (gmc_v*.c); `hang_events`: the first 32 as \"<seconds since "
+      "boot> s: <line>\" (the time from /dev/kmsg's usec field, or dmesg's \"[  651.971687]\"); "
+      "`lines` keep the time as dmesg prints it, so a capture replays it. "
+      "`module_signature_rejected`: \"Loading of unsigned module is rejected\" / \"... with "
+      "unavailable key ...\" (kernel/module/signing.c) and \"Lockdown: modprobe: unsigned module "
+      "loading is restricted\" (security/lockdown/lockdown.c); `/dev/kmsg` on the live root "
+      "(non-blocking, bounded; `denied` under dmesg_restrict with the command to run), "
+      "`ROOT/.halo/dmesg.txt` under `--root` (capture writes the relevant lines there). "
+      "`firmware_on_disk`: each firmware file the log says failed to load, looked up now where the "
+      "kernel looks (drivers/base/firmware_loader/main.c `fw_path[]`: `firmware_class.path`, "
+      "`/lib/firmware/updates/<release>`, `/lib/firmware/updates`, `/lib/firmware/<release>`, "
+      "`/lib/firmware`; the plain name everywhere, then `.zst`, then `.xz`), as `name: path`. A "
+      "root without `/lib/firmware` is not probed. The derived probe splits the failed names into "
+      "those on disk now and those still missing (`kernel_log.firmware_present_now`, "
+      "`kernel_log.firmware_missing_now`) and explains the probe errors "
+      "(`kernel_log.amdgpu_probe_causes`).",
       std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)",
                                "/sys/module/firmware_class/parameters/path",
                                "$FW_PATH/<each file that failed to load>{,.zst,.xz} ($FW_PATH: "

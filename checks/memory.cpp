@@ -36,9 +36,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_memory_probe() {
-  return std::make_unique<BasicProbe>(
-      "memory", std::vector<std::string>{"mem.total_bytes", "mem.available_bytes"},
-      std::vector<std::string>{"/proc/meminfo"}, collect);
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"mem.total_bytes", integer, "bytes", "`MemTotal` of `/proc/meminfo`"},
+      {"mem.available_bytes", integer, "bytes", "`MemAvailable` of `/proc/meminfo`"},
+  };
+  return std::make_unique<BasicProbe>("memory", std::move(decls), "`/proc/meminfo` (kB x 1024).",
+                                      std::vector<std::string>{"/proc/meminfo"}, collect);
 }
 
 } // namespace halo::probes

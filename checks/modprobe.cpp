@@ -253,13 +253,40 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_modprobe_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"modprobe.files", list, "",
+       "the modprobe.d files read (`.alias` files marked \"read by kmod up to v32\")"},
+      {"modprobe.blacklist", list, "",
+       "modules of interest (amdgpu, ttm, amdttm, amd_ttm, amdkfd, drm) named by `blacklist` "
+       "lines"},
+      {"modprobe.install_blocked", list, "",
+       "modules whose `install` command blocks loading (`/bin/false`, `false`, `/bin/true`, `:`, "
+       "`exit`)"},
+      {"modprobe.install_custom", list, "",
+       "other `install` commands, whose effect is not known, as `install <module> <command> "
+       "(file:line)`"},
+      {"modprobe.unreadable", list, "", "modprobe.d files that could not be read"},
+      {"modprobe.options.*.*", string, "",
+       "the value `options <module> <param>=...` sets (the last one wins); source is `file:line`"},
+      {"modprobe.options_text.*", list, "", "each `options <module>` line's option text, in order"},
+      {"modprobe.note_words.*", list, "",
+       "the option names of module `<module>` from a word starting with `#` to the end of its "
+       "line: they look like a note, but the kernel receives them (unknown names ignored, known "
+       "ones applied)"},
+      {"modprobe.install.*", string, "", "the `install` command for module `<module>`"},
+      {"modprobe.blacklist_source.*", string, "",
+       "where module `<module>` is blacklisted (`file:line`)"},
+      {"modprobe.blocked_source.*", string, "",
+       "where module `<module>`'s blocking `install` line is (`file:line`)"},
+  };
   return std::make_unique<BasicProbe>(
-      "modprobe",
-      std::vector<std::string>{"modprobe.files", "modprobe.blacklist", "modprobe.install_blocked",
-                               "modprobe.install_custom", "modprobe.unreadable",
-                               "modprobe.options.*.*", "modprobe.options_text.*",
-                               "modprobe.install.*", "modprobe.blacklist_source.*",
-                               "modprobe.blocked_source.*"},
+      "modprobe", std::move(decls),
+      "`*.conf` (and `*.alias`, read by kmod up to v32) in /etc, /run, /usr/local/lib, /usr/lib, "
+      "/lib `modprobe.d`, read as kmod does: `#` only at the start of a line, backslash "
+      "continuation, words split on space and tab (CRLF keeps `\\r`), `.`-files and directories "
+      "skipped; option values as the kernel's `next_arg` splits the module's joined options "
+      "(source is `file:line`). Checked against real kmod by tests/cli/kmod_diff.py.",
       std::vector<std::string>{
           "/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf", "/usr/local/lib/modprobe.d/*.conf",
           "/usr/lib/modprobe.d/*.conf", "/lib/modprobe.d/*.conf", "/etc/modprobe.d/*.alias",

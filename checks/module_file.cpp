@@ -412,12 +412,33 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_module_file_probe() {
-  std::vector<std::string> provides;
-  provides.reserve(kAllKeys.size());
-  for (std::string_view k : kAllKeys)
-    provides.emplace_back(k);
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {std::string(kPath), string, "",
+       "the amdgpu module file modprobe would load for `kernel.release`"},
+      {std::string(kOrigin), string, "",
+       "`inbox` (`kernel/`), `dkms` (`updates/`, `extra/`, `weak-updates/`), `other`, or `builtin` "
+       "(`modules.builtin.bin`)"},
+      {std::string(kSigned), boolean, "", "the module carries a signature"},
+      {std::string(kSigner), string, "",
+       "the signature's `signer` (issuer common name), as `modinfo` prints it"},
+      {std::string(kSigKey), string, "", "the signature's `sig_key` (hex)"},
+      {std::string(kSigHash), string, "", "the signature's `sig_hashalgo`"},
+      {std::string(kVersion), string, "", "the `version` of a DKMS build"},
+      {std::string(kFirmware), list, "", "every `firmware` (MODULE_FIRMWARE) name"},
+      {std::string(kFirmwareCount), integer, "count", "their count"},
+  };
   return std::make_unique<BasicProbe>(
-      "module_file", std::move(provides),
+      "module_file", std::move(decls),
+      "the amdgpu module modprobe would load for `kernel.release`: libkmod's lookup in "
+      "`/lib/modules/<release>/modules.dep.bin` (so `updates/dkms/` or `extra/` wins over "
+      "`kernel/`), then `kmod_module_get_info` as `modinfo` prints it. Read in a child process (1 "
+      "GiB more address space, 10 s) from a regular file of at most 128 MiB inside the root; a "
+      "link is followed inside the root only; a module libkmod cannot read is an `error` with the "
+      "reason; no `/lib/modules/<release>` or no `modules.dep.bin` is `missing`. Read only where "
+      "it can matter: Secure Boot on, lockdown `integrity`/`confidentiality`, or amdgpu not live "
+      "(else not probed, to keep `check` fast). Checked against `modinfo` by "
+      "tests/cli/module_signature.sh.",
       std::vector<std::string>{
           "$MODDIR/modules.dep.bin ($MODDIR = /lib/modules/<kernel.release>, from the kernel "
           "probe; libkmod in a child process)",

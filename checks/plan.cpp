@@ -90,33 +90,57 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_plan_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"plan.present", boolean, "", "a training run was given (`--model`)"},
+      {"plan.model.name", string, "", "the model's name"},
+      {"plan.model.type", string, "", "`model_type` of its config.json"},
+      {"plan.model.parameters", integer, "count",
+       "the parameter count (derived from the config; the source names the formula)"},
+      {"plan.model.parameters_exact", boolean, "",
+       "the count is exact for this `model_type` (else a Llama-style count)"},
+      {"plan.model.weights_file_bytes", integer, "bytes",
+       "`metadata.total_size` of `model.safetensors.index.json`; missing without one"},
+      {"plan.config_format", string, "",
+       "the training configuration's format: `transformers`, `axolotl`, `torchtune`, `accelerate`, "
+       "`none`"},
+      {"plan.method", string, "", "the fine-tuning method (`full`, `lora`, `qlora`)"},
+      {"plan.micro_batch", integer, "count", "per-device train batch (sequences per step)"},
+      {"plan.eval_batch", integer, "count", "per-device eval batch"},
+      {"plan.grad_accum", integer, "count", "gradient accumulation steps"},
+      {"plan.effective_batch", integer, "count", "micro-batch x gradient accumulation x processes"},
+      {"plan.seq_len", integer, "tokens", "tokens per sequence"},
+      {"plan.bf16", boolean, "", "bf16 mixed precision"},
+      {"plan.fp16", boolean, "", "fp16 mixed precision"},
+      {"plan.tf32", boolean, "", "TF32 matmuls"},
+      {"plan.load_dtype", string, "", "the dtype the base weights are loaded in"},
+      {"plan.gradient_checkpointing", boolean, "", "gradient checkpointing"},
+      {"plan.optim", string, "",
+       "the optimizer, as TrainingArguments.optim spells it (`adamw_torch`, ...)"},
+      {"plan.uses_bitsandbytes", boolean, "",
+       "the run needs bitsandbytes: QLoRA or LLM.int8 through transformers, or a bitsandbytes "
+       "optimizer"},
+      {"plan.load_in_8bit", boolean, "", "the base model is loaded in 8 bits"},
+      {"plan.attention", string, "",
+       "the attention implementation (`eager`, `sdpa`, `flash_attention_2`)"},
+      {"plan.dataloader_workers", integer, "count", "data loader worker processes"},
+      {"plan.pin_memory", boolean, "", "the data loader pins memory"},
+      {"plan.torch_compile", boolean, "", "torch.compile is on"},
+      {"plan.num_processes", integer, "count", "processes (GPUs) the launcher starts"},
+      {"plan.ignored_keys", list, "",
+       "keys the configuration has that the doctor does not know and that are close to no known "
+       "key"},
+      {"plan.memory.*", integer, "bytes",
+       "one line of the per-GPU memory estimate: `weights`, `gradients`, `adapters`, `optimizer`, "
+       "`activations`, `logits`, `runtime`, `fragmentation` (`plan.memory.<item>_bytes`), their "
+       "sum `required_bytes`, and `lora_required_bytes`, the same run as bf16 LoRA"},
+      {"plan.trainable_parameters", integer, "count", "all parameters (full) or the LoRA adapters"},
+  };
   return std::make_unique<BasicProbe>(
-      "plan",
-      std::vector<std::string>{"plan.present",
-                               "plan.model.*",
-                               "plan.config_format",
-                               "plan.method",
-                               "plan.micro_batch",
-                               "plan.eval_batch",
-                               "plan.grad_accum",
-                               "plan.effective_batch",
-                               "plan.seq_len",
-                               "plan.bf16",
-                               "plan.fp16",
-                               "plan.tf32",
-                               "plan.load_dtype",
-                               "plan.gradient_checkpointing",
-                               "plan.optim",
-                               "plan.uses_bitsandbytes",
-                               "plan.load_in_8bit",
-                               "plan.attention",
-                               "plan.dataloader_workers",
-                               "plan.pin_memory",
-                               "plan.torch_compile",
-                               "plan.num_processes",
-                               "plan.ignored_keys",
-                               "plan.memory.*",
-                               "plan.trainable_parameters"},
+      "plan", std::move(decls),
+      "the training run given with `plan --model` or `check --model`: the model's config.json and "
+      "the training configuration; each setting's source is the file and line, the option, or the "
+      "default it took (docs/plan.md). Without `--model`, `plan.present` is false.",
       std::vector<std::string>{"--model DIR/config.json", "--config FILE"}, collect);
 }
 

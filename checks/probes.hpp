@@ -1,5 +1,6 @@
 // The built-in probe modules, one per file in checks/. Each factory returns a probe whose
-// provides()/reads() document what it produces and reads (docs/facts.md lists them).
+// declarations()/source()/reads() document what it produces and reads (docs/facts.md is generated
+// from them: `halo-doctor facts --declared --format markdown`).
 #pragma once
 
 #include <halo/probe.hpp>
@@ -15,18 +16,22 @@ namespace halo::probes {
 class BasicProbe : public Probe {
 public:
   using Collect = std::function<void(const ProbeContext&, FactSet&)>;
-  BasicProbe(std::string id, std::vector<std::string> provides, std::vector<std::string> reads,
-             Collect collect)
-      : id_(std::move(id)), provides_(std::move(provides)), reads_(std::move(reads)),
-        collect_(std::move(collect)) {}
+  /// `decls`: the facts it provides; `source`: where they come from (Markdown, cited);
+  /// `reads`: the paths or globs it reads.
+  BasicProbe(std::string id, std::vector<FactDecl> decls, std::string source,
+             std::vector<std::string> reads, Collect collect)
+      : id_(std::move(id)), decls_(std::move(decls)), source_(std::move(source)),
+        reads_(std::move(reads)), collect_(std::move(collect)) {}
   std::string_view id() const override { return id_; }
-  std::vector<std::string> provides() const override { return provides_; }
+  std::vector<FactDecl> declarations() const override { return decls_; }
+  std::string source() const override { return source_; }
   std::vector<std::string> reads() const override { return reads_; }
   void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
 
 private:
   std::string id_;
-  std::vector<std::string> provides_;
+  std::vector<FactDecl> decls_;
+  std::string source_;
   std::vector<std::string> reads_;
   Collect collect_;
 };

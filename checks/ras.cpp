@@ -147,11 +147,24 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_ras_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"ras.*.supported", boolean, "", "the card has a `ras/` directory (no: consumer GPUs, APUs)"},
+      {"ras.*.ue_count", integer, "count",
+       "uncorrectable errors, summed over the `ras/<block>_err_count` files"},
+      {"ras.*.ce_count", integer, "count", "correctable errors, summed over blocks"},
+      {"ras.*.de_count", integer, "count", "deferred errors, summed over blocks"},
+      {"ras.*.ue_blocks", list, "", "the blocks with uncorrectable errors"},
+      {"ras.*.bad_pages_retired", integer, "count",
+       "`ras/gpu_vram_bad_pages` lines flagged R (retired)"},
+      {"ras.*.bad_pages_pending", integer, "count", "lines flagged P (pending retirement)"},
+      {"ras.*.bad_pages_failed", integer, "count", "lines flagged F (failed to retire)"},
+  };
   return std::make_unique<BasicProbe>(
-      "ras",
-      std::vector<std::string>{"ras.*.supported", "ras.*.ue_count", "ras.*.ce_count",
-                               "ras.*.de_count", "ras.*.ue_blocks", "ras.*.bad_pages_retired",
-                               "ras.*.bad_pages_pending", "ras.*.bad_pages_failed"},
+      "ras", std::move(decls),
+      "`/sys/class/drm/<card>/device/ras/<block>_err_count` (\"ue: N / ce: N [/ de: N]\", summed "
+      "over blocks; \"Query currently inaccessible\" is an error), `ras/gpu_vram_bad_pages` (R/P/F "
+      "lines); no `ras/` directory: `supported` false (consumer GPUs, APUs).",
       std::vector<std::string>{"/sys/class/drm/card*/device/ras/*_err_count",
                                "/sys/class/drm/card*/device/ras/gpu_vram_bad_pages"},
       collect);

@@ -40,11 +40,22 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_secure_boot_probe() {
-  return std::make_unique<BasicProbe>("secure_boot",
-                                      std::vector<std::string>{"boot.secure_boot", "boot.lockdown"},
-                                      std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",
-                                                               "/sys/kernel/security/lockdown"},
-                                      collect);
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"boot.secure_boot", boolean, "",
+       "UEFI Secure Boot is on (the SecureBoot variable in efivarfs; legacy boot without "
+       "`/sys/firmware/efi`: false)"},
+      {"boot.lockdown", string, "",
+       "the bracketed mode of `/sys/kernel/security/lockdown` (`none`, `integrity`, "
+       "`confidentiality`)"},
+  };
+  return std::make_unique<BasicProbe>(
+      "secure_boot", std::move(decls),
+      "the UEFI SecureBoot variable in efivarfs (absent `/sys/firmware/efi`: legacy boot, false), "
+      "`/sys/kernel/security/lockdown` (the bracketed mode).",
+      std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",
+                               "/sys/kernel/security/lockdown"},
+      collect);
 }
 
 } // namespace halo::probes

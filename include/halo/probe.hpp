@@ -79,6 +79,39 @@ struct ProbeContext {
   std::string host_basis() const { return host == nullptr ? "the same root" : host->basis; }
 };
 
+/// The type of an ok fact's value: which alternative of halo::Value (include/halo/fact.hpp) it
+/// holds. A fact that is not ok (missing, denied, error) holds no value and has no type.
+enum class FactType {
+  boolean, ///< `bool`: a yes/no answer ("amdgpu.loaded").
+  integer, ///< `std::int64_t`: counts, sizes, ids, versions as numbers ("mem.total_bytes").
+  number,  ///< `double`: a measured or computed real number ("drm.card1.pcie.max_speed_gts").
+  string,  ///< `std::string`: names, paths, versions and modes as text ("kernel.release").
+  list,    ///< `std::vector<std::string>`: names, lines or entries ("kernel.cmdline.names").
+};
+
+/// The word the docs use for a FactType: "bool", "int", "number", "string", "list".
+std::string_view fact_type_name(FactType t);
+
+/// The FactType of a value; std::nullopt for an empty value (std::monostate).
+std::optional<FactType> fact_type_of(const Value& v);
+
+/// What a probe declares about the facts of one key pattern: the contract docs/facts.md is
+/// generated from (`halo-doctor facts --declared`), and that tests/unit/test_fact_declarations.cpp
+/// checks against the facts every fixture root produces.
+struct FactDecl {
+  /// Key pattern (`*` = one segment, trailing `**` = any tail): "drm.*.vram_total_bytes".
+  std::string pattern;
+  /// The type every ok fact matching the pattern has (where a more specific pattern of any
+  /// probe matches too, that one's type applies: see ProbeRegistry::declaration_for).
+  FactType type = FactType::string;
+  /// The unit in plain words, as the key's suffix names it: "bytes", "pages", "MiB",
+  /// "millidegrees C", "degrees C", "microwatts", "watts", "GT/s", "lanes", "seconds", "count";
+  /// empty for values without one (names, flags, text, ids).
+  std::string unit;
+  /// One line: what the value says.
+  std::string meaning;
+};
+
 /// One probe module. A probe never throws for environmental conditions: what it cannot read
 /// becomes a fact with status missing/denied/error.
 class Probe {
@@ -91,9 +124,14 @@ public:
   virtual ~Probe() = default;
   /// Short id ("kernel", "ttm", "kfd_topology"), unique in the registry.
   virtual std::string_view id() const = 0;
-  /// Fact key patterns this probe may produce (`*` = one segment, trailing `**` = any tail).
-  /// The rule loader rejects a rule naming a fact no probe provides.
-  virtual std::vector<std::string> provides() const = 0;
+  /// The facts this probe may produce, one declaration per key pattern (docs/facts.md).
+  virtual std::vector<FactDecl> declarations() const = 0;
+  /// Where the facts come from, in Markdown: the files read and how, the API calls, the
+  /// derivations, with their sources cited (docs/facts.md prints it under the probe's table).
+  virtual std::string source() const = 0;
+  /// Fact key patterns this probe may produce: the patterns of declarations(). The rule loader
+  /// rejects a rule naming a fact no probe provides.
+  std::vector<std::string> provides() const;
   /// Absolute paths or globs this probe reads (documentation and capture bundles).
   virtual std::vector<std::string> reads() const = 0;
   /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
@@ -109,6 +147,16 @@ public:
   std::vector<std::string> provided_patterns() const;
   /// True if some provided pattern can produce `key` (which may itself contain `*`).
   bool provides(std::string_view key) const;
+  /// Every declaration: the registry's own (registry_declarations()), then each probe's in order.
+  const std::vector<FactDecl>& declarations() const { return decls_; }
+  /// The declaration that governs a concrete fact key: of the declarations whose pattern matches
+  /// it, the most specific (more literal segments, then no trailing `**`; ties: the first in
+  /// declarations()). nullptr when no declaration matches. The pointer lives as long as the
+  /// registry and is invalidated by add().
+  const FactDecl* declaration_for(std::string_view key) const;
+  /// The facts the registry itself adds: `probe.<id>.status`. (The `bench.**` facts merged from
+  /// `halo-doctor bench --json` are provided but declared in docs/bench.md, not here.)
+  static std::vector<FactDecl> registry_declarations();
 
   /// Runs every probe in order; a probe that throws is recorded as `probe.<id>.status` error.
   /// Without ctx.host, the host root is chosen by detect_host_root(ctx.root, host_root option).
@@ -121,7 +169,17 @@ public:
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
   std::vector<std::string> patterns_{"bench.**", "probe.*.status"};
+  std::vector<FactDecl> decls_ = registry_declarations();
 };
+
+/// docs/facts.md, generated from the declarations of `reg`'s probes in registry order (`halo-doctor
+/// facts --declared --format markdown`; tests/unit/test_fact_declarations.cpp checks the file is
+/// current).
+std::string declared_facts_markdown(const ProbeRegistry& reg);
+
+/// The declarations as JSON (`halo-doctor facts --declared --format json`): an array of
+/// {"probe", "source", "facts": [{"pattern", "type", "unit", "meaning"}]}.
+std::string declared_facts_json(const ProbeRegistry& reg);
 
 /// Records that probe `id` could not finish (its runtime child hung, crashed or could not start):
 /// `probe.<id>.status` becomes an `error` fact with `reason`, which the registry keeps instead of

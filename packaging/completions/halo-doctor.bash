@@ -20,7 +20,8 @@ _halo_doctor() {
     --facts | --add-facts | --policy | --hsa-library) _filedir; return ;;
     --bundle) _filedir 'tar.gz'; return ;;
     --format)
-      if [ "$cmd" = plan ]; then COMPREPLY=($(compgen -W "text json" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); fi
+      if [ "$cmd" = plan ]; then COMPREPLY=($(compgen -W "text json" -- "$cur"))
+      elif [ "$cmd" = facts ]; then COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); fi
       return ;;
     --fail-on) COMPREPLY=($(compgen -W "error warning info never" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
@@ -38,7 +39,7 @@ _halo_doctor() {
     "") COMPREPLY=($(compgen -W "$commands --version --debug --help" -- "$cur")) ;;
     check) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
     plan) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --help" -- "$cur")) ;;
-    facts) COMPREPLY=($(compgen -W "$probe --format --output --help" -- "$cur")) ;;
+    facts) COMPREPLY=($(compgen -W "$probe --declared --format --output --help" -- "$cur")) ;;
     capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
     slurm)
       if [[ " ${words[*]} " == *" health-check "* || " ${words[*]} " == *" prolog "* || " ${words[*]} " == *" epilog "* ]]; then

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 
+#include <halo/error.hpp>
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
 #include <halo/version.hpp>
@@ -15,16 +16,30 @@ Runner add_facts_command(CLI::App& app) {
     CommonOptions common;
     std::string format = "text";
     std::string output;
+    bool declared = false;
   };
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("facts", "Print every fact with its status and source");
   add_probe_options(sub, o->common);
-  sub->add_option("--format", o->format, "Output format (json is what check --facts reads)")
-      ->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--format", o->format,
+                  "Output format (json is what check --facts reads; markdown with --declared)")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
+  sub->add_flag("--declared", o->declared,
+                "Print the facts the probes declare (key, type, unit, meaning, source) instead of "
+                "probing: markdown is docs/facts.md, json the declarations");
   sub->add_option("-o,--output", o->output, "Write to FILE (atomically) instead of stdout");
   return [sub, o]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
+    if (o->declared) {
+      // docs/facts.md is this output (tests/unit/test_fact_declarations.cpp checks it is current).
+      write_output(o->output,
+                   o->format == "json" ? declared_facts_json(reg) : declared_facts_markdown(reg));
+      return 0;
+    }
+    if (o->format == "markdown") {
+      throw InputError("--format markdown: only with --declared (the declarations, docs/facts.md)");
+    }
     const FactSet facts = gather(o->common, reg);
     write_output(o->output, o->format == "json"
                                 ? dump_json(facts_to_json(facts, "halo-doctor", kVersion), 2) + "\n"

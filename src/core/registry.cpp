@@ -6,13 +6,91 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
+#include <utility>
+#include <variant>
 
 namespace halo {
 
+std::string_view fact_type_name(FactType t) {
+  switch (t) {
+  case FactType::boolean:
+    return "bool";
+  case FactType::integer:
+    return "int";
+  case FactType::number:
+    return "number";
+  case FactType::string:
+    return "string";
+  case FactType::list:
+    return "list";
+  }
+  return "?";
+}
+
+std::optional<FactType> fact_type_of(const Value& v) {
+  if (std::holds_alternative<bool>(v)) return FactType::boolean;
+  if (std::holds_alternative<std::int64_t>(v)) return FactType::integer;
+  if (std::holds_alternative<double>(v)) return FactType::number;
+  if (std::holds_alternative<std::string>(v)) return FactType::string;
+  if (std::holds_alternative<std::vector<std::string>>(v)) return FactType::list;
+  return std::nullopt;
+}
+
+std::vector<std::string> Probe::provides() const {
+  std::vector<std::string> out;
+  for (auto& d : declarations())
+    out.push_back(std::move(d.pattern));
+  return out;
+}
+
+std::vector<FactDecl> ProbeRegistry::registry_declarations() {
+  return {{"probe.*.status", FactType::string, "",
+           "`ok` when the probe ran to the end; else an `error` fact with the reason (it threw, or "
+           "its runtime child hung, crashed or could not start)"}};
+}
+
 void ProbeRegistry::add(std::unique_ptr<Probe> p) {
-  for (auto& k : p->provides())
-    patterns_.push_back(std::move(k));
+  for (auto& d : p->declarations()) {
+    patterns_.push_back(d.pattern);
+    decls_.push_back(std::move(d));
+  }
   probes_.push_back(std::move(p));
+}
+
+namespace {
+/// How specific a pattern is: its literal segments, then whether it lacks a trailing `**`.
+std::pair<int, int> specificity(std::string_view pattern) {
+  int literal = 0;
+  bool tail = false;
+  std::size_t start = 0;
+  while (start <= pattern.size()) {
+    const auto dot = pattern.find('.', start);
+    const auto seg =
+        pattern.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (seg == "**")
+      tail = true;
+    else if (seg != "*")
+      ++literal;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return {literal, tail ? 0 : 1};
+}
+} // namespace
+
+const FactDecl* ProbeRegistry::declaration_for(std::string_view key) const {
+  const FactDecl* best = nullptr;
+  std::pair<int, int> best_rank{-1, -1};
+  for (const auto& d : decls_) {
+    if (!key_matches(d.pattern, key)) continue;
+    const auto rank = specificity(d.pattern);
+    if (best == nullptr || rank > best_rank) {
+      best = &d;
+      best_rank = rank;
+    }
+  }
+  return best;
 }
 
 std::vector<std::string> ProbeRegistry::provided_patterns() const {

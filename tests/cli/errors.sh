@@ -27,6 +27,13 @@ expect 2 "" -- "$bin" check --reserve -3
 expect 2 "" -- "$bin"
 expect 2 "" -- "$bin" frobnicate
 expect 2 "unknown rule id" -- "$bin" explain no-such-rule
+expect 2 "only with --declared" -- "$bin" facts --root "$fixtures/no-amd-gpu" --format markdown
+
+# The declared facts: the command the docs/facts.md test tells a developer to run prints that file.
+expect 0 "" -- "$bin" facts --declared --format markdown -o "$tmp/facts.md"
+if diff -q "$tmp/facts.md" "$fixtures/../../docs/facts.md" >/dev/null; then echo "ok: facts --declared is docs/facts.md"; else echo "FAIL: facts --declared --format markdown differs from docs/facts.md"; fail=1; fi
+expect 0 "" -- "$bin" facts --declared --format json
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert any(f['pattern'] == 'mem.total_bytes' and f['type'] == 'int' and f['unit'] == 'bytes' for p in d for f in p['facts'])" "$tmp/out"; then echo "ok: facts --declared --format json"; else echo "FAIL: facts --declared --format json lacks mem.total_bytes (int, bytes)"; fail=1; fi
 
 # A malformed rules file: the error names the file and the line.
 mkdir -p "$tmp/rules"
