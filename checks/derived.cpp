@@ -719,6 +719,56 @@ void derive_framework_rocm_version(FactSet& facts) {
                "derived: framework.torch.hip_version (HIP's major.minor is the ROCm release's)");
 }
 
+/// env.debug_settings: debugging switches of HIP, ROCr and PyTorch left in the environment
+/// training will see, each as "NAME=VALUE (what it costs)". AMD_SERIALIZE_KERNEL and
+/// AMD_SERIALIZE_COPY (1, 2 or 3) make every kernel or copy wait (HIP's environment variables
+/// reference); PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING=1 turn PyTorch's
+/// caching allocator off (docs/source/notes/cuda.rst and hip.rst); HSA_ENABLE_SDMA=0 moves copies
+/// from the DMA engines to shader blits (a hang-diagnosis toggle: reference/amd-gpu-facts.md 2.5);
+/// AMD_LOG_LEVEL of 3 or more logs every API call.
+void derive_debug_settings(FactSet& facts) {
+  struct Switch {
+    const char* key;
+    const char* name;
+    bool (*on)(std::string_view);
+    const char* cost;
+  };
+  static const std::array<Switch, 6> kSwitches{{
+      {"env.amd_serialize_kernel", "AMD_SERIALIZE_KERNEL",
+       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+       "every kernel launch waits for the GPU"},
+      {"env.amd_serialize_copy", "AMD_SERIALIZE_COPY",
+       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+       "every copy waits for the GPU"},
+      {"env.pytorch_no_cuda_memory_caching", "PYTORCH_NO_CUDA_MEMORY_CACHING",
+       [](std::string_view v) { return v == "1"; },
+       "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
+      {"env.pytorch_no_hip_memory_caching", "PYTORCH_NO_HIP_MEMORY_CACHING",
+       [](std::string_view v) { return v == "1"; },
+       "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
+      {"env.hsa_enable_sdma", "HSA_ENABLE_SDMA", [](std::string_view v) { return v == "0"; },
+       "copies run as shader blits instead of on the DMA engines"},
+      {"env.amd_log_level", "AMD_LOG_LEVEL",
+       [](std::string_view v) { return v.size() == 1 && v[0] >= '3' && v[0] <= '9'; },
+       "HIP logs every API call"},
+  }};
+  // Without the environment (env.names not ok: /proc/self/environ unreadable), nothing is known.
+  if (const Fact* names = facts.find("env.names"); names == nullptr || !names->ok()) {
+    facts.put_status("env.debug_settings", Status::missing, kDerived,
+                     names == nullptr || names->reason.empty()
+                         ? std::string("the environment was not read")
+                         : "the environment was not read: " + names->reason);
+    return;
+  }
+  std::vector<std::string> on;
+  for (const auto& sw : kSwitches)
+    if (auto v = facts.get<std::string>(sw.key); v && sw.on(*v))
+      on.push_back(fmt::format("{}={} ({})", sw.name, *v, sw.cost));
+  facts.put_ok("env.debug_settings", on,
+               "derived: AMD_SERIALIZE_KERNEL, AMD_SERIALIZE_COPY, PYTORCH_NO_{CUDA,HIP}_MEMORY_"
+               "CACHING, HSA_ENABLE_SDMA, AMD_LOG_LEVEL of the environment");
+}
+
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
 /// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
 /// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
@@ -1682,6 +1732,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   derive_runenv(facts);
   derive_virtualization(facts);
   derive_alloc_conf(facts);
+  derive_debug_settings(facts);
   derive_framework_companions(facts);
   derive_framework_kernel_targets(facts);
   derive_framework_rocm_version(facts);
@@ -1867,6 +1918,10 @@ std::unique_ptr<Probe> make_derived_probe() {
        "the ROCm release (`MAJOR.MINOR`) of a ROCm wheel, from `torch.version.hip` (HIP's "
        "major.minor are ROCm's; its third field is a build number); `error` when it is not "
        "`MAJOR.MINOR[.BUILD]`"},
+      {"env.debug_settings", list, "",
+       "debugging switches left on in the environment, as `NAME=VALUE (cost)`: "
+       "`AMD_SERIALIZE_KERNEL`/`AMD_SERIALIZE_COPY` 1-3, `PYTORCH_NO_{CUDA,HIP}_MEMORY_CACHING=1`, "
+       "`HSA_ENABLE_SDMA=0`, `AMD_LOG_LEVEL` 3 or more"},
       {"gpu.*.aotriton_images", list, "",
        "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`) whose name "
        "covers GPU N's gfx target (`gfx11xx` covers gfx1151: `x` is any digit); empty: SDPA has "

@@ -19,7 +19,11 @@ bool wanted(const std::string& name) {
   // SUDO_UID: under sudo, device access is judged for the invoking user (checks/device_access.cpp).
   return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||
          name == "PYTORCH_ALLOC_CONF" || name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES" ||
-         name == "SUDO_UID" || name == "CONTAINER_ID"; // distrobox (distrobox-enter)
+         name == "SUDO_UID" || name == "CONTAINER_ID" || // distrobox (distrobox-enter)
+         // debugging switches (derived env.debug_settings)
+         name == "AMD_SERIALIZE_KERNEL" || name == "AMD_SERIALIZE_COPY" ||
+         name == "AMD_LOG_LEVEL" || name == "PYTORCH_NO_CUDA_MEMORY_CACHING" ||
+         name == "PYTORCH_NO_HIP_MEMORY_CACHING";
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
@@ -76,7 +80,9 @@ std::unique_ptr<Probe> make_environment_probe() {
       "TORCH_BLAS_*, HCC_*, PYTORCH_ROCM_*, PYTORCH_TUNABLEOP_*, MIOPEN_*, NCCL_*, RCCL_*, "
       "FLASH_ATTENTION_* (flash_attn's backend) and TORCH_ROCM_AOTRITON_*, and "
       "PYTORCH_ALLOC_CONF, PYTORCH_{CUDA,HIP}_ALLOC_CONF, ROCM_PATH, CUDA_VISIBLE_DEVICES, "
-      "CONTAINER_ID (distrobox) and SUDO_UID (device access under sudo).",
+      "CONTAINER_ID (distrobox), SUDO_UID (device access under sudo), and the debugging switches "
+      "AMD_SERIALIZE_KERNEL, AMD_SERIALIZE_COPY, AMD_LOG_LEVEL, "
+      "PYTORCH_NO_{CUDA,HIP}_MEMORY_CACHING.",
       std::vector<std::string>{"/proc/self/environ"}, collect);
 }
 

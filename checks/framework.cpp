@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -85,6 +86,8 @@ std::string str(std::string_view s) {
 struct PythonEnvVars {
   std::string virtual_env;
   std::string conda_prefix;
+  /// PATH as set; empty when it is not set.
+  std::string path;
   /// LD_LIBRARY_PATH as set (possibly empty); std::nullopt when it is not set.
   std::optional<std::string> ld_library_path;
   std::string source;
@@ -113,6 +116,7 @@ PythonEnvVars read_env(const Root& root) {
     };
     take("VIRTUAL_ENV", out.virtual_env);
     take("CONDA_PREFIX", out.conda_prefix);
+    if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
     constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
     if (entry.substr(0, kLd.size()) == kLd)
       out.ld_library_path = std::string(entry.substr(kLd.size()));
@@ -178,8 +182,42 @@ std::string parent_dir(std::string_view path) {
   return std::string(path.substr(0, slash));
 }
 
-SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const std::string& python) {
+/// The first `python3` on the PATH training will see that is an interpreter, not a script: a
+/// pyenv or asdf shim (`#!`) chooses its interpreter at run time, which a file read cannot tell,
+/// so it is passed over (and named in `skipped`). At most 64 PATH entries; only absolute ones.
+std::string python_on_path(const Root& root, std::string_view path, std::string& skipped) {
+  std::size_t start = 0;
+  for (int n = 0; n < 64 && start < path.size(); ++n) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::string_view dir = path.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir.front() != '/') continue;
+    const std::string candidate = join(dir, "python3");
+    const UniqueFd fd(root.open_regular(candidate));
+    if (!fd) continue;
+    std::array<char, 2> head{};
+    if (::pread(fd.get(), head.data(), head.size(), 0) == 2 && head[0] == '#' && head[1] == '!') {
+      if (skipped.empty()) skipped = candidate;
+      continue;
+    }
+    return candidate;
+  }
+  return {};
+}
+
+SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string python) {
   SearchPlan p;
+  // Without --python, VIRTUAL_ENV or CONDA_PREFIX: python3 on the PATH training will see, told
+  // apart the same way (`python3` resolves through PATH: execvp(3)).
+  std::string label = "--python " + python;
+  if (python.empty() && env.virtual_env.empty() && env.conda_prefix.empty() &&
+      env.read_reason.empty()) {
+    std::string skipped;
+    python = python_on_path(root, env.path, skipped);
+    label = fmt::format("python3 on PATH, {}{}", python,
+                        skipped.empty() ? std::string()
+                                        : fmt::format(" (after the script {})", skipped));
+  }
   bool system = true;
   auto add = [&](const std::string& prefix, std::string_view tail) {
     p.patterns.push_back(join(join(prefix, "python3.*"), tail));
@@ -200,14 +238,14 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const std::st
     if (root.exists(join(prefix, "pyvenv.cfg"))) {
       add(join(prefix, "lib"), "site-packages");
       system = venv_sees_system(root, prefix);
-      p.basis = fmt::format("--python {} (the venv {})", python, prefix);
+      p.basis = fmt::format("{} (the venv {})", label, prefix);
       if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
     } else if (prefix == "/usr" || prefix == "/usr/local" || prefix == "/") {
-      p.basis = fmt::format("--python {} (the system site directories)", python);
+      p.basis = fmt::format("{} (the system site directories)", label);
     } else {
       add(join(prefix, "lib"), "site-packages");
       system = false;
-      p.basis = fmt::format("--python {} (the prefix {})", python, prefix);
+      p.basis = fmt::format("{} (the prefix {})", label, prefix);
     }
   } else if (!env.virtual_env.empty()) {
     add(join(env.virtual_env, "lib"), "site-packages");
@@ -222,7 +260,8 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const std::st
     p.basis = fmt::format("the system site directories ({} could not be read: {})", env.source,
                           env.read_reason);
   } else {
-    p.basis = "the system site directories (no VIRTUAL_ENV or CONDA_PREFIX in " + env.source + ")";
+    p.basis = "the system site directories (no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH in " +
+              env.source + ")";
   }
   if (system) {
     // pip's and the distribution's directories: Debian/Ubuntu dist-packages, Fedora/Arch
@@ -838,7 +877,8 @@ std::unique_ptr<Probe> make_framework_probe() {
       "framework", std::move(decls),
       "without running Python (docs/framework.md): the site directory of the environment training "
       "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
-      "`/proc/self/environ`, else the system site directories) holding the first "
+      "`/proc/self/environ`, else the first `python3` on its PATH that is not a script, else the "
+      "system site directories) holding the first "
       "`torch/version.py`; `__version__`, `hip`, `cuda`, `git_version` from that file (source "
       "`file:line`; `hip = None`: hip_version missing, \"not a ROCm build\"); build "
       "`rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the file names of "

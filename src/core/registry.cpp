@@ -45,7 +45,7 @@ std::vector<std::string> Probe::provides() const {
 }
 
 std::vector<FactDecl> ProbeRegistry::registry_declarations() {
-  return {{"probe.*.status", FactType::string, "",
+  return {{keys::probe_status("*"), FactType::string, "",
            "`ok` when the probe ran to the end; else an `error` fact with the reason (it threw, or "
            "its runtime child hung, crashed or could not start)"}};
 }

@@ -274,3 +274,41 @@ TEST_CASE("framework probe: --python PATH picks its venv or prefix over VIRTUAL_
   CHECK(none->reason.find("--python /opt/python3.13/bin/python3 (the prefix /opt/python3.13)") !=
         std::string::npos);
 }
+
+TEST_CASE("framework probe: without VIRTUAL_ENV or CONDA_PREFIX, python3 on PATH decides",
+          "[probe][framework]") {
+  FixtureTree t;
+  // A rocm/pytorch-style image: the conda environment's bin first on PATH, no CONDA_PREFIX.
+  t.file("/proc/self/environ", std::string("PATH=relative/bin:/opt/pyenv/shims:/opt/conda/envs/"
+                                           "py_3.12/bin:/usr/bin") +
+                                   '\0' + "HOME=/root" + '\0');
+  t.file("/opt/pyenv/shims/python3", "#!/usr/bin/env bash\nexec pyenv exec python3 \"$@\"\n");
+  t.file("/opt/conda/envs/py_3.12/bin/python3", std::string("\x7f"
+                                                            "ELF",
+                                                            4));
+  t.file("/opt/conda/envs/py_3.12/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.6.0+rocm6.4.1.git1ded221d", "None", "'6.4.43484-123eb5128'"));
+  t.file("/usr/bin/python3", std::string("\x7f"
+                                         "ELF",
+                                         4));
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
+  const FactSet conda = probe_one(t.path(), "framework");
+  CHECK(str(conda, "framework.torch.version") == "2.6.0+rocm6.4.1.git1ded221d");
+  CHECK(conda.find("framework.python_env")->source ==
+        "python3 on PATH, /opt/conda/envs/py_3.12/bin/python3 (after the script "
+        "/opt/pyenv/shims/python3) (the prefix /opt/conda/envs/py_3.12)");
+  // With the conda directory gone from PATH, /usr/bin/python3: the system site directories.
+  t.file("/proc/self/environ", std::string("PATH=/opt/pyenv/shims:/usr/bin") + '\0');
+  const FactSet system = probe_one(t.path(), "framework");
+  CHECK(str(system, "framework.torch.version") == "1.13.0a0");
+  CHECK(system.find("framework.python_env")->source ==
+        "python3 on PATH, /usr/bin/python3 (after the script /opt/pyenv/shims/python3) (the "
+        "system site directories)");
+  // VIRTUAL_ENV still wins over PATH.
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/venv/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"));
+  t.file("/proc/self/environ", std::string("PATH=/opt/conda/envs/py_3.12/bin:/usr/bin") + '\0' +
+                                   "VIRTUAL_ENV=/home/dev/venv");
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.5.1+rocm6.2");
+}
