@@ -192,7 +192,7 @@ std::string python_on_path(const Root& root, std::string_view path, std::string&
     const std::string_view dir = path.substr(start, end - start);
     start = end + 1;
     if (dir.empty() || dir.front() != '/') continue;
-    const std::string candidate = join(dir, "python3");
+    std::string candidate = join(dir, "python3");
     const UniqueFd fd(root.open_regular(candidate));
     if (!fd) continue;
     std::array<char, 2> head{};

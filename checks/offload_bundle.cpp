@@ -496,12 +496,14 @@ std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
     if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH &&
         dyn.d_tag != DT_SONAME)
       continue;
-    auto text = read_elf_string(fd, strhdr.sh_offset, strhdr.sh_size, dyn.d_un.d_val,
-                                limits.max_string_bytes);
+    // The string tags keep a string-table offset in d_val (elf(5)).
+    const std::uint64_t offset = dyn.d_un.d_val; // NOLINT(*-pro-type-union-access): C API
+    auto text =
+        read_elf_string(fd, strhdr.sh_offset, strhdr.sh_size, offset, limits.max_string_bytes);
     if (!text) {
       why = fmt::format("dynamic entry {} (tag {}) names offset {} of a {}-byte string table: "
                         "outside it, unterminated or longer than {} bytes",
-                        i, dyn.d_tag, dyn.d_un.d_val, strhdr.sh_size, limits.max_string_bytes);
+                        i, dyn.d_tag, offset, strhdr.sh_size, limits.max_string_bytes);
       return std::nullopt;
     }
     switch (dyn.d_tag) {
