@@ -440,6 +440,7 @@ std::vector<std::string> split_search_path(std::string_view list, std::string_vi
                                            std::string_view origin,
                                            std::vector<std::string>& skipped) {
   std::vector<std::string> out;
+  if (list.empty()) return out; // no list (glibc ignores an empty LD_LIBRARY_PATH too)
   std::size_t start = 0;
   while (start <= list.size() && out.size() + skipped.size() < 64) {
     const std::size_t end = std::min(list.find_first_of(seps, start), list.size());
@@ -514,10 +515,14 @@ void collect_library_search(const Root& root, const std::string& lib, int fd,
                                     *wheel_dir == origin ? "torch/lib" : *wheel_dir));
   }
   facts.put_ok(linked_key, linked,
-               fmt::format("{}: DT_NEEDED names found in its {} directories{}", lib, tag,
-                           skipped.empty()
-                               ? std::string()
-                               : fmt::format(" ({} not followed)", fmt::join(skipped, ", "))));
+               tag == "none"
+                   ? fmt::format("{}: no DT_RPATH or DT_RUNPATH, so no library is found through "
+                                 "its own search path",
+                                 lib)
+                   : fmt::format("{}: DT_NEEDED names found in its {} directories{}", lib, tag,
+                                 skipped.empty() ? std::string()
+                                                 : fmt::format(" ({} not followed)",
+                                                               fmt::join(skipped, ", "))));
   std::string source;
   if (!env.read_reason.empty())
     source = fmt::format("{} (LD_LIBRARY_PATH unknown: {})", env.source, env.read_reason);

@@ -82,6 +82,21 @@ case_ "DT_RUNPATH \$ORIGIN, ';'-separated LD_LIBRARY_PATH" "/nonexistent;$tmp/ro
 link --disable-new-dtags "$origin"
 case_ "DT_RPATH \$ORIGIN (pytorch.org wheels), LD_LIBRARY_PATH into ROCm 7.0.2" "$tmp/rocm-7.0.2/lib" RPATH
 
+# No DT_RPATH or DT_RUNPATH at all: ld.so finds the library through LD_LIBRARY_PATH or its cache
+# only; the doctor says "none", links nothing to the object's own path and lists no empty entry.
+gcc -shared -fPIC -o "$lib" "$tmp/torch.c" -L"$tmp/rocm-7.1.0/lib" -l:libamdhip64.so.7
+tag=$(fact framework.torch.library_search)
+linked=$(LD_LIBRARY_PATH=$tmp/rocm-7.0.2/lib fact framework.torch.linked_libraries)
+shadows=$(LD_LIBRARY_PATH=$tmp/rocm-7.0.2/lib fact framework.torch.ld_library_path_shadows)
+linked_source=$(VIRTUAL_ENV=$tmp/venv "$bin" facts --no-runtime --format json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["facts"]["framework.torch.linked_libraries"]["source"])')
+if [[ $tag != none || -n $linked || -n $shadows || $linked_source == *"not followed"* ]]; then
+  echo "FAIL no search path: tag '$tag', linked '$linked', shadows '$shadows', source '$linked_source'"
+  fail=1
+else
+  echo "ok   no DT_RPATH or DT_RUNPATH: none, nothing linked to the object's own path"
+fi
+
 # The verdict a user sees: check fails with exit 1 in the shadowed case only.
 link --enable-new-dtags "$origin"
 rc=0
