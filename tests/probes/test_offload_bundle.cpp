@@ -302,6 +302,7 @@ struct ElfFile {
           std::uint32_t dynstr_type = 3, std::uint64_t dynamic_size = 0) {
     fd = ::memfd_create("elf", MFD_CLOEXEC);
     std::string dyn;
+    // Little-endian, at most 8 bytes (a wider shift would be undefined).
     auto put = [](std::string& out, std::uint64_t v, int bytes) {
       for (int i = 0; i < bytes; ++i)
         out += static_cast<char>((v >> (8 * i)) & 0xff);
@@ -310,7 +311,8 @@ struct ElfFile {
       put(dyn, static_cast<std::uint64_t>(tag), 8);
       put(dyn, val, 8);
     }
-    put(dyn, 0, 16); // DT_NULL
+    put(dyn, 0, 8); // DT_NULL: tag 0
+    put(dyn, 0, 8); // and value 0
     const std::string shstrtab = std::string("\0.shstrtab\0.dynstr\0.dynamic\0", 28);
     const std::uint64_t dynstr_off = 64;
     const std::uint64_t dynamic_off = (dynstr_off + dynstr.size() + 7) / 8 * 8;
