@@ -375,7 +375,18 @@ FatbinTargets scan_fatbin(const ReadAt& read, std::uint64_t size, const FatbinLi
   return t;
 }
 
-std::optional<ElfSection> find_elf_section(int fd, std::string_view name, std::string& why) {
+namespace {
+/// An ELF file opened for reading with libelf, and the file's size in bytes.
+struct OpenElf {
+  std::unique_ptr<Elf, decltype(&elf_end)> elf{nullptr, elf_end};
+  std::uint64_t size = 0;
+};
+
+/// Opens the ELF file on `fd` for find_elf_section() and read_elf_dynamic(); std::nullopt with
+/// `why` set when libelf is unusable, the file cannot be stat(2)ed or is not ELF. ELF_C_READ reads
+/// the headers and the sections asked for with pread(2): no mapping that a file truncated under
+/// the doctor could turn into SIGBUS.
+std::optional<OpenElf> open_elf(int fd, std::string& why) {
   if (elf_version(EV_CURRENT) == EV_NONE) {
     why = "libelf is too old for this ELF version";
     return std::nullopt;
@@ -385,24 +396,32 @@ std::optional<ElfSection> find_elf_section(int fd, std::string_view name, std::s
     why = "cannot stat the file";
     return std::nullopt;
   }
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
-  // ELF_C_READ reads the headers and the sections asked for with pread(2): no mapping that a
-  // file truncated under the doctor could turn into SIGBUS.
-  std::unique_ptr<Elf, decltype(&elf_end)> elf(elf_begin(fd, ELF_C_READ, nullptr), elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) {
+  OpenElf out;
+  out.size = static_cast<std::uint64_t>(st.st_size);
+  out.elf.reset(elf_begin(fd, ELF_C_READ, nullptr));
+  if (!out.elf || elf_kind(out.elf.get()) != ELF_K_ELF) {
     why = "not an ELF file";
     return std::nullopt;
   }
+  return out;
+}
+} // namespace
+
+std::optional<ElfSection> find_elf_section(int fd, std::string_view name, std::string& why) {
+  auto file = open_elf(fd, why);
+  if (!file) return std::nullopt;
+  Elf* elf = file->elf.get();
+  const std::uint64_t file_size = file->size;
   std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf.get(), &shstrndx) != 0) {
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
     why = fmt::format("no section name table ({})", elf_errmsg(-1));
     return std::nullopt;
   }
   Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr) {
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr shdr{};
     if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    const char* sname = elf_strptr(elf.get(), shstrndx, shdr.sh_name);
+    const char* sname = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (sname == nullptr || name != sname) continue;
     if (shdr.sh_type == SHT_NOBITS) {
       why = fmt::format("section {} holds no bytes in the file", name);
@@ -439,28 +458,17 @@ std::optional<std::string> read_elf_string(int fd, std::uint64_t table, std::uin
 
 std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
                                            const ElfDynamicLimits& limits) {
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    why = "libelf is too old for this ELF version";
-    return std::nullopt;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    why = "cannot stat the file";
-    return std::nullopt;
-  }
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  auto file = open_elf(fd, why);
+  if (!file) return std::nullopt;
+  Elf* elf = file->elf.get();
+  const std::uint64_t file_size = file->size;
   auto in_file = [&](const GElf_Shdr& h) {
     return h.sh_type == SHT_NOBITS ||
            (h.sh_offset <= file_size && h.sh_size <= file_size - h.sh_offset);
   };
-  std::unique_ptr<Elf, decltype(&elf_end)> elf(elf_begin(fd, ELF_C_READ, nullptr), elf_end);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) {
-    why = "not an ELF file";
-    return std::nullopt;
-  }
   Elf_Scn* scn = nullptr;
   GElf_Shdr shdr{};
-  while ((scn = elf_nextscn(elf.get(), scn)) != nullptr)
+  while ((scn = elf_nextscn(elf, scn)) != nullptr)
     if (gelf_getshdr(scn, &shdr) != nullptr && shdr.sh_type == SHT_DYNAMIC) break;
   if (scn == nullptr) {
     why = "no dynamic section (a static or stripped file)";
@@ -473,7 +481,7 @@ std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
     return std::nullopt;
   }
   // The string table the dynamic entries' names point into (elf(5): sh_link of SHT_DYNAMIC).
-  Elf_Scn* strscn = elf_getscn(elf.get(), shdr.sh_link);
+  Elf_Scn* strscn = elf_getscn(elf, shdr.sh_link);
   GElf_Shdr strhdr{};
   if (strscn == nullptr || gelf_getshdr(strscn, &strhdr) == nullptr ||
       strhdr.sh_type != SHT_STRTAB || !in_file(strhdr)) {
@@ -487,7 +495,7 @@ std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
     why = fmt::format("dynamic section: {}", elf_errmsg(-1));
     return std::nullopt;
   }
-  const std::size_t entry = gelf_fsize(elf.get(), ELF_T_DYN, 1, EV_CURRENT);
+  const std::size_t entry = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
   const std::size_t count = entry == 0 ? 0 : data->d_size / entry;
   ElfDynamic out;
   for (std::size_t i = 0; i < count; ++i) {
