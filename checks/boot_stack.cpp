@@ -304,6 +304,7 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
   };
   return std::make_unique<BasicProbe>(
       "boot_stack", std::move(decls),
+      std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
       "the host's boot loader and initramfs configuration, through the host root in a container "
       "(docs/fix.md \"Boot-stack detection\", reference/doctor-conventions.md 5.2): os-release "
       "`ID=nixos`, `/run/ostree-booted`, kernelstub, then exactly one of grubby, update-grub, "

@@ -28,9 +28,10 @@ namespace {
 
 constexpr const char* kDerived = "derived";
 
-/// Copies a fact under a new key, keeping its status, source and reason.
+/// Copies a fact under a new key, keeping its status, source and reason; `from` empty or absent:
+/// `to` is missing with `why`.
 void alias(FactSet& facts, const std::string& to, const std::string& from, const std::string& why) {
-  if (const Fact* f = facts.find(from)) {
+  if (const Fact* f = from.empty() ? nullptr : facts.find(from)) {
     Fact c = *f;
     c.key = to;
     facts.put(std::move(c));
@@ -92,7 +93,7 @@ void derive_gpus(FactSet& facts) {
       facts.put_status(pre + ".pci_slot", Status::missing, basis,
                        "no DRM card or PCI device for this GPU");
     for (const char* m : {"vram_total_bytes", "vis_vram_total_bytes", "gtt_total_bytes"})
-      alias(facts, pre + "." + m, "drm." + card + "." + m, why);
+      alias(facts, pre + "." + m, card.empty() ? std::string() : "drm." + card + "." + m, why);
     auto apu = apu_basis(gfx, device_id);
     facts.put_ok(pre + ".apu", apu.has_value(),
                  "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
@@ -446,14 +447,15 @@ void derive_visibility(FactSet& facts) {
     facts.put_status("apu.index", Status::missing, kDerived, why);
   for (const char* m :
        {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound", "card"})
-    alias(facts, std::string("apu.") + m,
-          apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string("-"), why);
+    alias(facts, std::string("apu.") + m, apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string(),
+          why);
   // The smallest carve-out this machine's firmware offers (uma/carveout_options), where the
   // kernel lists them: a laptop whose minimum is large cannot go lower.
   const std::string card =
       apu ? facts.get<std::string>(fmt::format("gpu.{}.card", *apu)).value_or("") : std::string();
   alias(
-      facts, "apu.carveout_min_bytes", "drm." + card + ".uma_carveout_min_bytes",
+      facts, "apu.carveout_min_bytes",
+      card.empty() ? std::string() : "drm." + card + ".uma_carveout_min_bytes",
       "the firmware lists no carve-out options (uma/carveout_options: kernel 7.0+, some machines)");
   // gpu.N.hsa_coarse_pool_bytes: ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's
   // agent is its position in that list.
@@ -1310,8 +1312,10 @@ void derive_suspects(FactSet& facts) {
 
   // modprobe.d options for parameters the module does not have.
   std::vector<std::string> mp_hints;
-  for (const auto& [key, f] : facts.all()) {
-    if (key.rfind("modprobe.options.", 0) != 0 || !f.ok()) continue;
+  for (const Fact* opt : facts.match("modprobe.options.**")) {
+    const Fact& f = *opt;
+    const std::string& key = f.key;
+    if (!f.ok()) continue;
     const std::string rest = key.substr(17);
     const auto dot = rest.find('.');
     const std::string m = rest.substr(0, dot);
@@ -2020,6 +2024,11 @@ std::unique_ptr<Probe> make_derived_probe() {
   };
   return std::make_unique<BasicProbe>(
       "derived", std::move(decls),
+      std::vector<std::string>{"access.**",       "amdgpu.**",     "drm.**",         "env.**",
+                               "framework.**",    "fw.**",         "gpu_metrics.**", "hsa.**",
+                               "kernel.**",       "kernel_log.**", "kfd.**",         "libdrm.**",
+                               "mem.total_bytes", "modprobe.**",   "pci.**",         "plan.**",
+                               "ras.**",          "runenv.**",     "ttm.**",         "xgmi.**"},
       "computed from the facts of the probes before it; it reads no file. GPUs: KFD GPU nodes in "
       "numeric node order (ROCr's order) joined with DRM cards by render minor; without KFD, the "
       "gfx target from the PCI device id (table in checks/gfx.cpp); APU/Instinct tables in "

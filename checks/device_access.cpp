@@ -242,6 +242,8 @@ std::unique_ptr<Probe> make_device_access_probe() {
   };
   return std::make_unique<BasicProbe>(
       "device_access", std::move(decls),
+      std::vector<std::string>{"env.sudo_uid", "kfd.gpu_nodes", "kfd.node.*.drm_render_minor",
+                               "drm.amd_cards", "drm.*.render_minor"},
       "`/proc/self/status`, `/etc/passwd`, `/etc/group`, stat of `/dev/kfd` and the GPUs' render "
       "nodes (access(2) on the live root).",
       std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",

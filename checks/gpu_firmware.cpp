@@ -75,7 +75,7 @@ std::unique_ptr<Probe> make_gpu_firmware_probe() {
       {"fw.*.vbios_version", string, "", "`vbios_version`"},
   };
   return std::make_unique<BasicProbe>(
-      "gpu_firmware", std::move(decls),
+      "gpu_firmware", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
       "every `/sys/class/drm/cardN/device/fw_version/<name>_fw_version` (amdgpu_ucode.c, `0x%08x`; "
       "at most 64 files) and `vbios_version`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/fw_version/*_fw_version",

@@ -207,7 +207,7 @@ std::unique_ptr<Probe> make_gpu_metrics_probe() {
        "temperature throttle reasons active (bits 32-47)"},
   };
   return std::make_unique<BasicProbe>(
-      "gpu_metrics", std::move(decls),
+      "gpu_metrics", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
       "`/sys/class/drm/cardN/device/gpu_metrics` (binary, little-endian, at most 4 KiB; "
       "kgd_pp_interface.h): the header's `format.content` version; v1.3 (RDNA, MI200): "
       "edge/hotspot/memory temperature (degrees C), socket power (W) and the ASIC-independent "

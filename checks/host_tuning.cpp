@@ -18,6 +18,8 @@
 
 #include <re2/re2.h>
 
+#include <cstdint>
+#include <limits>
 #include <set>
 
 namespace halo::probes {
@@ -72,26 +74,36 @@ void collect_cpus(const ProbeContext& ctx, FactSet& facts) {
 }
 
 /// One soft limit of /proc/self/limits ("Max locked memory  8388608  8388608  bytes"): the soft
-/// value as text ("unlimited" or a number) and, when a number, as an integer.
+/// value as an integer, and whether it is unlimited. The kernel prints "unlimited" for
+/// RLIM_INFINITY (fs/proc/base.c, proc_pid_limits), which is 2^64-1 and does not fit a fact's
+/// signed 64-bit integer: it is recorded as the largest one, so that `>=` comparisons hold, and
+/// `<key>_unlimited` says so.
 void collect_limit(const ReadResult& r, std::string_view row, const std::string& key,
                    FactSet& facts) {
+  const std::string unlimited_key = key + "_unlimited";
   if (!r.ok()) {
     facts.put_status(key, r.status, r.path, r.reason);
+    facts.put_status(unlimited_key, r.status, r.path, r.reason);
     return;
   }
   for (const auto& line : split_lines(r.text)) {
     if (line.rfind(row, 0) != 0) continue;
     const auto fields = split_list(line.substr(row.size()), ' ', 4);
     if (fields.empty()) break;
-    if (fields[0] == "unlimited")
-      facts.put_ok(key, std::string("unlimited"), r.path);
-    else if (auto v = parse_int(fields[0]); v && *v >= 0)
+    if (fields[0] == "unlimited") {
+      facts.put_ok(key, std::numeric_limits<std::int64_t>::max(), r.path + " (unlimited)");
+      facts.put_ok(unlimited_key, true, r.path);
+    } else if (auto v = parse_int(fields[0]); v && *v >= 0) {
       facts.put_ok(key, *v, r.path);
-    else
+      facts.put_ok(unlimited_key, false, r.path);
+    } else {
       break;
+    }
     return;
   }
-  facts.put_status(key, Status::error, r.path, fmt::format("no '{}' row", row));
+  const std::string why = fmt::format("no '{}' row", row);
+  facts.put_status(key, Status::error, r.path, why);
+  facts.put_status(unlimited_key, Status::error, r.path, why);
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
@@ -126,18 +138,24 @@ std::unique_ptr<Probe> make_host_tuning_probe() {
        "the bracketed mode of `/sys/kernel/mm/transparent_hugepage/enabled` (`always`, `madvise`, "
        "`never`)"},
       {"user.limits.memlock_soft", integer, "bytes",
-       "the soft \"Max locked memory\" of `/proc/self/limits`; the string `unlimited` when there "
-       "is no limit"},
+       "the soft \"Max locked memory\" of `/proc/self/limits`; `unlimited` (RLIM_INFINITY) is "
+       "9223372036854775807, the largest integer"},
+      {"user.limits.memlock_soft_unlimited", boolean, "",
+       "whether the soft \"Max locked memory\" is `unlimited`"},
       {"user.limits.nofile_soft", integer, "count",
-       "the soft \"Max open files\"; the string `unlimited` when there is no limit"},
+       "the soft \"Max open files\"; `unlimited` is 9223372036854775807"},
+      {"user.limits.nofile_soft_unlimited", boolean, "",
+       "whether the soft \"Max open files\" is `unlimited`"},
   };
   return std::make_unique<BasicProbe>(
       "host_tuning", std::move(decls),
       "the distinct `cpuN/cpufreq/scaling_governor`s; how many CPUs have `cpuidle/state2/disable` "
       "0 (the source names the state, C2 on EPYC; at most 4096 CPUs read); the bracketed mode of "
-      "`/sys/kernel/mm/transparent_hugepage/enabled`; the soft \"Max locked memory\" (bytes or "
-      "`unlimited`) and \"Max open files\" of `/proc/self/limits`, which a run started the same "
-      "way inherits.",
+      "`/sys/kernel/mm/transparent_hugepage/enabled`; the soft \"Max locked memory\" (bytes) and "
+      "\"Max open files\" of `/proc/self/limits`, which a run started the same way inherits. The "
+      "kernel prints `unlimited` for RLIM_INFINITY (2^64-1, fs/proc/base.c `proc_pid_limits`); it "
+      "does not fit a signed 64-bit fact, so it is the largest integer, which every `>=` "
+      "threshold passes, and `*_unlimited` is true.",
       std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",

@@ -239,6 +239,8 @@ std::unique_ptr<Probe> make_initramfs_probe() {
   };
   return std::make_unique<BasicProbe>(
       "initramfs", std::move(decls),
+      std::vector<std::string>{std::string(keys::kernel_release),
+                               "kernel_log.firmware_load_failures"},
       "read only when `kernel_log.firmware_load_failures` names files: the host's "
       "`/boot/initrd.img-REL`, `/boot/initramfs-REL.img`, `/boot/initrd-REL.img` or "
       "`/boot/initrd-REL`, every cpio segment listed with libarchive (uncompressed early segments, "

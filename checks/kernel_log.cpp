@@ -272,7 +272,7 @@ std::unique_ptr<Probe> make_kernel_log_probe() {
        "the relevant lines, with the time as dmesg prints it (what capture keeps)"},
   };
   return std::make_unique<BasicProbe>(
-      "kernel_log", std::move(decls),
+      "kernel_log", std::move(decls), std::vector<std::string>{std::string(keys::kernel_release)},
       "hang signatures of amdgpu lines: \"ring X timeout\", \"GPU reset begin\", \"reset failed\", "
       "\"device wedged\", \"MES failed to respond\" (older \"failed to response\", amdgpu_mes.c), "
       "\"[gfxhub]/[mmhub] page fault\" (gmc_v*.c); `hang_events`: the first 32 as \"<seconds since "

@@ -430,6 +430,8 @@ std::unique_ptr<Probe> make_module_file_probe() {
   };
   return std::make_unique<BasicProbe>(
       "module_file", std::move(decls),
+      std::vector<std::string>{std::string(keys::kernel_release), "amdgpu.initstate",
+                               "boot.secure_boot", "boot.lockdown"},
       "the amdgpu module modprobe would load for `kernel.release`: libkmod's lookup in "
       "`/lib/modules/<release>/modules.dep.bin` (so `updates/dkms/` or `extra/` wins over "
       "`kernel/`), then `kmod_module_get_info` as `modinfo` prints it. Read in a child process (1 "

@@ -20,10 +20,17 @@ public:
   /// `reads`: the paths or globs it reads.
   BasicProbe(std::string id, std::vector<FactDecl> decls, std::string source,
              std::vector<std::string> reads, Collect collect)
-      : id_(std::move(id)), decls_(std::move(decls)), source_(std::move(source)),
-        reads_(std::move(reads)), collect_(std::move(collect)) {}
+      : BasicProbe(std::move(id), std::move(decls), {}, std::move(source), std::move(reads),
+                   std::move(collect)) {}
+  /// The same, for a probe that reads other probes' facts: `inputs`, their key patterns
+  /// (Probe::inputs).
+  BasicProbe(std::string id, std::vector<FactDecl> decls, std::vector<std::string> inputs,
+             std::string source, std::vector<std::string> reads, Collect collect)
+      : id_(std::move(id)), decls_(std::move(decls)), inputs_(std::move(inputs)),
+        source_(std::move(source)), reads_(std::move(reads)), collect_(std::move(collect)) {}
   std::string_view id() const override { return id_; }
   std::vector<FactDecl> declarations() const override { return decls_; }
+  std::vector<std::string> inputs() const override { return inputs_; }
   std::string source() const override { return source_; }
   std::vector<std::string> reads() const override { return reads_; }
   void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
@@ -31,6 +38,7 @@ public:
 private:
   std::string id_;
   std::vector<FactDecl> decls_;
+  std::vector<std::string> inputs_;
   std::string source_;
   std::vector<std::string> reads_;
   Collect collect_;

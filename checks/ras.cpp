@@ -161,7 +161,7 @@ std::unique_ptr<Probe> make_ras_probe() {
       {"ras.*.bad_pages_failed", integer, "count", "lines flagged F (failed to retire)"},
   };
   return std::make_unique<BasicProbe>(
-      "ras", std::move(decls),
+      "ras", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
       "`/sys/class/drm/<card>/device/ras/<block>_err_count` (\"ue: N / ce: N [/ de: N]\", summed "
       "over blocks; \"Query currently inaccessible\" is an error), `ras/gpu_vram_bad_pages` (R/P/F "
       "lines); no `ras/` directory: `supported` false (consumer GPUs, APUs).",

@@ -121,7 +121,7 @@ std::unique_ptr<Probe> make_ttm_probe() {
       {"ttm.dma32_pages_limit_bytes", integer, "bytes", "the same limit in bytes"},
   };
   return std::make_unique<BasicProbe>(
-      "ttm", std::move(decls),
+      "ttm", std::move(decls), std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"},
       "`/sys/module/<m>/parameters/*` and `/sys/module/<m>/holders/amdgpu` for m in ttm, amdttm, "
       "amd_ttm. The TTM module amdgpu uses: the holders link, else DKMS amdgpu -> amdttm/amd_ttm, "
       "in-kernel -> ttm.",

@@ -109,7 +109,7 @@ std::unique_ptr<Probe> make_xgmi_probe() {
        "hive members more than one hop away (bits 2:0 of their `xgmi_num_hops` entry)"},
   };
   return std::make_unique<BasicProbe>(
-      "xgmi", std::move(decls),
+      "xgmi", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
       "amdgpu_xgmi.c, all 0444: `xgmi_device_id` and `xgmi_hive_info/xgmi_hive_id` (`%llu`, kept "
       "as text), `xgmi_physical_id`, `xgmi_num_hops` (one `%02x ` per hive member, this GPU "
       "included: `hive_size` is their number, `far_peers` those whose bits 2:0 say more than one "

@@ -4,6 +4,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,6 +64,30 @@ Value value_from_json(const nlohmann::json& j);
 /// An ordered map of facts by key. Putting a key twice replaces the earlier fact.
 class FactSet {
 public:
+  /// Audits reads: called with each key find() looks up (get(), get_int(), get_number() and a
+  /// literal match() go through find()) and each key a wildcard match() returns; it throws to
+  /// refuse the read. The probe registry sets one around each probe's collect(), so that a probe
+  /// reads only the facts it declares (Probe::declarations(), Probe::inputs()).
+  using ReadGuard = std::function<void(std::string_view key)>;
+
+  FactSet() = default;
+  ~FactSet() = default;
+  /// Copies and moves take the facts, never the read guard.
+  FactSet(const FactSet& other) : facts_(other.facts_) {}
+  FactSet(FactSet&& other) noexcept : facts_(std::move(other.facts_)) {}
+  FactSet& operator=(const FactSet& other) {
+    if (this != &other) facts_ = other.facts_;
+    return *this;
+  }
+  FactSet& operator=(FactSet&& other) noexcept {
+    facts_ = std::move(other.facts_);
+    return *this;
+  }
+
+  /// Sets the read guard (nullptr: none). The guard must outlive its use; the registry
+  /// clears it when the probe returns.
+  void set_read_guard(const ReadGuard* guard) { guard_ = guard; }
+
   /// Adds or replaces a fact.
   void put(Fact f);
   /// Shorthand for an ok fact.
@@ -90,11 +115,14 @@ public:
   /// Merges every fact of `other` into this set, replacing equal keys.
   void merge(const FactSet& other);
 
-  const std::map<std::string, Fact, std::less<>>& all() const { return facts_; }
+  /// Every fact, in key order. Refused (std::logic_error) while a read guard is set: a probe
+  /// reads by key or pattern (find(), match()), so that what it reads can be audited.
+  const std::map<std::string, Fact, std::less<>>& all() const;
   std::size_t size() const { return facts_.size(); }
 
 private:
   std::map<std::string, Fact, std::less<>> facts_;
+  const ReadGuard* guard_ = nullptr;
 };
 
 /// Serialises facts as
@@ -109,6 +137,9 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 
 /// Fact keys that code outside the probes reads by name (the probes declare the rest).
 namespace keys {
+/// Every fact `halo-doctor bench --json` writes and `--add-facts FILE` merges (pattern;
+/// docs/bench.md declares them).
+inline constexpr std::string_view bench_all = "bench.**";
 /// The machine's host name, string (/proc/sys/kernel/hostname; checks/os.cpp).
 inline constexpr std::string_view host_name = "host.name";
 /// The running kernel's release, string, as `uname -r` (/proc/sys/kernel/osrelease;
@@ -277,5 +308,10 @@ inline constexpr std::string_view coarse_pool_bytes = "coarse_pool_bytes";
 /// True if dotted `key` matches `pattern`, where a `*` segment matches one segment and a
 /// trailing `**` segment matches one or more.
 bool key_matches(std::string_view pattern, std::string_view key);
+
+/// True when some concrete key matches both patterns (`*` = one segment, a trailing `**` = one or
+/// more segments, as in key_matches): "drm.*.render_minor" and "drm.card1.**" overlap,
+/// "drm.amd_cards" and "drm.*.render_minor" do not. The probe registry orders probes by it.
+bool patterns_overlap(std::string_view a, std::string_view b);
 
 } // namespace halo

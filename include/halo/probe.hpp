@@ -132,17 +132,35 @@ public:
   /// Fact key patterns this probe may produce: the patterns of declarations(). The rule loader
   /// rejects a rule naming a fact no probe provides.
   std::vector<std::string> provides() const;
+  /// The facts of other probes this probe reads: key patterns in the syntax of declarations()
+  /// ("drm.amd_cards", "kfd.node.*.gfx_target_version"). The registry runs the probe after every
+  /// probe that provides a matching key, refuses an input no other probe provides and a cycle
+  /// (ProbeRegistry::resolve), and refuses at run time a read of a fact that is neither declared
+  /// here nor among the probe's own declarations (FactSet::ReadGuard). Default: none.
+  virtual std::vector<std::string> inputs() const { return {}; }
   /// Absolute paths or globs this probe reads (documentation and capture bundles).
   virtual std::vector<std::string> reads() const = 0;
   /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
   virtual void collect(const ProbeContext& ctx, FactSet& facts) const = 0;
 };
 
-/// The ordered list of probes; order matters only for the `derived` probe, which runs last.
+/// The probes, run in the order their inputs require: a probe runs after every probe that
+/// provides a fact it reads (Probe::inputs()); probes that do not depend on each other keep the
+/// order they were added in.
 class ProbeRegistry {
 public:
+  /// Adds a probe. Call resolve() after the last one.
   void add(std::unique_ptr<Probe> p);
+  /// Orders the probes by their inputs (a stable topological order). Throws std::logic_error, a
+  /// programming error in the probe set, when an input names a fact no other probe (nor the
+  /// registry) provides, when two probes share an id, or when the inputs form a cycle (the
+  /// message names its probes). collect() and rederive() refuse to run before it.
+  void resolve();
+  /// The probes in run order (after resolve()).
   const std::vector<std::unique_ptr<Probe>>& probes() const { return probes_; }
+  /// The probes whose facts `p` reads: those providing a pattern that overlaps one of its inputs
+  /// (patterns_overlap), in run order after resolve().
+  std::vector<const Probe*> providers_of(const Probe& p) const;
   /// Every key pattern any probe provides, plus `bench.**` (merged from `halo-bench`).
   std::vector<std::string> provided_patterns() const;
   /// True if some provided pattern can produce `key` (which may itself contain `*`).
@@ -168,7 +186,8 @@ public:
 
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
-  std::vector<std::string> patterns_{"bench.**", "probe.*.status"};
+  bool resolved_ = false;
+  std::vector<std::string> patterns_{std::string(keys::bench_all), keys::probe_status("*")};
   std::vector<FactDecl> decls_ = registry_declarations();
 };
 

@@ -93,6 +93,7 @@ void FactSet::put_status(std::string key, Status s, std::string source, std::str
 }
 
 const Fact* FactSet::find(std::string_view key) const {
+  if (guard_ != nullptr) (*guard_)(key);
   auto it = facts_.find(key);
   return it == facts_.end() ? nullptr : &it->second;
 }
@@ -140,6 +141,19 @@ bool key_matches(std::string_view pattern, std::string_view key) {
   }
 }
 
+bool patterns_overlap(std::string_view a, std::string_view b) {
+  while (true) {
+    const bool a_last = a.find('.') == std::string_view::npos;
+    const bool b_last = b.find('.') == std::string_view::npos;
+    const std::string_view sa = next_segment(a);
+    const std::string_view sb = next_segment(b);
+    // A trailing `**` takes this segment of the other pattern and whatever follows it.
+    if ((sa == "**" && a_last) || (sb == "**" && b_last)) return true;
+    if (sa != "*" && sb != "*" && sa != sb) return false;
+    if (a_last || b_last) return a_last && b_last;
+  }
+}
+
 std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
   std::vector<const Fact*> out;
   if (pattern.find('*') == std::string_view::npos) {
@@ -147,9 +161,17 @@ std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
     return out;
   }
   for (const auto& [k, f] : facts_) {
-    if (key_matches(pattern, k)) out.push_back(&f);
+    if (!key_matches(pattern, k)) continue;
+    if (guard_ != nullptr) (*guard_)(k);
+    out.push_back(&f);
   }
   return out;
+}
+
+const std::map<std::string, Fact, std::less<>>& FactSet::all() const {
+  if (guard_ != nullptr)
+    throw std::logic_error("a probe may not iterate every fact: it reads by key or pattern");
+  return facts_;
 }
 
 void FactSet::merge(const FactSet& other) {

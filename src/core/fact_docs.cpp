@@ -27,7 +27,9 @@ Each probe declares the facts it provides: a key pattern (`*` = one segment, tra
 the value when the fact is ok, its unit and what it means; then where the facts come from. Types: `bool`, `int`
 (64-bit integer), `number` (double), `string`, `list` (of strings). A fact that is not ok (`missing`, `denied`,
 `error`) carries a reason instead of a value. Where two patterns match a key, the more specific one's type applies
-(`fw.*.names` over `fw.*.*`). The probes are listed in the order they run (checks/registry.cpp).
+(`fw.*.names` over `fw.*.*`). A probe that reads other probes' facts declares them too ("Reads facts"): the
+registry runs it after the probes that provide them, refuses a cycle or an input nobody provides, and reports a probe
+that reads a fact it did not declare as failed. The probes are listed in the order they run.
 )";
 
 constexpr std::string_view kRegistrySection = R"(## The registry (src/core/registry.cpp)
@@ -72,6 +74,17 @@ std::string declared_facts_markdown(const ProbeRegistry& reg) {
     while (!src.empty() && src.back() == '\n')
       src.pop_back();
     if (!src.empty()) out += fmt::format("\nSource: {}\n", src);
+    const auto inputs = p->inputs();
+    if (!inputs.empty()) {
+      out += "\nReads facts:";
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        out += fmt::format("{} `{}`", i == 0 ? "" : ",", inputs[i]);
+      out += "; so it runs after";
+      const auto after = reg.providers_of(*p);
+      for (std::size_t i = 0; i < after.size(); ++i)
+        out += fmt::format("{} `{}`", i == 0 ? "" : ",", after[i]->id());
+      out += ".\n";
+    }
     const auto reads = p->reads();
     if (!reads.empty()) {
       out += "\nReads:";
@@ -100,14 +113,22 @@ std::string declared_facts_json(const ProbeRegistry& reg) {
     return a;
   };
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& p : reg.probes())
+  for (const auto& p : reg.probes()) {
+    nlohmann::json after = nlohmann::json::array();
+    for (const Probe* q : reg.providers_of(*p))
+      after.push_back(q->id());
     out.push_back({{"probe", p->id()},
                    {"source", p->source()},
                    {"reads", p->reads()},
+                   {"inputs", p->inputs()},
+                   {"after", after},
                    {"facts", decls(p->declarations())}});
+  }
   out.push_back({{"probe", "registry"},
                  {"source", "src/core/registry.cpp"},
                  {"reads", nlohmann::json::array()},
+                 {"inputs", nlohmann::json::array()},
+                 {"after", nlohmann::json::array()},
                  {"facts", decls(ProbeRegistry::registry_declarations())}});
   return out.dump(2) + "\n";
 }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -56,6 +58,78 @@ void ProbeRegistry::add(std::unique_ptr<Probe> p) {
     decls_.push_back(std::move(d));
   }
   probes_.push_back(std::move(p));
+  resolved_ = false;
+}
+
+namespace {
+/// True when probe `from` provides a fact that input pattern `input` can name.
+bool provides_input(const Probe& from, std::string_view input) {
+  return std::ranges::any_of(from.provides(), [&](const std::string& pattern) {
+    return patterns_overlap(pattern, input);
+  });
+}
+} // namespace
+
+std::vector<const Probe*> ProbeRegistry::providers_of(const Probe& p) const {
+  std::vector<const Probe*> out;
+  const auto inputs = p.inputs();
+  for (const auto& q : probes_) {
+    if (q.get() == &p) continue;
+    if (std::ranges::any_of(inputs, [&](const std::string& in) { return provides_input(*q, in); }))
+      out.push_back(q.get());
+  }
+  return out;
+}
+
+void ProbeRegistry::resolve() {
+  const std::size_t n = probes_.size();
+  // deps[i]: the indices of the probes probe i reads from.
+  std::vector<std::vector<std::size_t>> deps(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Probe& p = *probes_[i];
+    for (std::size_t j = 0; j < i; ++j)
+      if (probes_[j]->id() == p.id())
+        throw std::logic_error(fmt::format("two probes have the id '{}'", p.id()));
+    for (const std::string& in : p.inputs()) {
+      bool found =
+          std::ranges::any_of(registry_declarations(),
+                              [&](const FactDecl& d) { return patterns_overlap(d.pattern, in); }) ||
+          patterns_overlap(keys::bench_all, in);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i || !provides_input(*probes_[j], in)) continue;
+        found = true;
+        if (std::ranges::find(deps[i], j) == deps[i].end()) deps[i].push_back(j);
+      }
+      if (!found)
+        throw std::logic_error(fmt::format(
+            "probe {} reads '{}', which no other probe provides (Probe::inputs)", p.id(), in));
+    }
+  }
+  // Kahn's algorithm, taking the earliest-added ready probe each time: a stable order.
+  std::vector<bool> done(n, false);
+  std::vector<std::size_t> order;
+  while (order.size() < n) {
+    std::optional<std::size_t> next;
+    for (std::size_t i = 0; i < n && !next; ++i) {
+      if (done[i]) continue;
+      if (std::ranges::all_of(deps[i], [&](std::size_t j) { return done[j]; })) next = i;
+    }
+    if (!next) {
+      std::string stuck;
+      for (std::size_t i = 0; i < n; ++i)
+        if (!done[i]) stuck += fmt::format("{}{}", stuck.empty() ? "" : ", ", probes_[i]->id());
+      throw std::logic_error(
+          fmt::format("the probes' inputs form a cycle among: {} (Probe::inputs)", stuck));
+    }
+    done[*next] = true;
+    order.push_back(*next);
+  }
+  std::vector<std::unique_ptr<Probe>> sorted;
+  sorted.reserve(n);
+  for (std::size_t i : order)
+    sorted.push_back(std::move(probes_[i]));
+  probes_ = std::move(sorted);
+  resolved_ = true;
 }
 
 namespace {
@@ -103,11 +177,46 @@ bool ProbeRegistry::provides(std::string_view key) const {
 }
 
 namespace {
+/// Clears a fact set's read guard however the probe returns.
+class GuardScope {
+public:
+  GuardScope(FactSet& facts, const FactSet::ReadGuard& guard) : facts_(facts) {
+    facts_.set_read_guard(&guard);
+  }
+  GuardScope(const GuardScope&) = delete;
+  GuardScope& operator=(const GuardScope&) = delete;
+  GuardScope(GuardScope&&) = delete;
+  GuardScope& operator=(GuardScope&&) = delete;
+  ~GuardScope() { facts_.set_read_guard(nullptr); }
+
+private:
+  FactSet& facts_;
+};
+
 void run_one(const Probe& p, const ProbeContext& ctx, FactSet& facts) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string key = keys::probe_status(p.id());
+  // The probe may read its own facts and its declared inputs. Another read is a programming
+  // error: the read goes on (the facts stay whole) and the probe is reported as failed with the
+  // first such key, so that every fixture root and a user's report show it.
+  std::vector<std::string> allowed = p.provides();
+  for (auto& in : p.inputs())
+    allowed.push_back(std::move(in));
+  std::string undeclared;
+  const FactSet::ReadGuard guard = [&](std::string_view k) {
+    if (!undeclared.empty() ||
+        std::ranges::any_of(allowed, [&](const std::string& pat) { return key_matches(pat, k); }))
+      return;
+    undeclared = fmt::format(
+        "probe {} read the fact '{}', which it does not declare among its inputs (Probe::inputs)",
+        p.id(), k);
+  };
   try {
-    p.collect(ctx, facts);
+    {
+      const GuardScope scope(facts, guard);
+      p.collect(ctx, facts);
+    }
+    if (!undeclared.empty()) throw std::logic_error(undeclared);
     const Fact* marked = facts.find(key);
     if (marked == nullptr || marked->ok()) facts.put_ok(key, std::string("ok"), "halo-doctor");
   } catch (const std::exception& e) {
@@ -137,6 +246,7 @@ std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts) {
 }
 
 FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
+  if (!resolved_) throw std::logic_error("ProbeRegistry::collect before resolve()");
   FactSet facts;
   // Every caller gets the same host root: detected here unless the caller chose one.
   std::optional<HostRoot> detected;
@@ -148,6 +258,7 @@ FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
 }
 
 void ProbeRegistry::rederive(const ProbeContext& ctx, FactSet& facts) const {
+  if (!resolved_) throw std::logic_error("ProbeRegistry::rederive before resolve()");
   for (const auto& p : probes_)
     if (p->id() == "plan" || p->id() == "derived") run_one(*p, ctx, facts);
 }

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 using namespace halo;
@@ -186,11 +187,15 @@ TEST_CASE("host_tuning probe: governors, C2, transparent hugepages and the limit
   CHECK(f.get_int("host.cpuidle_c2_enabled_cpus") == 1);
   CHECK_THAT(f.find("host.cpuidle_c2_enabled_cpus")->source, Catch::EndsWith("(C2)"));
   CHECK(f.get<std::string>("host.thp_enabled") == "never");
-  CHECK(f.get<std::string>("user.limits.memlock_soft") == "unlimited");
+  // "unlimited" is RLIM_INFINITY: the largest integer, so that a ">= N bytes" rule passes.
+  CHECK(f.get_int("user.limits.memlock_soft") == std::numeric_limits<std::int64_t>::max());
+  CHECK(f.get<bool>("user.limits.memlock_soft_unlimited") == true);
   CHECK(f.get_int("user.limits.nofile_soft") == 1024);
+  CHECK(f.get<bool>("user.limits.nofile_soft_unlimited") == false);
   // A garbled limits file is an error naming the row, never a number.
   t.file("/proc/self/limits", "Max open files  lots\n");
   const FactSet g = halo::test::probe_one(t.path(), "host_tuning");
   CHECK(g.find("user.limits.nofile_soft")->status == Status::error);
   CHECK(g.find("user.limits.memlock_soft")->status == Status::error);
+  CHECK(g.find("user.limits.memlock_soft_unlimited")->status == Status::error);
 }

@@ -1,0 +1,242 @@
+// The probe registry orders probes by the facts they declare they read (Probe::inputs), refuses
+// an input nobody provides, a duplicate id and a cycle, and reports a probe that reads a fact it
+// did not declare (issue 10, "declared, typed facts").
+#include <halo/fact.hpp>
+#include <halo/probe.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace halo;
+
+namespace {
+
+/// A probe made of parts: provides `provides` (string facts), reads `inputs`, and runs `body`.
+class TestProbe : public Probe {
+public:
+  using Body = std::function<void(FactSet&)>;
+  TestProbe(std::string id, std::vector<std::string> provides, std::vector<std::string> inputs,
+            Body body = {})
+      : id_(std::move(id)), provides_(std::move(provides)), inputs_(std::move(inputs)),
+        body_(std::move(body)) {}
+  std::string_view id() const override { return id_; }
+  std::vector<FactDecl> declarations() const override {
+    std::vector<FactDecl> out;
+    for (const auto& p : provides_)
+      out.push_back(FactDecl{p, FactType::string, "", "test"});
+    return out;
+  }
+  std::string source() const override { return "test"; }
+  std::vector<std::string> reads() const override { return {}; }
+  std::vector<std::string> inputs() const override { return inputs_; }
+  void collect(const ProbeContext& /*ctx*/, FactSet& facts) const override {
+    if (body_) body_(facts);
+  }
+
+private:
+  std::string id_;
+  std::vector<std::string> provides_;
+  std::vector<std::string> inputs_;
+  Body body_;
+};
+
+std::vector<std::string> order(const ProbeRegistry& r) {
+  std::vector<std::string> out;
+  for (const auto& p : r.probes())
+    out.emplace_back(p->id());
+  return out;
+}
+
+std::string refusal(ProbeRegistry& r) {
+  try {
+    r.resolve();
+  } catch (const std::logic_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("two key patterns overlap when some key matches both", "[registry]") {
+  CHECK(patterns_overlap("drm.amd_cards", "drm.amd_cards"));
+  CHECK_FALSE(patterns_overlap("drm.amd_cards", "drm.card1"));
+  CHECK(patterns_overlap("drm.*.render_minor", "drm.card1.render_minor"));
+  CHECK(patterns_overlap("drm.card1.render_minor", "drm.*.render_minor"));
+  CHECK_FALSE(patterns_overlap("drm.*.render_minor", "drm.amd_cards"));
+  CHECK_FALSE(patterns_overlap("drm.*.render_minor", "drm.card1.pcie.max_width"));
+  // A trailing ** is one or more segments, never none.
+  CHECK(patterns_overlap("drm.**", "drm.card1.pcie.max_width"));
+  CHECK(patterns_overlap("drm.card1.pcie.max_width", "drm.**"));
+  CHECK(patterns_overlap("drm.**", "drm.*"));
+  CHECK_FALSE(patterns_overlap("drm.**", "drm"));
+  CHECK_FALSE(patterns_overlap("drm.**", "drm_x.card1"));
+  CHECK(patterns_overlap("kfd.node.*.gfx_target", "kfd.**"));
+  CHECK(patterns_overlap("*.node.*", "kfd.*.1"));
+  CHECK_FALSE(patterns_overlap("kfd.node.*", "kfd.node.*.gfx_target"));
+}
+
+TEST_CASE("the registry runs a probe after the probes whose facts it reads", "[registry]") {
+  ProbeRegistry r;
+  // Added consumer first: resolve() must move its providers ahead of it.
+  r.add(std::make_unique<TestProbe>("derive", std::vector<std::string>{"out.total"},
+                                    std::vector<std::string>{"cards.list", "card.*.size"}));
+  r.add(std::make_unique<TestProbe>("sizes", std::vector<std::string>{"card.*.size"},
+                                    std::vector<std::string>{"cards.list"}));
+  r.add(std::make_unique<TestProbe>("clock", std::vector<std::string>{"clock.now"},
+                                    std::vector<std::string>{}));
+  r.add(std::make_unique<TestProbe>("cards", std::vector<std::string>{"cards.list"},
+                                    std::vector<std::string>{}));
+  r.resolve();
+  // Independent probes keep the order they were added in ("clock" before "cards").
+  CHECK(order(r) == std::vector<std::string>{"clock", "cards", "sizes", "derive"});
+  std::vector<std::string> after;
+  for (const Probe* p : r.providers_of(*r.probes().back()))
+    after.emplace_back(p->id());
+  CHECK(after == std::vector<std::string>{"cards", "sizes"});
+}
+
+TEST_CASE("the registry refuses an input nobody provides, a cycle and a duplicate id",
+          "[registry]") {
+  {
+    ProbeRegistry r;
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.x"},
+                                      std::vector<std::string>{"b.typo"}));
+    r.add(std::make_unique<TestProbe>("b", std::vector<std::string>{"b.x"},
+                                      std::vector<std::string>{}));
+    const std::string why = refusal(r);
+    CHECK(why.find("probe a reads 'b.typo', which no other probe provides") != std::string::npos);
+    // Not resolved: it does not run.
+    const Root root("/");
+    const ProbeOptions opt;
+    CHECK_THROWS_AS(r.collect(ProbeContext{root, opt}), std::logic_error);
+  }
+  {
+    // A probe's own facts are not an input: reading only them is no dependency.
+    ProbeRegistry r;
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.x"},
+                                      std::vector<std::string>{"a.x"}));
+    CHECK(refusal(r).find("no other probe provides") != std::string::npos);
+  }
+  {
+    ProbeRegistry r;
+    r.add(std::make_unique<TestProbe>("free", std::vector<std::string>{"f.x"},
+                                      std::vector<std::string>{}));
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.x"},
+                                      std::vector<std::string>{"c.x"}));
+    r.add(std::make_unique<TestProbe>("b", std::vector<std::string>{"b.x"},
+                                      std::vector<std::string>{"a.**"}));
+    r.add(std::make_unique<TestProbe>("c", std::vector<std::string>{"c.x"},
+                                      std::vector<std::string>{"b.x"}));
+    CHECK(refusal(r) == "the probes' inputs form a cycle among: a, b, c (Probe::inputs)");
+  }
+  {
+    ProbeRegistry r;
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.x"},
+                                      std::vector<std::string>{}));
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.y"},
+                                      std::vector<std::string>{}));
+    CHECK(refusal(r) == "two probes have the id 'a'");
+  }
+  {
+    // The registry's own facts (probe.<id>.status) and bench results satisfy an input.
+    ProbeRegistry r;
+    r.add(std::make_unique<TestProbe>("a", std::vector<std::string>{"a.x"},
+                                      std::vector<std::string>{"probe.*.status", "bench.**"}));
+    CHECK(refusal(r).empty());
+  }
+}
+
+TEST_CASE("a probe that reads a fact it did not declare is reported as failed", "[registry]") {
+  ProbeRegistry r;
+  r.add(std::make_unique<TestProbe>("cards", std::vector<std::string>{"cards.list", "cards.count"},
+                                    std::vector<std::string>{}, [](FactSet& f) {
+                                      f.put_ok("cards.list", std::string("card1"), "test");
+                                      f.put_ok("cards.count", std::int64_t{1}, "test");
+                                    }));
+  r.add(std::make_unique<TestProbe>("honest", std::vector<std::string>{"honest.x"},
+                                    std::vector<std::string>{"cards.list"}, [](FactSet& f) {
+                                      // Its declared input, and its own fact.
+                                      const auto v = f.get<std::string>("cards.list");
+                                      f.put_ok("honest.x", v.value_or("none"), "test");
+                                      CHECK(f.find("honest.x") != nullptr);
+                                    }));
+  r.add(std::make_unique<TestProbe>("sneaky", std::vector<std::string>{"sneaky.x"},
+                                    std::vector<std::string>{"cards.list"}, [](FactSet& f) {
+                                      // cards.count is not among its inputs. The read still
+                                      // answers, so the facts stay whole, and the probe is
+                                      // reported.
+                                      f.put_ok("sneaky.x", f.get_int("cards.count").value_or(-1),
+                                               "test");
+                                    }));
+  r.add(std::make_unique<TestProbe>("greedy", std::vector<std::string>{"greedy.x"},
+                                    std::vector<std::string>{"cards.list"}, [](FactSet& f) {
+                                      // Iterating every fact cannot be audited: refused.
+                                      f.put_ok("greedy.x", std::int64_t(f.all().size()), "test");
+                                    }));
+  r.add(std::make_unique<TestProbe>(
+      "matcher", std::vector<std::string>{"matcher.x"}, std::vector<std::string>{"cards.list"},
+      [](FactSet& f) { f.put_ok("matcher.x", std::int64_t(f.match("cards.*").size()), "test"); }));
+  r.resolve();
+  const Root root("/");
+  const ProbeOptions opt;
+  const FactSet facts = r.collect(ProbeContext{root, opt});
+
+  CHECK(facts.get<std::string>("probe.cards.status") == std::string("ok"));
+  CHECK(facts.get<std::string>("probe.honest.status") == std::string("ok"));
+  CHECK(facts.get<std::string>("honest.x") == std::string("card1"));
+
+  const Fact* sneaky = facts.find("probe.sneaky.status");
+  REQUIRE(sneaky != nullptr);
+  CHECK(sneaky->status == Status::error);
+  CHECK(sneaky->reason == "probe sneaky read the fact 'cards.count', which it does not declare "
+                          "among its inputs (Probe::inputs)");
+  CHECK(facts.get_int("sneaky.x") == 1);
+
+  const Fact* greedy = facts.find("probe.greedy.status");
+  REQUIRE(greedy != nullptr);
+  CHECK(greedy->status == Status::error);
+  CHECK(greedy->reason.find("may not iterate every fact") != std::string::npos);
+
+  // A wildcard match is audited key by key: cards.count is outside matcher's inputs.
+  const Fact* matcher = facts.find("probe.matcher.status");
+  REQUIRE(matcher != nullptr);
+  CHECK(matcher->status == Status::error);
+  CHECK(matcher->reason.find("'cards.count'") != std::string::npos);
+
+  // The guard is gone after collect(), and copies never carry one.
+  CHECK(facts.all().size() == facts.size());
+  const FactSet copy = facts;
+  CHECK(copy.all().size() == facts.size());
+}
+
+TEST_CASE("the built-in probes resolve, and each runs after the probes it reads", "[registry]") {
+  const ProbeRegistry reg = builtin_probes();
+  std::vector<std::string> seen;
+  for (const auto& p : reg.probes()) {
+    for (const Probe* q : reg.providers_of(*p)) {
+      INFO(p->id() << " reads facts of " << q->id());
+      CHECK(std::find(seen.begin(), seen.end(), std::string(q->id())) != seen.end());
+    }
+    seen.emplace_back(p->id());
+  }
+  // The derive stage reads (nearly) every family, so it runs last; a probe that reads only the
+  // kernel release runs after the kernel probe.
+  CHECK(seen.back() == "derived");
+  const auto pos = [&](std::string_view id) {
+    return std::find(seen.begin(), seen.end(), std::string(id)) - seen.begin();
+  };
+  CHECK(pos("kernel") < pos("module_file"));
+  CHECK(pos("secure_boot") < pos("module_file"));
+  CHECK(pos("kernel_log") < pos("initramfs"));
+  CHECK(pos("drm") < pos("ras"));
+  CHECK(pos("environment") < pos("device_access"));
+  CHECK(pos("plan") < pos("derived"));
+}
