@@ -5,53 +5,15 @@
 
 #include <halo/fact.hpp>
 #include <halo/result.hpp>
+#include <halo/rules.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace halo::fleet {
-
-/// One compared quantity: a fact key pattern (`*` = one segment: every GPU or card), its name for
-/// people, and how much a node that differs from the majority matters (error: the node is the odd
-/// one out and the exit code says so; warning: reported only).
-struct CompareKey {
-  std::string_view pattern;
-  std::string_view label;
-  Severity severity;
-};
-
-/// What is compared, in report order. Facts a node could not read show as "(missing)" and
-/// count as a value of their own.
-inline constexpr auto kCompareKeys = std::to_array<CompareKey>({
-    {"kernel.release", "kernel", Severity::error},
-    {"amdgpu.version", "amdgpu driver (DKMS version)", Severity::error},
-    {"hsa.rocm_version", "ROCm runtime", Severity::error},
-    {"gpu.count", "GPUs", Severity::error},
-    {"gpu.*.gfx_target", "gfx targets", Severity::error},
-    {"drm.*.current_compute_partition", "compute partitions", Severity::error},
-    {"drm.*.current_memory_partition", "memory partitions", Severity::error},
-    {"gpu.*.mes_fw_version_hex", "MES firmware", Severity::error},
-    {"xgmi.*.hive_size", "XGMI hive sizes", Severity::error},
-    {"gpu.*.pcie.current_width", "PCIe link widths", Severity::warning},
-    {"fw.*.vbios_version", "VBIOS", Severity::warning},
-    {"fw.*.mec", "MEC firmware", Severity::warning},
-    {"fw.*.sos", "PSP SOS firmware", Severity::warning},
-    {"fw.*.smc", "SMU firmware", Severity::warning},
-    {"firmware.package_version", "linux-firmware package", Severity::warning},
-    {"gpu.*.perf_level", "DPM performance levels", Severity::warning},
-    {"os.pretty_name", "OS", Severity::warning},
-    {"ttm.pages_limit_bytes", "TTM pages_limit (bytes)", Severity::warning},
-    {"numa.balancing", "NUMA balancing", Severity::warning},
-    {"host.cpufreq_governors", "CPU frequency governors", Severity::warning},
-    {"host.cpuidle_c2_enabled_cpus", "CPUs with C2 enabled", Severity::warning},
-    {"host.thp_enabled", "transparent hugepages", Severity::warning},
-    {"user.limits.memlock_soft", "locked-memory limit (ulimit -l)", Severity::warning},
-    {"framework.torch.version", "PyTorch", Severity::warning},
-});
 
 /// A node's facts and its name (`host.name`, else the file it came from).
 struct Node {
@@ -80,9 +42,10 @@ struct Comparison {
   bool error_difference() const;
 };
 
-/// Compares the nodes on kCompareKeys. A quantity with a `*` is the node's matching facts'
-/// values in key order, joined with ", " ("16, 16, 8, 16"), or "VALUE xN" when all N are equal.
-Comparison compare(const std::vector<Node>& nodes);
+/// Compares the nodes on `quantities` (RuleSet::fleet_compare: rules/fleet.json's `compare` list),
+/// in their order. A quantity with a `*` is the node's matching facts' values in key order, joined
+/// with ", " ("16, 16, 8, 16"), or "VALUE xN" when all N are equal.
+Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuantity>& quantities);
 
 /// The comparison as a table for people: one row per quantity, one column per node, `*` after a
 /// value that differs from the majority; uniform rows are listed by name only unless `all`.

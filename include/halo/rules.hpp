@@ -133,11 +133,24 @@ struct Rule {
   Severity max_severity() const;
 };
 
+/// One quantity `halo-doctor fleet compare` sets side by side (docs/fleet.md), from the
+/// `compare` list of a rules file (rules/fleet.json): a fact key pattern (`*` = one segment:
+/// every GPU or card), its name for people, and how much a node that differs from the majority
+/// matters (error: the comparison fails, exit 1; warning: reported only).
+struct FleetQuantity {
+  std::string pattern;
+  std::string label;
+  Severity severity = Severity::warning;
+};
+
 /// A loaded rule set with its version and the SHA-256 of its canonical text.
 struct RuleSet {
   std::string version;
   std::string digest;
   std::vector<Rule> rules;
+  /// The fleet comparison's quantities, in report order (every file's `compare` list, in file
+  /// order).
+  std::vector<FleetQuantity> fleet_compare;
   const Rule* find(std::string_view id) const;
 };
 

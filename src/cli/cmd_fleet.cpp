@@ -6,6 +6,7 @@
 
 #include <halo/error.hpp>
 #include <halo/fleet.hpp>
+#include <halo/rules.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +49,9 @@ int run(const Options& o) {
     for (std::size_t j = i + 1; j < nodes.size(); ++j)
       if (nodes[i].name == nodes[j].name)
         nodes[j].name += " (" + std::filesystem::path(nodes[j].origin).filename().string() + ")";
-  const fleet::Comparison c = fleet::compare(nodes);
+  // The quantities are data (rules/fleet.json's `compare` list), built into the binary.
+  const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
+  const fleet::Comparison c = fleet::compare(nodes, rules.fleet_compare);
   write_output(o.output, o.format == "json" ? fleet::comparison_json(c).dump(2) + "\n"
                                             : fleet::comparison_text(c, o.all));
   return c.error_difference() ? 1 : 0;

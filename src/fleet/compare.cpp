@@ -48,14 +48,14 @@ bool Comparison::error_difference() const {
                      [](const Row& r) { return r.severity == Severity::error && !r.uniform(); });
 }
 
-Comparison compare(const std::vector<Node>& nodes) {
+Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuantity>& quantities) {
   Comparison c;
   for (const auto& n : nodes)
     c.nodes.push_back(n.name);
-  for (const auto& key : kCompareKeys) {
+  for (const auto& key : quantities) {
     Row row;
-    row.label = std::string(key.label);
-    row.pattern = std::string(key.pattern);
+    row.label = key.label;
+    row.pattern = key.pattern;
     row.severity = key.severity;
     for (const auto& n : nodes)
       row.values.push_back(value_of(n.facts, key.pattern));

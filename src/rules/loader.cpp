@@ -396,9 +396,45 @@ const Rule* RuleSet::find(std::string_view id) const {
 std::string embedded_rules_schema();
 
 namespace {
+/// A rules file's `compare` list (the fleet comparison's quantities): each {fact, label,
+/// severity}, the fact provided by some probe (when `registry` is given), no fact twice.
+std::vector<FleetQuantity> parse_fleet_compare(const nlohmann::json& list, std::string_view text,
+                                               std::string_view file,
+                                               const ProbeRegistry* registry) {
+  auto fail = [&](const std::string& ptr, const std::string& what) {
+    const JsonPositions pos(text); // only on an error: it scans the text
+    throw InputError(fmt::format("{}:{}: {}: {}", file, pos.line(ptr), ptr.substr(1), what));
+  };
+  if (!list.is_array()) fail("/compare", "must be a list of {fact, label, severity}");
+  std::vector<FleetQuantity> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& q = list[i];
+    const std::string ptr = fmt::format("/compare/{}", i);
+    if (!q.is_object() || q.size() != 3 || !q.contains("fact") || !q.contains("label") ||
+        !q.contains("severity"))
+      fail(ptr, "needs exactly {\"fact\", \"label\", \"severity\"}");
+    if (!q["fact"].is_string() || q["fact"].get<std::string>().empty())
+      fail(ptr + "/fact", "must be a fact key");
+    if (!q["label"].is_string() || q["label"].get<std::string>().empty())
+      fail(ptr + "/label", "must be a non-empty string");
+    const auto sev =
+        q["severity"].is_string() ? parse_severity(q["severity"].get<std::string>()) : std::nullopt;
+    if (!sev || *sev == Severity::info) fail(ptr + "/severity", "must be error or warning");
+    FleetQuantity fq{q["fact"].get<std::string>(), q["label"].get<std::string>(), *sev};
+    if (registry != nullptr && !registry->provides(fq.pattern))
+      fail(ptr + "/fact", fmt::format("no probe provides the fact '{}'", fq.pattern));
+    for (const auto& before : out)
+      if (before.pattern == fq.pattern)
+        fail(ptr + "/fact", fmt::format("'{}' is compared twice", fq.pattern));
+    out.push_back(std::move(fq));
+  }
+  return out;
+}
+
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples, bool schema_check,
-                                   const Predicates* predicates) {
+                                   const Predicates* predicates,
+                                   std::vector<FleetQuantity>* compare = nullptr) {
   // Without examples (every command but `rules --test`) their values are dropped while parsing:
   // they are most of the rules' text.
   const auto drop_examples = [](int /*depth*/, nlohmann::json::parse_event_t event,
@@ -414,6 +450,10 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
   if (doc.contains("area") && !doc["area"].is_string())
     throw InputError(fmt::format("{}:1: \"area\" must be a string", file));
   const std::string file_area = doc.value("area", std::string());
+  if (doc.contains("compare")) {
+    auto quantities = parse_fleet_compare(doc["compare"], text, file, registry);
+    if (compare != nullptr) compare->insert(compare->end(), quantities.begin(), quantities.end());
+  }
   std::vector<Rule> out;
   std::size_t index = 0;
   for (const auto& rj : doc["rules"]) {
@@ -564,7 +604,8 @@ RuleSet finish(const std::vector<std::pair<std::string, std::string>>& files, st
     if (digest.empty())
       all_text += std::filesystem::path(name).filename().string() + "\n" + text + "\n";
     if (std::filesystem::path(name).filename() == kPredicatesFile) continue;
-    for (auto& r : parse_rules_text(text, name, registry, examples, schema_check, &predicates)) {
+    for (auto& r : parse_rules_text(text, name, registry, examples, schema_check, &predicates,
+                                    &set.fleet_compare)) {
       auto [it, inserted] = seen.emplace(r.id, name);
       if (!inserted)
         throw InputError(fmt::format("{}:{}: rule id '{}' is also defined in {}", name, r.line,

@@ -45,6 +45,7 @@ const std::vector<std::string> kSemantic = {
     "names a pattern, not a fact", // an example's fact key with a wildcard
     "a second example",            // example names are unique within a rule
     "is not a date",               // 2026-02-31 (JSON Schema's "format" is not asserted)
+    "is compared twice",           // a fleet quantity listed twice (uniqueItems sees whole items)
 };
 
 bool semantic(const std::string& what) {
@@ -172,6 +173,22 @@ TEST_CASE("the rule loader's own checks refuse nothing rules/schema.json accepts
              });
     }
   }
+  // The fleet comparison's list (rules/fleet.json "compare").
+  const nlohmann::json fleet =
+      nlohmann::json::parse(slurp(fs::path(HALO_RULES_DIR) / "fleet.json"), nullptr, true, true);
+  const nlohmann::json compare_doc{
+      {"area", "x"}, {"rules", nlohmann::json::array()}, {"compare", fleet.at("compare")}};
+  mutate(compare_doc, nlohmann::json::json_pointer("/compare"), {},
+         [&](const nlohmann::json& m, const std::string& what) {
+           if (!shapes.insert(shape(what)).second) return;
+           ++mutations;
+           const std::string hand = hand_refusal(
+               [&] { (void)parse_rules_file(m.dump(2), "rules/fleet.json", &reg, false); });
+           if (hand.empty() || semantic(hand)) return;
+           ++refused;
+           if (schema_accepts(schema, m))
+             disagreements.push_back(fmt::format("fleet.json: {} -> {}", what, hand));
+         });
   INFO(mutations << " mutations, " << refused << " refused by the hand checks");
   for (const auto& d : disagreements)
     UNSCOPED_INFO(d);
