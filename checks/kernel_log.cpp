@@ -22,6 +22,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/root.hpp>
+
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -51,8 +53,8 @@ struct LogText {
 LogText read_kmsg() {
   LogText t;
   t.source = "/dev/kmsg";
-  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
     const int err = errno;
     t.status = err == EPERM || err == EACCES ? Status::denied
                : err == ENOENT               ? Status::missing
@@ -66,7 +68,7 @@ LogText read_kmsg() {
   std::string rec(8192, '\0');
   std::size_t bytes = 0;
   while (t.lines.size() < kMaxRecords && bytes < kMaxBytes) {
-    const ssize_t n = ::read(fd, rec.data(), rec.size());
+    const ssize_t n = ::read(fd.get(), rec.data(), rec.size());
     if (n < 0) {
       if (errno == EPIPE) continue; // overwritten while reading: the next read resumes
       if (errno == EINTR) continue;
@@ -86,7 +88,6 @@ LogText read_kmsg() {
     r.remove_prefix(semi + 1);
     t.lines.emplace_back(r.substr(0, r.find('\n')));
   }
-  ::close(fd);
   return t;
 }
 

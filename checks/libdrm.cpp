@@ -7,6 +7,8 @@
 // the user may not open is a `denied` fact pointing at the render-node-access rule.
 #include "probes.hpp"
 
+#include <halo/root.hpp>
+
 #include <amdgpu.h>
 #include <amdgpu_drm.h>
 #include <fmt/format.h>
@@ -111,8 +113,8 @@ std::int64_t as_i64(std::uint64_t v) {
 }
 
 void query_device(FactSet& facts, const std::string& pre, const std::string& node) {
-  const int fd = ::open(node.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open(node.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd) {
     const int err = errno;
     const bool denied = err == EACCES || err == EPERM;
     put_device_status(facts, pre, denied ? Status::denied : Status::error, "open " + node,
@@ -123,11 +125,10 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
   std::uint32_t major = 0;
   std::uint32_t minor = 0;
   amdgpu_device_handle dev = nullptr;
-  const int r = libdrm().device_initialize(fd, &major, &minor, &dev);
+  const int r = libdrm().device_initialize(fd.get(), &major, &minor, &dev);
   if (r != 0) {
     put_device_status(facts, pre, Status::error, "amdgpu_device_initialize",
                       fmt::format("amdgpu_device_initialize({}): {}", node, errno_words(-r)));
-    ::close(fd);
     return;
   }
   facts.put_ok(pre + ".drm_version", fmt::format("{}.{}", major, minor),
@@ -190,8 +191,7 @@ void query_device(FactSet& facts, const std::string& pre, const std::string& nod
   else
     facts.put_ok(pre + ".mes_kiq_fw_version", static_cast<std::int64_t>(ver), ksrc);
 
-  libdrm().device_deinitialize(dev);
-  ::close(fd);
+  libdrm().device_deinitialize(dev); // before fd closes: libdrm holds a dup of it
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

@@ -14,7 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   # .ci/lint.sh: the repo's .clang-format and curated .clang-tidy (run-clang-tidy is in clang-tidy)
   clang-format clang-tidy
-  python3 python3-jsonschema shellcheck strace hyperfine prometheus libxml2-utils dpkg-dev util-linux
+  python3 python3-jsonschema shellcheck strace hyperfine prometheus libxml2-utils dpkg-dev util-linux zsh
   # tests/cli/framework_torch.sh: a real torch tree (Debian's CPU build) for the framework probe,
   # with Debian's torchvision and torchaudio beside it (torch-companion-mismatch)
   python3-torch python3-torchvision python3-torchaudio

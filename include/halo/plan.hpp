@@ -16,9 +16,6 @@ namespace halo::plan {
 
 /// The rule area of rules/plan.json: `check` evaluates those rules only with a training run.
 inline constexpr std::string_view kRuleArea = "plan";
-/// The rule whose result is the plan's verdict (rules/plan.json): pass = fits, a warning = tight,
-/// an error = does not fit.
-inline constexpr std::string_view kFitRuleId = "plan-memory-fit";
 
 /// Where a setting's value came from: a file and line ("train.yaml:12"), a command-line option
 /// ("--batch"), or a framework default or an assumption, said in words ("default of

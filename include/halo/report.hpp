@@ -151,8 +151,8 @@ struct PlanReportData {
   std::optional<plan::Limits> limits;
 };
 
-/// The plan's verdict from the result of plan::kFitRuleId: "fits" (pass), "tight" (a warning),
-/// "does not fit" (an error) or "unknown" (not evaluated, or the capacity was unknown).
+/// The plan's verdict from the result of rule_ids::plan_memory_fit: "fits" (pass), "tight" (a
+/// warning), "does not fit" (an error) or "unknown" (not evaluated, or the capacity was unknown).
 std::string plan_verdict(const std::vector<Result>& results);
 
 /// `halo-doctor plan` for people: model, settings with their origins, the itemised estimate in

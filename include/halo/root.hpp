@@ -97,9 +97,16 @@ public:
   /// Like read(), with surrounding whitespace removed (sysfs values end with "\n").
   ReadResult read_trimmed(std::string_view abs) const;
 
-  /// Sorted names in a directory; std::nullopt with `status_out` set if it cannot be listed.
+  /// The most names list() returns: more than any sysfs, procfs or /dev directory the probes
+  /// list holds on a real machine (CPUs, DRM nodes, modules), few enough to bound the memory
+  /// a hostile root can make it take (65,536 names of at most 255 bytes each).
+  static constexpr std::size_t kMaxListEntries = 65536;
+
+  /// Sorted names in a directory; std::nullopt with `status_out` set if it cannot be listed, or
+  /// `error` if it holds more than `max_entries` names (reading stops there: no partial list).
   std::optional<std::vector<std::string>> list(std::string_view abs_dir,
-                                               Status* status_out = nullptr) const;
+                                               Status* status_out = nullptr,
+                                               std::size_t max_entries = kMaxListEntries) const;
 
   /// True if the path exists under the root (follows symlinks; dangling links count as absent).
   bool exists(std::string_view abs) const;

@@ -221,6 +221,9 @@ inline constexpr std::string_view ttm_limit_low = "ttm-limit-low";
 /// The TTM limit leaves the operating system too little memory (rules/memory.json): its fix
 /// sets the recommended limit too, and wins like ttm_limit_low.
 inline constexpr std::string_view ttm_limit_overcommit = "ttm-limit-overcommit";
+/// The training run fits in the GPU's memory (rules/plan.json): its result is the plan's verdict,
+/// pass = fits, a warning = tight, an error = does not fit (src/report/plan.cpp).
+inline constexpr std::string_view plan_memory_fit = "plan-memory-fit";
 } // namespace rule_ids
 
 } // namespace halo

@@ -231,8 +231,8 @@ ReadResult Root::read_trimmed(std::string_view abs) const {
   return r;
 }
 
-std::optional<std::vector<std::string>> Root::list(std::string_view abs_dir,
-                                                   Status* status_out) const {
+std::optional<std::vector<std::string>> Root::list(std::string_view abs_dir, Status* status_out,
+                                                   std::size_t max_entries) const {
   const int fd = open_in_root(abs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
   DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
   if (d == nullptr) {
@@ -244,7 +244,13 @@ std::optional<std::vector<std::string>> Root::list(std::string_view abs_dir,
   std::vector<std::string> names;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view n(e->d_name);
-    if (n != "." && n != "..") names.emplace_back(n);
+    if (n == "." || n == "..") continue;
+    if (names.size() >= max_entries) {
+      ::closedir(d);
+      if (status_out != nullptr) *status_out = Status::error;
+      return std::nullopt;
+    }
+    names.emplace_back(n);
   }
   ::closedir(d);
   std::sort(names.begin(), names.end());

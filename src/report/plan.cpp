@@ -117,7 +117,7 @@ std::vector<Row> setting_rows(const plan::TrainSettings& s) {
 
 const Result* fit_result(const std::vector<Result>& results) {
   for (const auto& r : results)
-    if (r.id == plan::kFitRuleId) return &r;
+    if (r.id == rule_ids::plan_memory_fit) return &r;
   return nullptr;
 }
 

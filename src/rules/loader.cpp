@@ -412,7 +412,7 @@ std::vector<FleetQuantity> parse_fleet_compare(const nlohmann::json& list, std::
     const std::string ptr = fmt::format("/compare/{}", i);
     if (!q.is_object() || q.size() != 3 || !q.contains("fact") || !q.contains("label") ||
         !q.contains("severity"))
-      fail(ptr, "needs exactly {\"fact\", \"label\", \"severity\"}");
+      fail(ptr, R"(needs exactly {"fact", "label", "severity"})");
     if (!q["fact"].is_string() || q["fact"].get<std::string>().empty())
       fail(ptr + "/fact", "must be a fact key");
     if (!q["label"].is_string() || q["label"].get<std::string>().empty())

@@ -25,6 +25,12 @@ version=$("$tmp/usr/bin/halo-doctor" --version)
 [[ $version =~ ^halo-doctor\ [0-9]+\.[0-9]+\.[0-9]+\ \(git\ [0-9a-z]+\)$ ]] || bad "--version has no git revision: $version"
 command -v man >/dev/null && { man -l "$tmp/usr/share/man/man1/halo-doctor.1" >/dev/null 2>&1 || bad "man page does not render"; }
 bash -n "$tmp/usr/share/bash-completion/completions/halo-doctor" || bad "bash completion has a syntax error"
+# zsh (installed by scripts/setup.sh): the completion parses, and only `check` takes --python twice.
+zsh -n "$tmp/usr/share/zsh/vendor-completions/_halo-doctor" || bad "zsh completion has a syntax error"
+grep -q "^            '\*--python" "$tmp/usr/share/zsh/vendor-completions/_halo-doctor" ||
+  bad "zsh completion: check's --python is not repeatable"
+grep -q "^    '\*--python" "$tmp/usr/share/zsh/vendor-completions/_halo-doctor" &&
+  bad "zsh completion: --python is repeatable for every command (only check takes it twice)"
 
 for w in slurm-health-check slurm-prolog slurm-epilog; do
   [ -x "$tmp/usr/libexec/halo-doctor/$w" ] || bad "$w is not executable"

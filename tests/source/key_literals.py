@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Guard for issue 10: no fact key and no rule id as a string literal in src/ outside src/rules/.
+"""Guard for issue 10: no fact key and no rule id as a string literal in src/ outside src/rules/,
+nor in the public headers (include/) outside the declarations (fact.hpp's halo::keys, rules.hpp's
+halo::rule_ids).
 
 Code outside the rule engine asks for facts by declared name (the constants and helpers of
 `halo::keys` in include/halo/fact.hpp) and names rules through `halo::rule_ids`
 (include/halo/rules.hpp); the probes (checks/) declare their own keys and are not scanned.
 
-Every string literal of every .cpp/.hpp/.h file under src/ (src/rules/ excepted) is read with
+Every string literal of every .cpp/.hpp/.h file under src/ and include/ (src/rules/ and the two
+declaring headers excepted) is read with
 comments removed (// and /* */; raw strings R"d(...)d" understood). A literal is reported when
   - it looks like a fact key: one of the fact-key prefixes below, a dot, then only key
     characters (a-z, 0-9, _, *, {, }, .), e.g. "gpu.*.usable_bytes", "gpu.", "probe.{}.status";
@@ -107,6 +110,10 @@ def literals(text):
             i += 1
 
 
+# The declarations themselves: halo::keys and halo::rule_ids.
+DECLARATIONS = {"include/halo/fact.hpp", "include/halo/rules.hpp"}
+
+
 def rule_ids(rules_dir):
     ids = set()
     for path in sorted(rules_dir.glob("*.json")):
@@ -128,11 +135,12 @@ def main():
     allowed = {(p, lit): why for p, lit, why in ALLOWED}
     used = set()
     findings = []
-    files = sorted(p for p in (root / "src").rglob("*")
+    files = sorted(p for d in ("src", "include") for p in (root / d).rglob("*")
                    if p.suffix in (".cpp", ".hpp", ".h") and p.is_file())
     for path in files:
         rel = path.relative_to(root).as_posix()
-        if rel.startswith("src/rules/"):
+        # The rule engine, and the two headers that declare the names everyone else uses.
+        if rel.startswith("src/rules/") or rel in DECLARATIONS:
             continue
         for line, lit in literals(path.read_text(encoding="utf-8", errors="replace")):
             if KEY_RE.fullmatch(lit):

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -49,9 +50,8 @@ const std::vector<std::string> kSemantic = {
 };
 
 bool semantic(const std::string& what) {
-  for (const auto& s : kSemantic)
-    if (what.find(s) != std::string::npos) return true;
-  return false;
+  return std::ranges::any_of(
+      kSemantic, [&](const std::string& s) { return what.find(s) != std::string::npos; });
 }
 
 /// Values of every JSON type, and a few of the grammar's own shapes, to put in place of a node.
@@ -119,7 +119,7 @@ std::string hand_refusal(const std::function<void()>& load) {
   try {
     load();
   } catch (const InputError& e) {
-    const std::string what = e.what();
+    std::string what = e.what();
     if (what.size() >= 8 && what.compare(what.size() - 8, 8, "(schema)") == 0) return "";
     return what;
   }

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <string>
+
 using namespace halo;
 using halo::test::FixtureTree;
 
@@ -60,6 +62,20 @@ TEST_CASE("Root lists directories sorted and names symlink targets", "[root]") {
   CHECK(st == Status::missing);
   CHECK(r.link_name("/sys/bus/pci/devices/0000:c5:00.0/driver") == std::string("amdgpu"));
   CHECK_FALSE(r.link_name("/sys/class/drm/card0"));
+}
+
+TEST_CASE("Root refuses to list a directory with more names than its bound", "[root]") {
+  FixtureTree t;
+  for (int i = 0; i < 5; ++i)
+    t.dir("/sys/class/drm/card" + std::to_string(i));
+  Root r = t.root();
+  Status st = Status::ok;
+  // Exactly at the bound: listed. One more: an error, never a truncated list.
+  REQUIRE(r.list("/sys/class/drm", &st, 5));
+  CHECK(st == Status::ok);
+  CHECK_FALSE(r.list("/sys/class/drm", &st, 4));
+  CHECK(st == Status::error);
+  CHECK(Root::kMaxListEntries == 65536);
 }
 
 TEST_CASE("device nodes come from the fixture sidecar", "[root]") {
