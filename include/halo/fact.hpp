@@ -65,9 +65,10 @@ Value value_from_json(const nlohmann::json& j);
 class FactSet {
 public:
   /// Audits reads: called with each key find() looks up (get(), get_int(), get_number() and a
-  /// literal match() go through find()) and each key a wildcard match() returns; it throws to
-  /// refuse the read. The probe registry sets one around each probe's collect(), so that a probe
-  /// reads only the facts it declares (Probe::declarations(), Probe::inputs()).
+  /// literal match() go through find()) and each key a wildcard match() returns. It may throw to
+  /// refuse the read; the probe registry's records the first key a probe does not declare
+  /// (Probe::declarations(), Probe::inputs()) and lets the read go on, then reports the probe
+  /// as failed (ProbeRegistry::collect).
   using ReadGuard = std::function<void(std::string_view key)>;
 
   FactSet() = default;

@@ -63,11 +63,11 @@ void ProbeRegistry::add(std::unique_ptr<Probe> p) {
 }
 
 namespace {
-/// True when probe `from` provides a fact that input pattern `input` can name.
-bool provides_input(const Probe& from, std::string_view input) {
-  return std::ranges::any_of(from.provides(), [&](const std::string& pattern) {
-    return patterns_overlap(pattern, input);
-  });
+/// True when one of `provided` (a probe's patterns) can name a fact that input pattern `input`
+/// names.
+bool provides_input(const std::vector<std::string>& provided, std::string_view input) {
+  return std::ranges::any_of(
+      provided, [&](const std::string& pattern) { return patterns_overlap(pattern, input); });
 }
 } // namespace
 
@@ -76,7 +76,9 @@ std::vector<const Probe*> ProbeRegistry::providers_of(const Probe& p) const {
   const auto inputs = p.inputs();
   for (const auto& q : probes_) {
     if (q.get() == &p) continue;
-    if (std::ranges::any_of(inputs, [&](const std::string& in) { return provides_input(*q, in); }))
+    const auto provided = q->provides();
+    if (std::ranges::any_of(inputs,
+                            [&](const std::string& in) { return provides_input(provided, in); }))
       out.push_back(q.get());
   }
   return out;
@@ -86,6 +88,9 @@ void ProbeRegistry::resolve() {
   const std::size_t n = probes_.size();
   // deps[i]: the indices of the probes probe i reads from.
   std::vector<std::vector<std::size_t>> deps(n);
+  std::vector<std::vector<std::string>> provided(n);
+  for (std::size_t i = 0; i < n; ++i)
+    provided[i] = probes_[i]->provides();
   for (std::size_t i = 0; i < n; ++i) {
     const Probe& p = *probes_[i];
     for (std::size_t j = 0; j < i; ++j)
@@ -97,7 +102,7 @@ void ProbeRegistry::resolve() {
                               [&](const FactDecl& d) { return patterns_overlap(d.pattern, in); }) ||
           patterns_overlap(keys::bench_all, in);
       for (std::size_t j = 0; j < n; ++j) {
-        if (j == i || !provides_input(*probes_[j], in)) continue;
+        if (j == i || !provides_input(provided[j], in)) continue;
         found = true;
         if (std::ranges::find(deps[i], j) == deps[i].end()) deps[i].push_back(j);
       }
