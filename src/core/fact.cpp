@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -226,10 +227,8 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin) {
 }
 
 std::size_t line_of_offset(std::string_view text, std::size_t offset) {
-  std::size_t line = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i)
-    if (text[i] == '\n') ++line;
-  return line;
+  const std::string_view before = text.substr(0, std::min(offset, text.size()));
+  return 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
 }
 
 bool Fact::not_probed() const {

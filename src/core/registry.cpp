@@ -66,8 +66,15 @@ namespace {
 /// True when one of `provided` (a probe's patterns) can name a fact that input pattern `input`
 /// names.
 bool provides_input(const std::vector<std::string>& provided, std::string_view input) {
-  return std::ranges::any_of(
-      provided, [&](const std::string& pattern) { return patterns_overlap(pattern, input); });
+  // Most patterns differ from the input in a literal first segment: skip those cheaply.
+  const auto first = [](std::string_view k) { return k.substr(0, k.find('.')); };
+  const std::string_view in_first = first(input);
+  const bool in_wild = in_first == "*" || in_first == "**";
+  return std::ranges::any_of(provided, [&](const std::string& pattern) {
+    const std::string_view p_first = first(pattern);
+    if (!in_wild && p_first != in_first && p_first != "*" && p_first != "**") return false;
+    return patterns_overlap(pattern, input);
+  });
 }
 } // namespace
 

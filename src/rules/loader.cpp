@@ -196,18 +196,43 @@ private:
   const Predicates* predicates_;
 };
 
-std::size_t line_of_id(std::string_view text, std::string_view id) {
+/// The offset of a rule's `"id": "ID"` value in its file's text, or npos.
+std::size_t offset_of_id(std::string_view text, std::string_view id) {
   const std::string needle = fmt::format("\"{}\"", id);
   std::size_t pos = 0;
   while ((pos = text.find(needle, pos)) != std::string_view::npos) {
     std::size_t before = text.rfind("\"id\"", pos);
     if (before != std::string_view::npos &&
         text.substr(before, pos - before).find_first_of(",{}") == std::string_view::npos)
-      return line_of_offset(text, pos);
+      return pos;
     pos += needle.size();
   }
-  return 0;
+  return std::string_view::npos;
 }
+
+/// 1-based lines of offsets asked for in increasing order (the rules of a file, in file order),
+/// counting each newline once; an earlier offset starts over.
+class LineCursor {
+public:
+  explicit LineCursor(std::string_view text) : text_(text) {}
+  std::size_t line_at(std::size_t offset) {
+    offset = std::min(offset, text_.size());
+    if (offset < pos_) {
+      pos_ = 0;
+      line_ = 1;
+    }
+    line_ += static_cast<std::size_t>(
+        std::count(text_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                   text_.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+    pos_ = offset;
+    return line_;
+  }
+
+private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::size_t line_ = 1;
+};
 
 std::vector<std::string> string_list(const Where& w, const std::string& path,
                                      const nlohmann::json& j) {
@@ -456,6 +481,7 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
   }
   std::vector<Rule> out;
   std::size_t index = 0;
+  LineCursor lines(text);
   for (const auto& rj : doc["rules"]) {
     const std::string fallback_id = fmt::format("#{}", index++);
     if (!rj.is_object() || !rj.contains("id") || !rj["id"].is_string())
@@ -463,7 +489,8 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
     Rule r;
     r.id = rj["id"].get<std::string>();
     r.file = std::string(file);
-    r.line = line_of_id(text, r.id);
+    const std::size_t id_at = offset_of_id(text, r.id);
+    r.line = id_at == std::string_view::npos ? 0 : lines.line_at(id_at);
     const Where w{file, r.line, r.id};
     static const RE2 id_re("[a-z0-9]+(-[a-z0-9]+)*");
     if (!RE2::FullMatch(r.id, id_re)) w.fail("id", "ids are lower-case words joined by '-'");
