@@ -187,7 +187,10 @@ public:
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
   bool resolved_ = false;
-  std::vector<std::string> patterns_{std::string(keys::bench_all), keys::probe_status("*")};
+  /// The patterns the registry provides itself: `bench.**` (merged bench results) and
+  /// `probe.*.status`.
+  static std::vector<std::string> own_patterns();
+  std::vector<std::string> patterns_ = own_patterns();
   std::vector<FactDecl> decls_ = registry_declarations();
 };
 

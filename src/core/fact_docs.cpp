@@ -56,6 +56,11 @@ std::string cell(std::string_view s) {
   return out;
 }
 
+/// Names as Markdown code, comma-separated: "`a`, `b`".
+std::string code_list(const std::vector<std::string>& names) {
+  return fmt::format("`{}`", fmt::join(names, "`, `"));
+}
+
 void table(std::string& out, const std::vector<FactDecl>& decls) {
   out += "| key | type | unit | meaning |\n|---|---|---|---|\n";
   for (const auto& d : decls)
@@ -74,24 +79,15 @@ std::string declared_facts_markdown(const ProbeRegistry& reg) {
     while (!src.empty() && src.back() == '\n')
       src.pop_back();
     if (!src.empty()) out += fmt::format("\nSource: {}\n", src);
-    const auto inputs = p->inputs();
-    if (!inputs.empty()) {
-      out += "\nReads facts:";
-      for (std::size_t i = 0; i < inputs.size(); ++i)
-        out += fmt::format("{} `{}`", i == 0 ? "" : ",", inputs[i]);
-      out += "; so it runs after";
-      const auto after = reg.providers_of(*p);
-      for (std::size_t i = 0; i < after.size(); ++i)
-        out += fmt::format("{} `{}`", i == 0 ? "" : ",", after[i]->id());
-      out += ".\n";
+    if (const auto inputs = p->inputs(); !inputs.empty()) {
+      std::vector<std::string> after;
+      for (const Probe* q : reg.providers_of(*p))
+        after.emplace_back(q->id());
+      out += fmt::format("\nReads facts: {}; so it runs after {}.\n", code_list(inputs),
+                         code_list(after));
     }
-    const auto reads = p->reads();
-    if (!reads.empty()) {
-      out += "\nReads:";
-      for (std::size_t i = 0; i < reads.size(); ++i)
-        out += fmt::format("{} `{}`", i == 0 ? "" : ",", reads[i]);
-      out += ".\n";
-    }
+    if (const auto reads = p->reads(); !reads.empty())
+      out += fmt::format("\nReads: {}.\n", code_list(reads));
   }
   out += '\n';
   out += kRegistrySection;

@@ -47,6 +47,10 @@ std::vector<std::string> Probe::provides() const {
   return out;
 }
 
+std::vector<std::string> ProbeRegistry::own_patterns() {
+  return {std::string(keys::bench_all), keys::probe_status("*")};
+}
+
 std::vector<FactDecl> ProbeRegistry::registry_declarations() {
   return {{keys::probe_status("*"), FactType::string, "",
            "`ok` when the probe ran to the end; else an `error` fact with the reason (it threw, or "
@@ -96,6 +100,7 @@ void ProbeRegistry::resolve() {
   // deps[i]: the indices of the probes probe i reads from.
   std::vector<std::vector<std::size_t>> deps(n);
   std::vector<std::vector<std::string>> provided(n);
+  const std::vector<std::string> own = own_patterns();
   for (std::size_t i = 0; i < n; ++i)
     provided[i] = probes_[i]->provides();
   for (std::size_t i = 0; i < n; ++i) {
@@ -104,10 +109,7 @@ void ProbeRegistry::resolve() {
       if (probes_[j]->id() == p.id())
         throw std::logic_error(fmt::format("two probes have the id '{}'", p.id()));
     for (const std::string& in : p.inputs()) {
-      bool found =
-          std::ranges::any_of(registry_declarations(),
-                              [&](const FactDecl& d) { return patterns_overlap(d.pattern, in); }) ||
-          patterns_overlap(keys::bench_all, in);
+      bool found = provides_input(own, in);
       for (std::size_t j = 0; j < n; ++j) {
         if (j == i || !provides_input(provided[j], in)) continue;
         found = true;

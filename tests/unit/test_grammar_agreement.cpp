@@ -147,6 +147,22 @@ TEST_CASE("the rule loader's own checks refuse nothing rules/schema.json accepts
   std::size_t refused = 0;
   std::vector<std::string> disagreements;
   std::set<std::string> shapes;
+  // The verdicts on one mutated document of rules file NAME. One mutation per position in the
+  // grammar: "/rules/0/fail/1/when/all/0/gt = \"x\"" stands for every fail case's and every
+  // all-list member's.
+  auto judge = [&](const std::string& name) {
+    return [&, name](const nlohmann::json& m, const std::string& what) {
+      if (!shapes.insert(shape(what)).second) return;
+      ++mutations;
+      const std::string text = m.dump(2);
+      const std::string hand =
+          hand_refusal([&] { (void)parse_rules_file(text, "rules/" + name, &reg, false); });
+      if (hand.empty() || semantic(hand)) return;
+      ++refused;
+      if (schema_accepts(schema, m))
+        disagreements.push_back(fmt::format("{}: {} -> {}", name, what, hand));
+    };
+  };
   for (const auto& e : fs::directory_iterator(HALO_RULES_DIR)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".json" || name == "schema.json" || name == "predicates.json")
@@ -155,22 +171,9 @@ TEST_CASE("the rule loader's own checks refuse nothing rules/schema.json accepts
     for (const auto& rule : file.at("rules")) {
       // One rule per document, in its file's area; its examples are mutated by the examples'
       // own tests (test_rule_loader.cpp), not here: they hold most of the nodes.
-      nlohmann::json doc{{"area", file.value("area", "")},
-                         {"rules", nlohmann::json::array({rule})}};
-      mutate(doc, nlohmann::json::json_pointer("/rules/0"), {"examples"},
-             [&](const nlohmann::json& m, const std::string& what) {
-               // One mutation per position in the grammar: "/rules/0/fail/1/when/all/0/gt =
-               // \"x\"" stands for every fail case's and every all-list member's.
-               if (!shapes.insert(shape(what)).second) return;
-               ++mutations;
-               const std::string text = m.dump(2);
-               const std::string hand = hand_refusal(
-                   [&] { (void)parse_rules_file(text, "rules/" + name, &reg, false); });
-               if (hand.empty() || semantic(hand)) return;
-               ++refused;
-               if (schema_accepts(schema, m))
-                 disagreements.push_back(fmt::format("{}: {} -> {}", name, what, hand));
-             });
+      const nlohmann::json doc{{"area", file.value("area", "")},
+                               {"rules", nlohmann::json::array({rule})}};
+      mutate(doc, nlohmann::json::json_pointer("/rules/0"), {"examples"}, judge(name));
     }
   }
   // The fleet comparison's list (rules/fleet.json "compare").
@@ -178,17 +181,7 @@ TEST_CASE("the rule loader's own checks refuse nothing rules/schema.json accepts
       nlohmann::json::parse(slurp(fs::path(HALO_RULES_DIR) / "fleet.json"), nullptr, true, true);
   const nlohmann::json compare_doc{
       {"area", "x"}, {"rules", nlohmann::json::array()}, {"compare", fleet.at("compare")}};
-  mutate(compare_doc, nlohmann::json::json_pointer("/compare"), {},
-         [&](const nlohmann::json& m, const std::string& what) {
-           if (!shapes.insert(shape(what)).second) return;
-           ++mutations;
-           const std::string hand = hand_refusal(
-               [&] { (void)parse_rules_file(m.dump(2), "rules/fleet.json", &reg, false); });
-           if (hand.empty() || semantic(hand)) return;
-           ++refused;
-           if (schema_accepts(schema, m))
-             disagreements.push_back(fmt::format("fleet.json: {} -> {}", what, hand));
-         });
+  mutate(compare_doc, nlohmann::json::json_pointer("/compare"), {}, judge("fleet.json"));
   INFO(mutations << " mutations, " << refused << " refused by the hand checks");
   for (const auto& d : disagreements)
     UNSCOPED_INFO(d);
