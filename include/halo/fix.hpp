@@ -111,7 +111,19 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt);
 /// boot.kernel.sysctl), naming the configuration lines whose arguments it replaces.
 std::string render_nix(const Plan& plan, const ScriptOptions& opt);
 
-/// Quotes a string for POSIX sh with single quotes ('a'\''b').
+/// Quotes a string as one bash word: single quotes ('a'\''b') when it holds only valid UTF-8
+/// text and newlines, else bash's ANSI-C quoting $'...' with every control character, byte
+/// that is not UTF-8 and bidirectional formatting character as \xNN (bash manual, "Quoting"), so
+/// a script never carries a raw control byte (issue 32). The word's value is `s` either way.
 std::string shell_quote(std::string_view s);
+
+/// shell_quote for a word that must stay on its line (an array element, a value inside a file
+/// the script writes): a newline, too, makes it $'...' with \n.
+std::string shell_word(std::string_view s);
+
+/// A user name the fix may pass to usermod or name in a Nix attribute: shadow-utils' default
+/// NAME_REGEX for useradd(8), `[a-z_][a-z0-9_-]*[$]?`, at most 32 characters. A name from a fact
+/// (SUDO_USER, the user table of a bundle) that is not one is never written into a script.
+bool valid_user_name(std::string_view name);
 
 } // namespace halo::fix

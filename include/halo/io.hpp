@@ -54,4 +54,13 @@ void write_output_file(const std::string& path, std::string_view text);
 /// throws OutputError when stdout cannot take it (`> /dev/full`, a closed pipe).
 void write_stdout(std::string_view text);
 
+/// Text for a person on standard output: halo::terminal_safe(text, keep_sgr = true) first, so no
+/// escape sequence from a fact (OSC 52 clipboard writes, OSC 0 titles, CSI screen clears) reaches
+/// the terminal; the reporter's own SGR colours stay. Throws OutputError like write_stdout.
+void write_stdout_text(std::string_view text);
+
+/// Text for a person on standard error (messages, notes, log lines): halo::terminal_safe first.
+/// Errors writing stderr are ignored: there is nowhere left to report them.
+void write_stderr_text(std::string_view text);
+
 } // namespace halo

@@ -23,6 +23,20 @@ std::string escape_invalid_utf8(std::string_view s);
 /// colour sequences `ESC [ digits/; m` (ECMA-48 SGR) the text reporter adds itself stay.
 std::string terminal_safe(std::string_view s, bool keep_sgr = false);
 
+/// One line of text safe to place anywhere a person reads it and a program may parse it: a `#`
+/// comment of a generated script or Nix snippet, a message on stderr, a terminal. Invalid UTF-8
+/// as in escape_invalid_utf8; newline, carriage return and tab as the two characters `\n`, `\r`,
+/// `\t`; every other C0 control, DEL and the C1 controls U+0080..U+009F (ECMA-48 section 5) as
+/// `\xNN` of their bytes; the Unicode line and paragraph separators U+2028/U+2029 and the
+/// bidirectional formatting characters U+200E/U+200F, U+202A..U+202E and U+2066..U+2069 (Unicode
+/// UAX #9; "Trojan Source", CVE-2021-42574: they reorder what a reader sees) as `\xNN` of their
+/// bytes. The result holds no byte below 0x20 and no byte 0x7F, so it can never end a comment,
+/// start a command or reach a terminal as an escape sequence (issue 32).
+std::string one_line(std::string_view s);
+
+/// True when one_line(s) == s: nothing in `s` would be escaped.
+bool is_one_line(std::string_view s);
+
 /// Text allowed in XML 1.0 character data and attribute values (XML 1.0 section 2.2, `Char`):
 /// invalid UTF-8 and the C0 controls other than tab, newline and carriage return, and
 /// U+FFFE/U+FFFF, as `\xNN` text. (Markup characters are the XML writer's business.)

@@ -2,6 +2,7 @@
 // arguments. The main binary never links HIP or CUDA.
 #include "commands.hpp"
 
+#include <halo/io.hpp>
 #include <halo/result.hpp>
 
 #include <spdlog/spdlog.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 
 namespace halo::cli {
 
@@ -37,13 +37,13 @@ int exec_bench(const std::vector<std::string>& args) {
     spdlog::error("cannot run {}: {}", c.string(), std::strerror(errno));
     return exit_code::internal;
   }
-  std::cerr
-      << "halo-doctor bench: the GPU benchmark (halo-bench) is not built next to halo-doctor.\n"
-         "Build it on the GPU machine with its ROCm or CUDA toolchain:\n"
-         "  cmake -S . -B build -DHALO_BENCH=hip -DCMAKE_HIP_ARCHITECTURES=gfx1151   # or "
-         "-DHALO_BENCH=cuda\n"
-         "  cmake --build build -j && sudo cmake --install build\n"
-         "See docs/bench.md.\n";
+  write_stderr_text(
+      "halo-doctor bench: the GPU benchmark (halo-bench) is not built next to halo-doctor.\n"
+      "Build it on the GPU machine with its ROCm or CUDA toolchain:\n"
+      "  cmake -S . -B build -DHALO_BENCH=hip -DCMAKE_HIP_ARCHITECTURES=gfx1151   # or "
+      "-DHALO_BENCH=cuda\n"
+      "  cmake --build build -j && sudo cmake --install build\n"
+      "See docs/bench.md.\n");
   return exit_code::usage;
 }
 } // namespace

@@ -5,6 +5,7 @@
 
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/result.hpp>
 #include <halo/version.hpp>
 
@@ -14,7 +15,6 @@
 
 #include <array>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 
 namespace halo::cli {
@@ -68,11 +68,11 @@ int run(const CaptureCliOptions& opts) {
   opt.redact = !o.no_redact;
   opt.tool_version = fmt::format("{} (git {})", kVersion, kGitRevision);
   const CaptureManifest m = write_capture_bundle(reg, root, facts, opt, o.output);
-  std::cout << fmt::format(
+  write_stdout_text(fmt::format(
       "{}: {} files, {} links, {} missing, {} denied, {} skipped; {}\n", o.output, m.files.size(),
       m.links.size(), m.missing.size(), m.denied.size(), m.skipped.size(),
       opt.redact ? fmt::format("{} redactions (--no-redact keeps them)", m.redacted.size())
-                 : std::string("not redacted"));
+                 : std::string("not redacted")));
   return exit_code::ok;
 }
 } // namespace

@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/policy.hpp>
 #include <halo/report.hpp>
 
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <optional>
 
@@ -203,7 +203,7 @@ Runner add_check_command(CLI::App& app) {
       // node-problem-detector needs its one line and "unknown" whatever went wrong.
       if (o->format != "npd") throw;
       spdlog::error("{}", e.what());
-      std::cout << "halo-doctor could not run: see the node's journal\n";
+      write_stdout_text("halo-doctor could not run: see the node's journal\n");
       return 2;
     }
   };

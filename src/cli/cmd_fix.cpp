@@ -6,13 +6,12 @@
 
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
+#include <halo/io.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/version.hpp>
 
 #include <fmt/format.h>
 
-#include <re2/re2.h>
-
-#include <iostream>
 #include <memory>
 
 namespace halo::cli {
@@ -78,7 +77,7 @@ int run(const FixOptions& o) {
         "stack, is unknown; no script written",
         where, f != nullptr && !f->reason.empty() ? f->reason : "missing"));
   }
-  if (!o.user.empty() && !RE2::FullMatch(o.user, RE2(R"([a-z_][a-z0-9_-]*\$?)")))
+  if (!o.user.empty() && !fix::valid_user_name(o.user))
     throw InputError(fmt::format("--user {}: not a valid user name", o.user));
   const fix::Stack stack = choose_stack(o, facts);
 
@@ -125,38 +124,40 @@ int run(const FixOptions& o) {
   // machine running the doctor: host.name is read from the same root as every other fact.
   if (o.common.facts_file.empty()) so.host = facts.get<std::string>(keys::host_name).value_or("");
 
-  std::cerr << fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
-                           o.stack == "auto" ? "detected: " + evidence_text(facts) : "--stack");
+  write_stderr_text(
+      fmt::format("halo-doctor fix: boot stack {} ({})\n", fix::to_string(stack),
+                  o.stack == "auto" ? "detected: " + one_line(evidence_text(facts)) : "--stack"));
   if (plan.covered.empty()) {
-    std::cerr
-        << "halo-doctor fix: no failing rule has a fix a script can apply; no script written\n";
+    write_stderr_text(
+        "halo-doctor fix: no failing rule has a fix a script can apply; no script written\n");
   } else {
-    std::cerr << fmt::format("halo-doctor fix: the script covers: {}\n",
-                             fmt::join(plan.covered, ", "));
+    write_stderr_text(
+        fmt::format("halo-doctor fix: the script covers: {}\n", fmt::join(plan.covered, ", ")));
   }
   for (const auto& m : plan.manual)
-    std::cerr << fmt::format("halo-doctor fix: needs a person [{}]: {}\n", m.rule, m.text);
+    write_stderr_text(
+        fmt::format("halo-doctor fix: needs a person [{}]: {}\n", m.rule, one_line(m.text)));
   for (const auto& n : plan.notes)
-    std::cerr << fmt::format("halo-doctor fix: note: {}\n", n);
+    write_stderr_text(fmt::format("halo-doctor fix: note: {}\n", one_line(n)));
   // The script is for the host. Inside toolbox or distrobox, say how to run it there.
   if (const auto basis = facts.get<std::string>(keys::runenv_host_root);
       basis && basis->rfind("/run/host", 0) == 0)
-    std::cerr << fmt::format(
+    write_stderr_text(fmt::format(
         "halo-doctor fix: note: this script changes the host, not this container ({}): run it "
         "on the host, e.g. `flatpak-spawn --host sudo bash SCRIPT` in toolbox or "
         "`distrobox-host-exec sudo bash SCRIPT` in distrobox (SCRIPT under your home, which both "
         "share)\n",
-        facts.get<std::string>(keys::host_runs_in).value_or("container"));
+        facts.get<std::string>(keys::host_runs_in).value_or("container")));
   if (plan.covered.empty()) return exit_code::ok;
 
   const std::string text =
       stack == fix::Stack::nixos ? fix::render_nix(plan, so) : fix::render_script(plan, so);
   write_output(o.output, text);
   if (!o.output.empty() && o.output != "-")
-    std::cerr << fmt::format(
+    write_stderr_text(fmt::format(
         "halo-doctor fix: wrote {}; read it, try it with --dry-run, then run "
         "it as root{}\n",
-        o.output, stack == fix::Stack::nixos ? " (NixOS: merge it into your configuration)" : "");
+        o.output, stack == fix::Stack::nixos ? " (NixOS: merge it into your configuration)" : ""));
   return exit_code::ok;
 }
 } // namespace

@@ -7,6 +7,7 @@
 #include <halo/error.hpp>
 #include <halo/fleet.hpp>
 #include <halo/rules.hpp>
+#include <halo/sanitize.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -52,8 +53,10 @@ int run(const Options& o) {
   // The quantities are data (rules/fleet.json's `compare` list), built into the binary.
   const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
   const fleet::Comparison c = fleet::compare(nodes, rules.fleet_compare);
-  write_output(o.output, o.format == "json" ? fleet::comparison_json(c).dump(2) + "\n"
-                                            : fleet::comparison_text(c, o.all));
+  if (o.format == "json")
+    write_output(o.output, dump_json(fleet::comparison_json(c), 2) + "\n");
+  else
+    write_text_output(o.output, fleet::comparison_text(c, o.all));
   return c.error_difference() ? 1 : 0;
 }
 

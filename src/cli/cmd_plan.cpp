@@ -8,6 +8,7 @@
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
@@ -97,12 +98,12 @@ int run(Options& o, const CLI::Option* reserve_flag) {
 
   const ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
 
-  const std::string text =
-      o.format == "json"
-          ? plan_json_report(data, ctx).dump(2) + "\n"
-          : plan_text_report(data, ctx,
-                             TextOptions{o.output.empty() && use_color(o.color), false, false});
-  write_output(o.output, text);
+  if (o.format == "json")
+    write_output(o.output, dump_json(plan_json_report(data, ctx), 2) + "\n");
+  else
+    write_text_output(o.output, plan_text_report(data, ctx,
+                                                 TextOptions{o.output.empty() && use_color(o.color),
+                                                             false, false}));
   return ctx.exit_code;
 }
 

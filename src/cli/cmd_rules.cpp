@@ -3,12 +3,12 @@
 #include "common.hpp"
 
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
-#include <iostream>
 #include <memory>
 
 namespace halo::cli {
@@ -28,7 +28,7 @@ Runner add_rules_command(CLI::App& app) {
     o->rule_examples = *test;
     const RuleSet rs = load_rules(*o, reg);
     if (!*test) {
-      std::cout << text_catalogue(rs);
+      write_stdout_text(text_catalogue(rs));
       return 0;
     }
     std::size_t examples = 0;
@@ -36,10 +36,10 @@ Runner add_rules_command(CLI::App& app) {
       examples += r.examples.size();
     const auto failures = check_rule_examples(rs);
     for (const auto& f : failures)
-      std::cout << terminal_safe(f.where) << ": " << terminal_safe(f.problem) << "\n";
-    std::cout << fmt::format("{}: {} rules, {} examples, {} problems\n",
-                             failures.empty() ? "PASS" : "FAIL", rs.rules.size(), examples,
-                             failures.size());
+      write_stdout_text(terminal_safe(f.where) + ": " + terminal_safe(f.problem) + "\n");
+    write_stdout_text(fmt::format("{}: {} rules, {} examples, {} problems\n",
+                                  failures.empty() ? "PASS" : "FAIL", rs.rules.size(), examples,
+                                  failures.size()));
     return failures.empty() ? exit_code::ok : exit_code::failed;
   };
 }
@@ -58,7 +58,7 @@ Runner add_explain_command(CLI::App& app) {
     const Rule* r = rs.find(*id);
     if (r == nullptr)
       throw InputError(fmt::format("unknown rule id '{}' (see halo-doctor rules)", *id));
-    std::cout << text_explain(*r);
+    write_stdout_text(text_explain(*r));
     return 0;
   };
 }

@@ -5,6 +5,7 @@
 #include "common.hpp"
 
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
 #include <halo/slurm.hpp>
@@ -22,7 +23,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 
 namespace halo::cli {
@@ -310,8 +310,7 @@ int run(const SlurmOptions& opts, bool reserve_given, bool runtime_timeout_given
     line += fmt::format(": {}", check.verdict.internal_detail);
   if (!scontrol_error.empty()) line += fmt::format(": {}", scontrol_error);
   log.write(d.exit_code == 0 ? LOG_INFO : LOG_WARNING, line);
-  std::cout << line << "\n";
-  std::cout.flush();
+  write_stdout_text(line + "\n");
   return d.exit_code;
 }
 

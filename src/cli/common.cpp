@@ -5,6 +5,7 @@
 #include <halo/io.hpp>
 #include <halo/plan.hpp>
 #include <halo/policy.hpp>
+#include <halo/sanitize.hpp>
 #include <halo/version.hpp>
 
 #include <fmt/format.h>
@@ -17,7 +18,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <optional>
 #include <sstream>
 
@@ -233,11 +233,14 @@ Params rule_params(const CommonOptions& o) {
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
-    std::cout.flush();
     write_stdout(text);
     return;
   }
   write_output_file(path, text);
+}
+
+void write_text_output(const std::string& path, const std::string& text) {
+  write_output(path, terminal_safe(text, /*keep_sgr=*/true));
 }
 
 bool use_color(const std::string& mode) {

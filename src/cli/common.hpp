@@ -120,6 +120,11 @@ std::string read_file_or_throw(const std::string& path);
 /// place, anything else refused), or to stdout for "" or "-". Throws OutputError when it fails.
 void write_output(const std::string& path, const std::string& text);
 
+/// write_output for text a person reads (the text, markdown and plan/fleet reports): the text is
+/// made terminal-safe first (halo::terminal_safe, SGR colours kept), so a host name, PRETTY_NAME
+/// or config value from a bundle or a model file never reaches a terminal as an escape sequence.
+void write_text_output(const std::string& path, const std::string& text);
+
 /// True if colour should be used on stdout for --color MODE (auto: a TTY, NO_COLOR unset,
 /// TERM not dumb).
 bool use_color(const std::string& mode);

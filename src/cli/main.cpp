@@ -3,18 +3,47 @@
 #include "commands.hpp"
 
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/result.hpp>
 #include <halo/version.hpp>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <memory>
+#include <mutex>
+#include <sstream>
 #include <vector>
 
+namespace {
+/// The log's one sink: each formatted line goes to stderr through halo::write_stderr_text, so an
+/// error message quoting a file name or a fact never carries a raw escape sequence (issue 32).
+class TerminalSafeStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    halo::write_stderr_text(std::string_view(buf.data(), buf.size()));
+  }
+  void flush_() override {}
+};
+
+/// CLI11's messages (usage errors quote the arguments given) through the same sanitiser.
+int exit_with(const CLI::App& app, const CLI::Error& e) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = app.exit(e, out, err);
+  halo::write_stdout_text(out.str());
+  halo::write_stderr_text(err.str());
+  return rc;
+}
+} // namespace
+
 int main(int argc, char** argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("halo"));
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("halo", std::make_shared<TerminalSafeStderrSink>()));
   spdlog::set_pattern("halo-doctor: %l: %v");
   spdlog::set_level(spdlog::level::warn);
 
@@ -36,9 +65,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return exit_with(app, e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    exit_with(app, e);
     return halo::exit_code::usage;
   }
   if (debug) spdlog::set_level(spdlog::level::debug);

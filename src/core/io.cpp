@@ -2,6 +2,7 @@
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/root.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
@@ -250,6 +251,14 @@ void write_output_file(const std::string& path, std::string_view text) {
 void write_stdout(std::string_view text) {
   if (const int err = write_all(STDOUT_FILENO, text); err != 0)
     throw OutputError(fmt::format("standard output cannot be written: {}", errno_text(err)));
+}
+
+void write_stdout_text(std::string_view text) {
+  write_stdout(terminal_safe(text, /*keep_sgr=*/true));
+}
+
+void write_stderr_text(std::string_view text) {
+  (void)write_all(STDERR_FILENO, terminal_safe(text));
 }
 
 } // namespace halo

@@ -135,6 +135,52 @@ std::string terminal_safe(std::string_view s, bool keep_sgr) {
   return out;
 }
 
+namespace {
+bool invisible_format(std::uint32_t cp) {
+  return cp == 0x2028 || cp == 0x2029 || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+bool not_one_line(std::uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || invisible_format(cp);
+}
+} // namespace
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_seq(s, i, cp);
+    if (n == 0) {
+      hex_bytes(out, s.substr(i, 1));
+      ++i;
+      continue;
+    }
+    if (cp == '\n')
+      out += "\\n";
+    else if (cp == '\r')
+      out += "\\r";
+    else if (cp == '\t')
+      out += "\\t";
+    else if (not_one_line(cp))
+      hex_bytes(out, s.substr(i, n));
+    else
+      out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+bool is_one_line(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_seq(s, i, cp);
+    if (n == 0 || not_one_line(cp)) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string xml_safe(std::string_view s) {
   return escape_if(s, [](std::uint32_t cp) {
     return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF;
@@ -149,7 +195,27 @@ nlohmann::json utf8_safe_json(const nlohmann::json& j) {
 
 std::string dump_json(const nlohmann::json& j, int indent) {
   // error_handler_t::replace as a second line of defence (U+FFFD), should anything remain.
-  return utf8_safe_json(j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text =
+      utf8_safe_json(j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  // nlohmann escapes C0 controls (RFC 8259 section 7 requires it) but writes DEL and the C1
+  // controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
+  // like ESC [. They can only occur inside strings here, so \u escapes keep the JSON and its
+  // values the same (issue 32).
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
+    if (c == 0x7F) {
+      out += "\\u007f";
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
 }
 
 } // namespace halo

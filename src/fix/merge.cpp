@@ -125,6 +125,12 @@ void set_value(Plan& plan, std::vector<std::pair<std::string, std::string>>& kv,
 
 } // namespace
 
+bool valid_user_name(std::string_view name) {
+  static const RE2 re(R"([a-z_][a-z0-9_-]*\$?)");
+  return !name.empty() && name.size() <= 32 &&
+         RE2::FullMatch(re2::StringPiece(name.data(), name.size()), re);
+}
+
 Plan merge_fixes(const std::vector<Result>& results) {
   Plan plan;
   std::map<std::string, std::string> karg_owner;

@@ -3,44 +3,17 @@
 // nixos-rebuild (reference/doctor-conventions.md section 5.1, NixOS options boot.kernelParams,
 // boot.extraModprobeConfig, users.users.<name>.extraGroups, services.udev.extraRules,
 // boot.kernel.sysctl, environment.variables).
+#include "writer.hpp"
+
 #include <halo/fix.hpp>
 
 #include <fmt/format.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace halo::fix {
 namespace {
-
-/// A Nix double-quoted string ("..." with \ " and ${ escaped).
-std::string nix_string(std::string_view s) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '$' && i + 1 < s.size() && s[i + 1] == '{') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-/// A line inside a Nix indented string (''...''), where '' and ${ must be escaped.
-std::string nix_indented_line(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
-      out += "'''";
-      ++i;
-    } else if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '{') {
-      out += "''$";
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 std::string rules(const Plan& plan, const std::string& step) {
   auto it = plan.step_rules.find(step);
@@ -54,23 +27,26 @@ std::string rules(const Plan& plan, const std::string& step) {
 } // namespace
 
 std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
-  std::ostringstream s;
-  s << "# halo-doctor fix for " << (opt.host.empty() ? "this machine" : opt.host);
-  if (!opt.os.empty()) s << " (" << opt.os << ")";
-  s << "\n# Written by halo-doctor " << opt.tool_version << ". On NixOS /etc is built from the\n"
-    << "# configuration, so this is a snippet, not a script: merge it into\n"
-    << "# /etc/nixos/configuration.nix (or a module it imports), then run\n"
-    << "#   sudo nixos-rebuild boot && sudo reboot\n"
-    << "# (nixos-rebuild rebuilds the initrd with the modprobe options), then: halo-doctor check\n"
-    << "# Rules covered: ";
+  detail::NixWriter s;
+  std::string title =
+      "halo-doctor fix for " + (opt.host.empty() ? std::string("this machine") : opt.host);
+  if (!opt.os.empty()) title += " (" + opt.os + ")";
+  s.comment(title);
+  s.comment("Written by halo-doctor " + opt.tool_version + ". On NixOS /etc is built from the");
+  s.code(
+      "# configuration, so this is a snippet, not a script: merge it into\n"
+      "# /etc/nixos/configuration.nix (or a module it imports), then run\n"
+      "#   sudo nixos-rebuild boot && sudo reboot\n"
+      "# (nixos-rebuild rebuilds the initrd with the modprobe options), then: halo-doctor check\n");
+  std::string covered;
   for (std::size_t i = 0; i < plan.covered.size(); ++i)
-    s << (i > 0 ? ", " : "") << plan.covered[i];
-  s << "\n";
+    covered += (i > 0 ? ", " : "") + plan.covered[i];
+  s.comment("Rules covered: " + covered);
   for (const auto& note : plan.notes)
-    s << "# Note: " << note << "\n";
+    s.comment("Note: " + note);
   for (const auto& m : plan.manual)
-    s << "# Needs a person [" << m.rule << "]: " << m.text << "\n";
-  s << "{ config, lib, pkgs, ... }:\n{\n";
+    s.comment("Needs a person [" + m.rule + "]: " + m.text);
+  s.code("{ config, lib, pkgs, ... }:\n{\n");
   // NixOS merges every module's boot.kernelParams into one list; a module cannot take a value
   // out of another's definition. lib.mkAfter puts these values after the others, and for a
   // parameter given twice the kernel (and kmod, for a loadable module) applies the last one
@@ -89,59 +65,81 @@ std::string render_nix(const Plan& plan, const ScriptOptions& opt) {
         break;
       }
   if (!replaced.empty()) {
-    s << "  # Delete these definitions from your configuration (this snippet replaces them):\n";
+    s.code("  # Delete these definitions from your configuration (this snippet replaces them):\n");
     for (const auto& l : replaced)
-      s << "  #   " << l << "\n";
+      s.comment("  " + l, 2);
   }
   if (!plan.kargs_set.empty()) {
-    s << "  # " << rules(plan, "kernel_args") << "\n  boot.kernelParams = lib.mkAfter [";
-    for (const auto& [k, v] : plan.kargs_set)
-      s << " " << nix_string(fmt::format("{}={}", k, v));
-    s << " ];\n";
+    s.comment(rules(plan, "kernel_args"), 2);
+    s.code("  boot.kernelParams = lib.mkAfter [");
+    for (const auto& [k, v] : plan.kargs_set) {
+      s.code(" ");
+      s.string(fmt::format("{}={}", k, v));
+    }
+    s.code(" ];\n");
   }
   if (!plan.kargs_remove.empty()) {
-    s << "  # Remove from boot.kernelParams wherever your configuration sets them:";
+    std::string names;
     for (const auto& k : plan.kargs_remove)
-      s << " " << k;
-    s << "\n";
+      names += " " + k;
+    s.comment("Remove from boot.kernelParams wherever your configuration sets them:" + names, 2);
   }
   if (!plan.modprobe.empty()) {
-    s << "  # " << rules(plan, "modprobe") << " (pages are 4 KiB: GiB x 262144)\n";
-    s << "  boot.extraModprobeConfig = ''\n";
+    s.comment(rules(plan, "modprobe") + " (pages are 4 KiB: GiB x 262144)", 2);
+    s.code("  boot.extraModprobeConfig = ''\n");
     for (const auto& m : plan.modprobe) {
       std::string line = "options " + m.module;
       for (const auto& [k, v] : m.options)
         line += fmt::format(" {}={}", k, v);
-      s << "    " << nix_indented_line(line) << "\n";
+      s.code("    ");
+      s.indented_line(line);
     }
-    s << "  '';\n";
+    s.code("  '';\n");
   }
   if (!plan.groups.empty()) {
-    const std::string user = opt.user.empty() || opt.user == "root" ? "YOUR-USER" : opt.user;
-    s << "  # " << rules(plan, "groups") << " (log out and back in afterwards)\n";
-    s << "  users.users." << nix_string(user) << ".extraGroups = [";
-    for (const auto& g : plan.groups)
-      s << " " << nix_string(g);
-    s << " ];\n";
+    const bool named = valid_user_name(opt.user) && opt.user != "root";
+    s.comment(rules(plan, "groups") + " (log out and back in afterwards)", 2);
+    s.code("  users.users.");
+    s.string(named ? opt.user : "YOUR-USER");
+    s.code(".extraGroups = [");
+    for (const auto& g : plan.groups) {
+      s.code(" ");
+      s.string(g);
+    }
+    s.code(" ];\n");
   }
   if (!plan.udev.empty()) {
-    s << "  # " << rules(plan, "udev") << "\n  services.udev.extraRules = ''\n";
-    for (const auto& l : plan.udev)
-      s << "    " << nix_indented_line(l) << "\n";
-    s << "  '';\n";
+    s.comment(rules(plan, "udev"), 2);
+    s.code("  services.udev.extraRules = ''\n");
+    for (const auto& l : plan.udev) {
+      s.code("    ");
+      s.indented_line(l);
+    }
+    s.code("  '';\n");
   }
-  for (const auto& [k, v] : plan.sysctl)
-    s << "  # " << rules(plan, "sysctl") << "\n  boot.kernel.sysctl." << nix_string(k) << " = "
-      << nix_string(v) << ";\n";
+  for (const auto& [k, v] : plan.sysctl) {
+    s.comment(rules(plan, "sysctl"), 2);
+    s.code("  boot.kernel.sysctl.");
+    s.string(k);
+    s.code(" = ");
+    s.string(v);
+    s.code(";\n");
+  }
   if (!plan.env_set.empty()) {
-    s << "  # " << rules(plan, "env") << "\n";
-    for (const auto& [k, v] : plan.env_set)
-      s << "  environment.variables." << k << " = " << nix_string(v) << ";\n";
+    s.comment(rules(plan, "env"), 2);
+    for (const auto& [k, v] : plan.env_set) {
+      s.code("  environment.variables.");
+      s.attr(k);
+      s.code(" = ");
+      s.string(v);
+      s.code(";\n");
+    }
   }
   for (const auto& v : plan.env_unset)
-    s << "  # " << rules(plan, "env") << ": remove " << v
-      << " from environment.variables, your shell profile and job scripts\n";
-  s << "}\n";
+    s.comment(rules(plan, "env") + ": remove " + v +
+                  " from environment.variables, your shell profile and job scripts",
+              2);
+  s.code("}\n");
   return s.str();
 }
 

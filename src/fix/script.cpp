@@ -1,19 +1,18 @@
 // Rendering a fix plan as a bash script for one boot stack (docs/fix.md), and the stack names.
 // The script is written for a person to read: a header per step says what and why, every value
 // is a quoted literal, and every path is under ${HALO_FIX_ROOT} so the tests can run it for real.
+#include "writer.hpp"
+
 #include <halo/fix.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <sstream>
 #include <stdexcept>
 
 namespace halo::fix {
-
-/// The text of one src/fix/templates/*.sh file (generated/fix_templates.cpp); empty if none.
-std::string_view fix_template(std::string_view name);
 
 namespace {
 
@@ -65,90 +64,76 @@ std::vector<std::string> filtered_keys(const Plan& plan) {
 /// appends the new ones to GRUB_CMDLINE_LINUX, leaving every other argument alone. GRUB's 10_linux
 /// puts GRUB_CMDLINE_LINUX into every entry, recovery mode included, and GRUB_CMDLINE_LINUX_DEFAULT
 /// only into the default ones (GRUB manual, "Simple configuration"); a memory limit belongs in all.
-std::string grub_block(const Plan& plan) {
-  std::ostringstream b;
-  b << "# BEGIN halo-doctor (written by halo-doctor fix; rules: " << rules_of(plan, "kernel_args")
-    << ")\n";
-  b << "# Drops " << join(filtered_keys(plan), ", ")
-    << " from the command line and appends the values below to GRUB_CMDLINE_LINUX (every entry).\n";
+detail::ShellWriter grub_block(const Plan& plan) {
+  detail::ShellWriter b(/*posix=*/true);
+  b.comment("BEGIN halo-doctor (written by halo-doctor fix; rules: " +
+            rules_of(plan, "kernel_args") + ")");
+  b.comment("Drops " + join(filtered_keys(plan), ", ") +
+            " from the command line and appends the values below to GRUB_CMDLINE_LINUX (every "
+            "entry).");
   // halo_filter runs only inside $(...), a subshell, so its `set -f` (no pathname expansion of
   // an argument such as foo=*) does not leak into grub-mkconfig's shell.
-  b << "halo_filter() {\n  set -f\n  halo_out=\n  for halo_a in $1; do\n    case $halo_a in\n     "
-       " ";
-  std::vector<std::string> pats;
+  b.code("halo_filter() {\n  set -f\n  halo_out=\n  for halo_a in $1; do\n    case $halo_a in\n    "
+         "  ");
+  bool first = true;
   for (const auto& k : filtered_keys(plan)) {
-    pats.push_back(k);
-    pats.push_back(k + "=*");
+    if (!first) b.code(" | ");
+    first = false;
+    b.literal_pattern(k);
+    b.code(" | ");
+    b.literal_pattern(k + "=");
+    b.code("*");
   }
-  b << join(pats, " | ") << ") ;;\n";
-  b << "      *) halo_out=\"$halo_out $halo_a\" ;;\n    esac\n  done\n";
-  b << "  printf '%s' \"${halo_out# }\"\n}\n";
-  b << "GRUB_CMDLINE_LINUX_DEFAULT=\"$(halo_filter \"${GRUB_CMDLINE_LINUX_DEFAULT:-}\")\"\n";
-  b << "halo_d=\"$(halo_filter \"${GRUB_CMDLINE_LINUX:-}\")\"\n";
-  const std::string add = join(set_tokens(plan), " ");
-  if (add.empty())
-    b << "GRUB_CMDLINE_LINUX=\"$halo_d\"\n";
-  else
-    b << "GRUB_CMDLINE_LINUX=\"${halo_d:+$halo_d }" << add << "\"\n";
-  b << "unset -f halo_filter\nunset halo_out halo_a halo_d\n# END halo-doctor";
-  return b.str();
-}
-
-/// Bash array literal of quoted words: ( 'a' 'b' ).
-std::string bash_array(const std::vector<std::string>& v) {
-  std::string out = "(";
-  for (const auto& s : v) {
-    out += ' ';
-    out += shell_quote(s);
+  b.code(") ;;\n");
+  b.code("      *) halo_out=\"$halo_out $halo_a\" ;;\n    esac\n  done\n");
+  b.code("  printf '%s' \"${halo_out# }\"\n}\n");
+  b.code("GRUB_CMDLINE_LINUX_DEFAULT=\"$(halo_filter \"${GRUB_CMDLINE_LINUX_DEFAULT:-}\")\"\n");
+  b.code("halo_d=\"$(halo_filter \"${GRUB_CMDLINE_LINUX:-}\")\"\n");
+  const auto add = set_tokens(plan);
+  if (add.empty()) {
+    b.code("GRUB_CMDLINE_LINUX=\"$halo_d\"\n");
+  } else {
+    b.code("GRUB_CMDLINE_LINUX=\"${halo_d:+$halo_d }");
+    for (std::size_t i = 0; i < add.size(); ++i) {
+      if (i > 0) b.code(" ");
+      b.word_in_double_quotes(add[i]);
+    }
+    b.code("\"\n");
   }
-  return out + " )";
+  b.code("unset -f halo_filter\nunset halo_out halo_a halo_d\n# END halo-doctor");
+  return b;
 }
 
-/// `NAME=( 'a' 'b' )` and a newline.
-std::string array_var(std::string_view name, const std::vector<std::string>& v) {
-  return std::string(name) + "=" + bash_array(v) + "\n";
-}
-
-/// `NAME='value'` and a newline.
-std::string scalar_var(std::string_view name, std::string_view v) {
-  return std::string(name) + "=" + shell_quote(v) + "\n";
-}
-
-/// The text of src/fix/templates/NAME (compiled in by cmake/EmbedFixTemplates.cmake).
-std::string_view templ(std::string_view name) {
-  std::string_view t = fix_template(name);
-  if (t.empty()) throw std::logic_error("fix template missing: " + std::string(name));
-  return t;
-}
-
-void step_header(std::ostringstream& s, int n, const std::string& title,
+void step_header(detail::ShellWriter& s, int n, const std::string& title,
                  const std::vector<std::string>& why) {
-  s << "\n# ---------------------------------------------------------------------------\n";
-  s << "# Step " << n << ": " << title << "\n";
+  s.code("\n# ---------------------------------------------------------------------------\n");
+  s.comment(fmt::format("Step {}: {}", n, title));
   for (const auto& w : why)
-    s << "# " << w << "\n";
-  s << "say " << shell_quote(fmt::format("== step {}: {}", n, title)) << "\n";
+    s.comment(w);
+  s.say(fmt::format("== step {}: {}", n, title));
 }
 
-void kernel_args_step(std::ostringstream& s, const Plan& plan, const ScriptOptions& opt) {
+void kernel_args_step(detail::ShellWriter& s, const Plan& plan, const ScriptOptions& opt) {
   switch (opt.stack) {
   case Stack::grubby:
-    s << templ("grubby.sh");
+    s.templ("grubby.sh");
     break;
   case Stack::rpm_ostree:
-    s << templ("rpm-ostree.sh");
+    s.templ("rpm-ostree.sh");
     break;
   case Stack::kernelstub:
-    s << templ("kernelstub.sh");
+    s.templ("kernelstub.sh");
     break;
   case Stack::systemd_boot:
-    s << templ("systemd-boot.sh");
+    s.templ("systemd-boot.sh");
     break;
   case Stack::grub_debian:
   case Stack::grub_arch:
-    s << scalar_var("GRUB_FLAVOUR", opt.stack == Stack::grub_debian ? "debian" : "plain");
-    s << "GRUB_BLOCK=$(\n  cat <<'HALO_EOF'\n" << grub_block(plan) << "\nHALO_EOF\n)\n";
-    s << templ("grub.sh");
+    s.assign("GRUB_FLAVOUR", opt.stack == Stack::grub_debian ? "debian" : "plain");
+    s.code("GRUB_BLOCK=$(\n  ");
+    s.heredoc(grub_block(plan));
+    s.code(")\n");
+    s.templ("grub.sh");
     break;
   case Stack::nixos:
     break;
@@ -199,52 +184,46 @@ std::string default_initramfs_tool(Stack s) {
   return "";
 }
 
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 std::string render_script(const Plan& plan, const ScriptOptions& opt) {
-  std::ostringstream s;
+  detail::ShellWriter s;
   int n = 0;
-  // The header: what, for whom, and how the stack was chosen.
-  s << "#!/usr/bin/env bash\n";
-  s << "# halo-doctor fix for " << (opt.host.empty() ? "this machine" : opt.host);
-  if (!opt.os.empty()) s << " (" << opt.os << ")";
-  s << "\n# Written by halo-doctor " << opt.tool_version
-    << " from the failing rules' fixes. Read it before you run it.\n";
-  s << "# Boot stack: " << to_string(opt.stack) << "\n";
+  // The header: what, for whom, and how the stack was chosen. Every fact here (host name,
+  // PRETTY_NAME, file names in the evidence and notes, rule text) is one line (issue 32).
+  s.code("#!/usr/bin/env bash\n");
+  std::string title =
+      "halo-doctor fix for " + (opt.host.empty() ? std::string("this machine") : opt.host);
+  if (!opt.os.empty()) title += " (" + opt.os + ")";
+  s.comment(title);
+  s.comment("Written by halo-doctor " + opt.tool_version +
+            " from the failing rules' fixes. Read it before you run it.");
+  s.comment("Boot stack: " + std::string(to_string(opt.stack)));
   for (const auto& e : opt.evidence)
-    s << "#   evidence: " << e << "\n";
-  s << "#\n# Usage: sudo bash THIS-SCRIPT [--dry-run]\n";
-  s << "#   --dry-run  print every command and every file change (as a diff), change nothing (no "
-       "root\n#              needed)\n";
-  s << "# Each step checks the state it needs (the generated boot configuration, the loader "
-       "entries,\n# the initramfs), so running it again after a failed tool finishes the job, "
-       "and a run on a\n# configured machine changes nothing. Files are backed up to "
-       "FILE.halo-doctor.bak before\n# their first edit; the end of a run prints the commands "
-       "that undo it. Afterwards: reboot,\n# then halo-doctor check.\n";
-  s << "# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are "
-       "edited\n# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the "
-       "running host.\n#\n# Rules covered: "
-    << join(plan.covered, ", ") << "\n";
+    s.comment("  evidence: ", e);
+  s.code("#\n# Usage: sudo bash THIS-SCRIPT [--dry-run]\n");
+  s.code("#   --dry-run  print every command and every file change (as a diff), change nothing (no "
+         "root\n#              needed)\n");
+  s.code("# Each step checks the state it needs (the generated boot configuration, the loader "
+         "entries,\n# the initramfs), so running it again after a failed tool finishes the job, "
+         "and a run on a\n# configured machine changes nothing. Files are backed up to "
+         "FILE.halo-doctor.bak before\n# their first edit; the end of a run prints the commands "
+         "that undo it. Afterwards: reboot,\n# then halo-doctor check.\n");
+  s.code("# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are "
+         "edited\n# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the "
+         "running host.\n#\n");
+  s.comment("Rules covered: " + join(plan.covered, ", "));
   for (const auto& note : plan.notes)
-    s << "# Note: " << note << "\n";
+    s.comment("Note: ", note);
   if (!plan.manual.empty()) {
-    s << "# Not done by this script (needs a person):\n";
+    s.code("# Not done by this script (needs a person):\n");
     for (const auto& m : plan.manual)
-      s << "#   [" << m.rule << "] " << m.text << "\n";
+      s.comment("  ", "[" + m.rule + "] " + m.text);
   }
-  s << "\n" << templ("prelude.sh");
+  s.code("\n");
+  s.templ("prelude.sh");
   // The wanted command line, read by args_hold/edit_args in every stack's step.
-  s << "\n"
-    << array_var("KARGS_SET", set_tokens(plan)) << array_var("KARGS_REMOVE", plan.kargs_remove);
+  s.code("\n");
+  s.array("KARGS_SET", set_tokens(plan));
+  s.array("KARGS_REMOVE", plan.kargs_remove);
 
   if (!plan.modprobe.empty()) {
     std::vector<std::string> why = {
@@ -253,13 +232,19 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
         "so the initramfs is rebuilt in a later step when it is older than this file."};
     step_header(s, ++n, "TTM options in /etc/modprobe.d", why);
     for (const auto& m : plan.modprobe) {
+      // The file's lines are modprobe.d(5) directives: every fact in them is one line, so no
+      // text can add a directive (an `install` line runs a command when the module loads).
       std::string content =
           fmt::format("# Written by halo-doctor fix (rules: {}).\n# Pages are 4 KiB: "
                       "GiB x 262144.\noptions {}",
-                      join(m.rules, ", "), m.module);
+                      one_line(join(m.rules, ", ")), one_line(m.module));
       for (const auto& [k, v] : m.options)
-        content += fmt::format(" {}={}", k, v);
-      s << "put_file \"${ROOT}/etc/modprobe.d/" << m.file << "\" " << shell_quote(content) << "\n";
+        content += one_line(fmt::format(" {}={}", k, v));
+      s.code("put_file \"${ROOT}/etc/modprobe.d/");
+      s.word_in_double_quotes(m.file);
+      s.code("\" ");
+      s.arg(content);
+      s.code("\n");
     }
   }
 
@@ -283,8 +268,9 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
     std::vector<std::string> carry;
     for (const auto& m : plan.modprobe)
       carry.push_back("/etc/modprobe.d/" + m.file);
-    s << scalar_var("INITRAMFS_TOOL", initramfs_tool_of(opt)) << array_var("INITRAMFS_CARRY", carry)
-      << templ("initramfs.sh");
+    s.assign("INITRAMFS_TOOL", initramfs_tool_of(opt));
+    s.array("INITRAMFS_CARRY", carry);
+    s.templ("initramfs.sh");
   }
 
   if (!plan.udev.empty() || !plan.groups.empty()) {
@@ -301,20 +287,18 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
     step_header(s, ++n, "access to /dev/kfd and the render nodes", why);
     std::string udev;
     if (!plan.udev.empty()) {
-      udev = "# Written by halo-doctor fix (rules: " + rules_of(plan, "udev") + ").";
+      udev = "# Written by halo-doctor fix (rules: " + one_line(rules_of(plan, "udev")) + ").";
       for (const auto& l : plan.udev)
-        udev += "\n" + l;
+        udev += "\n" + one_line(l);
     }
-    s << scalar_var("UDEV_RULES", udev);
-    const bool usermod = !plan.groups.empty() && !opt.user.empty() && opt.user != "root";
-    s << scalar_var("FIX_USER", usermod ? opt.user : "")
-      << array_var("FIX_GROUPS", usermod ? plan.groups : std::vector<std::string>{});
+    s.assign("UDEV_RULES", udev);
+    const bool usermod = !plan.groups.empty() && valid_user_name(opt.user) && opt.user != "root";
+    s.assign("FIX_USER", usermod ? opt.user : "");
+    s.array("FIX_GROUPS", usermod ? plan.groups : std::vector<std::string>{});
     if (!plan.groups.empty() && !usermod)
-      s << "say "
-        << shell_quote("add the user who trains to the groups: usermod -aG " +
-                       join(plan.groups, ",") + " USER (then log out and back in)")
-        << "\n";
-    s << templ("access.sh");
+      s.say("add the user who trains to the groups: usermod -aG " + join(plan.groups, ",") +
+            " USER (then log out and back in)");
+    s.templ("access.sh");
   }
 
   if (!plan.sysctl.empty()) {
@@ -322,16 +306,19 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
         s, ++n, "sysctl",
         {"Rules: " + rules_of(plan, "sysctl"),
          "A drop-in in /etc/sysctl.d keeps the setting across reboots; it is loaded now too."});
-    std::string content = "# Written by halo-doctor fix (rules: " + rules_of(plan, "sysctl") + ").";
+    std::string content =
+        "# Written by halo-doctor fix (rules: " + one_line(rules_of(plan, "sysctl")) + ").";
     std::vector<std::string> keys;
     std::vector<std::string> values;
     for (const auto& [k, v] : plan.sysctl) {
-      content += fmt::format("\n{} = {}", k, v);
+      content += "\n" + one_line(fmt::format("{} = {}", k, v));
       keys.push_back(k);
       values.push_back(v);
     }
-    s << scalar_var("SYSCTL_CONTENT", content) << array_var("SYSCTL_KEYS", keys)
-      << array_var("SYSCTL_VALUES", values) << templ("sysctl.sh");
+    s.assign("SYSCTL_CONTENT", content);
+    s.array("SYSCTL_KEYS", keys);
+    s.array("SYSCTL_VALUES", values);
+    s.templ("sysctl.sh");
   }
 
   if (!plan.env_unset.empty() || !plan.env_set.empty()) {
@@ -339,30 +326,35 @@ std::string render_script(const Plan& plan, const ScriptOptions& opt) {
                 {"Rules: " + rules_of(plan, "env"),
                  "A sourceable file: login shells read /etc/profile.d; source it in job scripts",
                  "and container entry points too, and remove the variables where they are set."});
-    std::string content = "# Written by halo-doctor fix (rules: " + rules_of(plan, "env") +
-                          "). Source it: . /etc/profile.d/halo-doctor-rocm.sh";
-    for (const auto& v : plan.env_unset)
+    // A file that shells source: names are checked, values quoted (no raw control byte).
+    std::string content =
+        "# Written by halo-doctor fix (rules: " + one_line(rules_of(plan, "env")) +
+        "). Source it: . /etc/profile.d/halo-doctor-rocm.sh";
+    for (const auto& v : plan.env_unset) {
+      detail::require_variable_name(v);
       content += "\nunset " + v;
-    for (const auto& [k, v] : plan.env_set)
-      content += "\nexport " + k + "=" + shell_quote(v);
-    s << "put_file \"${ROOT}/etc/profile.d/halo-doctor-rocm.sh\" " << shell_quote(content) << "\n";
+    }
+    for (const auto& [k, v] : plan.env_set) {
+      detail::require_variable_name(k);
+      content += "\nexport " + k + "=" + shell_word(v);
+    }
+    s.code("put_file \"${ROOT}/etc/profile.d/halo-doctor-rocm.sh\" ");
+    s.arg(content);
+    s.code("\n");
     if (!plan.env_unset.empty())
-      s << "say "
-        << shell_quote(
-               "also remove these where your shell profile, job script or image sets them: " +
-               join(plan.env_unset, " "))
-        << "\n";
+      s.say("also remove these where your shell profile, job script or image sets them: " +
+            join(plan.env_unset, " "));
   }
 
-  s << "\n# ---------------------------------------------------------------------------\n";
-  s << "# Done: what is left to do.\n";
+  s.code("\n# ---------------------------------------------------------------------------\n");
+  s.code("# Done: what is left to do.\n");
   for (const auto& m : plan.manual)
-    s << "say " << shell_quote("needs a person [" + m.rule + "]: " + m.text) << "\n";
-  s << templ("finish.sh");
+    s.say("needs a person [" + m.rule + "]: " + m.text);
+  s.templ("finish.sh");
   if (plan.reboot || plan.initramfs || !plan.modprobe.empty())
-    s << "say \"next: reboot, then run: halo-doctor check\"\n";
+    s.code("say \"next: reboot, then run: halo-doctor check\"\n");
   else
-    s << "say \"next: run: halo-doctor check\"\n";
+    s.code("say \"next: run: halo-doctor check\"\n");
   return s.str();
 }
 

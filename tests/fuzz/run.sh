@@ -34,6 +34,19 @@ for lib in "$src"/tests/fixtures/*/home/dev/*/lib/python3.*/site-packages/torch/
   objcopy -O binary --only-section=.hip_fatbin "$lib" \
     "$work/seeds/fuzz_offload_bundle/$(echo "$lib" | md5sum | cut -c1-16)"
 done
+# fuzz_fix: fields split at NUL (host, PRETTY_NAME, evidence, note, manual text, rule, modprobe.d
+# file, kernel-argument value, variable value, user, NixOS line) from the fixtures' own strings.
+mkdir -p "$work/seeds/fuzz_fix"
+for fx in stack-grub-debian stack-nixos strix-halo-default-ttm; do
+  f=$src/tests/fixtures/$fx
+  { { cat "$f/proc/sys/kernel/hostname" 2>/dev/null || true; } | tr -d '\n'; printf '\0'
+    sed -n 's/^PRETTY_NAME=//p' "$f/etc/os-release"; printf '\0/etc/default/grub exists\0'
+    printf 'a note\0install kernel 6.18.4\0ttm-limit-low\0halo-doctor-ttm.conf\0'
+    printf '27648000\0""\0alice\0/etc/nixos/amd-gpu.nix:4:'; } >"$work/seeds/fuzz_fix/$fx"
+done
+# shellcheck disable=SC2016 # the payloads are meant literally
+printf '$(touch x)\0`id`\0a\nb\0\033]52;c;x\007\0\302\233\0HALO_EOF\nx\0a\0b\0c\0d\0e' \
+  >"$work/seeds/fuzz_fix/payloads"
 # fuzz_elf: the fixtures' libtorch_hip.so files whole (ELF with .hip_fatbin and .dynamic).
 seed fuzz_elf "$src"/tests/fixtures/*/home/dev/*/lib/python3.*/site-packages/torch/lib/libtorch_hip.so
 # fuzz_plan: the first byte picks the reader (0 model config, 1 YAML, 2 JSON training configuration).
@@ -54,7 +67,7 @@ export TMPDIR=$work/tmp # the bundle target extracts here
 mkdir -p "$TMPDIR"
 status=0
 for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child fuzz_plan \
-  fuzz_offload_bundle fuzz_elf; do
+  fuzz_offload_bundle fuzz_elf fuzz_fix; do
   echo "== $target: $seconds s"
   mkdir -p "$work/corpus/$target"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.
