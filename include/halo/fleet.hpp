@@ -22,6 +22,12 @@ struct Node {
   FactSet facts;
 };
 
+/// The nodes that share one value of a quantity.
+struct Group {
+  std::string value;
+  std::vector<std::size_t> nodes; ///< indices into Comparison::nodes, ascending
+};
+
 /// One compared quantity across the nodes: each node's value as text, the majority value (the
 /// most frequent; on a tie, the value of the earliest node among the tied), and which nodes
 /// differ from it.
@@ -33,13 +39,32 @@ struct Row {
   std::string majority;
   std::vector<bool> differs;
   bool uniform() const;
+  /// The nodes grouped by value: the majority first, then the other values by node count
+  /// (descending), ties by their earliest node.
+  std::vector<Group> groups() const;
 };
 
 struct Comparison {
   std::vector<std::string> nodes;
   std::vector<Row> rows; ///< quantities at least one node could read
-  /// True when some node differs from the majority on an error-severity quantity.
+  /// True when some node differs from the majority on an error-level quantity.
   bool error_difference() const;
+};
+
+/// Builds a Comparison one node at a time: add() reads a node's values of every quantity and keeps
+/// only those strings, so a fleet of 1,000 nodes never holds 1,000 fact sets (issue 35).
+class Accumulator {
+public:
+  explicit Accumulator(std::vector<FleetQuantity> quantities);
+  /// Adds a node. Its name: `name`, made unique with " (origin)" if an earlier node has it.
+  void add(std::string name, const std::string& origin, const FactSet& facts);
+  /// The comparison of the nodes added so far (majorities, differing nodes, unread rows dropped).
+  [[nodiscard]] Comparison finish() const;
+
+private:
+  std::vector<FleetQuantity> quantities_;
+  std::vector<std::string> nodes_;
+  std::vector<std::vector<std::string>> values_; ///< [quantity][node]
 };
 
 /// Compares the nodes on `quantities` (RuleSet::fleet_compare: rules/fleet.json's `compare` list),
@@ -47,12 +72,20 @@ struct Comparison {
 /// with ", " ("16, 16, 8, 16"), or "VALUE xN" when all N are equal.
 Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuantity>& quantities);
 
-/// The comparison as a table for people: one row per quantity, one column per node, `*` after a
-/// value that differs from the majority; uniform rows are listed by name only unless `all`.
+/// Node names as a compact list, as Slurm's hostlist writes them: names that end in a number of
+/// the same width after the same prefix are joined into ranges ("gpu[001-016,018],login1");
+/// others are listed as they are. Sorted; `names` is not changed.
+std::string compress_names(std::vector<std::string> names);
+
+/// The comparison for people, readable in 100 columns at any fleet size: for each quantity that
+/// differs, its label, then one line per value: the majority's value with its node count, then each
+/// other value with its node count and its nodes (compress_names, wrapped at 100 columns). The
+/// quantities that are the same everywhere are listed by name (with their values if `all`).
 std::string comparison_text(const Comparison& c, bool all);
 
 /// The comparison as JSON: {"nodes": [...], "rows": [{label, fact, severity, uniform, majority,
-/// values: [{node, value, differs}]}], "error_difference": bool}.
+/// values: [{node, value, differs}], groups: [{value, count, nodes: [...]}]}],
+/// "error_difference": bool}.
 nlohmann::json comparison_json(const Comparison& c);
 
 } // namespace halo::fleet

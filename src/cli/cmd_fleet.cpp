@@ -33,26 +33,21 @@ int run(const Options& o) {
   if (o.inputs.size() < 2)
     throw InputError("fleet compare needs the facts files or bundles of at least two nodes");
   const ProbeRegistry reg = builtin_probes();
-  std::vector<fleet::Node> nodes;
+  // The quantities are data (rules/fleet.json's `compare` list), built into the binary. Each node
+  // is read, reduced to its values of them, and let go before the next (issue 35: a fleet of
+  // 1,000 8-GPU nodes in bounded memory).
+  const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
+  fleet::Accumulator acc(rules.fleet_compare);
   for (const auto& in : o.inputs) {
     CommonOptions c;
     (is_bundle(in) ? c.bundle : c.facts_file) = in;
     c.no_runtime = true;
-    fleet::Node n;
-    n.origin = in;
-    n.facts = gather(c, reg);
-    n.name = n.facts.get<std::string>(keys::host_name).value_or("");
-    if (n.name.empty()) n.name = std::filesystem::path(in).filename().string();
-    nodes.push_back(std::move(n));
+    const FactSet facts = gather(c, reg);
+    std::string name = facts.get<std::string>(keys::host_name).value_or("");
+    if (name.empty()) name = std::filesystem::path(in).filename().string();
+    acc.add(std::move(name), in, facts);
   }
-  // Two nodes with the same host name (two captures of one machine) stay apart by file.
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    for (std::size_t j = i + 1; j < nodes.size(); ++j)
-      if (nodes[i].name == nodes[j].name)
-        nodes[j].name += " (" + std::filesystem::path(nodes[j].origin).filename().string() + ")";
-  // The quantities are data (rules/fleet.json's `compare` list), built into the binary.
-  const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
-  const fleet::Comparison c = fleet::compare(nodes, rules.fleet_compare);
+  const fleet::Comparison c = acc.finish();
   if (o.format == "json")
     write_output(o.output, dump_json(fleet::comparison_json(c), 2) + "\n");
   else

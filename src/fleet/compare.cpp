@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <map>
 
 namespace halo::fleet {
@@ -48,19 +50,44 @@ bool Comparison::error_difference() const {
                      [](const Row& r) { return r.severity == Severity::error && !r.uniform(); });
 }
 
-Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuantity>& quantities) {
+std::vector<Group> Row::groups() const {
+  std::vector<Group> out;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    auto [it, added] = index.try_emplace(values[i], out.size());
+    if (added) out.push_back(Group{values[i], {}});
+    out[it->second].nodes.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const Group& a, const Group& b) {
+    if ((a.value == majority) != (b.value == majority)) return a.value == majority;
+    return a.nodes.size() > b.nodes.size(); // stable: ties keep their earliest node's order
+  });
+  return out;
+}
+
+Accumulator::Accumulator(std::vector<FleetQuantity> quantities)
+    : quantities_(std::move(quantities)), values_(quantities_.size()) {}
+
+void Accumulator::add(std::string name, const std::string& origin, const FactSet& facts) {
+  // Two nodes with the same host name (two captures of one machine) stay apart by file.
+  if (std::find(nodes_.begin(), nodes_.end(), name) != nodes_.end())
+    name += " (" + std::filesystem::path(origin).filename().string() + ")";
+  nodes_.push_back(std::move(name));
+  for (std::size_t q = 0; q < quantities_.size(); ++q)
+    values_[q].push_back(value_of(facts, quantities_[q].pattern));
+}
+
+Comparison Accumulator::finish() const {
   Comparison c;
-  for (const auto& n : nodes)
-    c.nodes.push_back(n.name);
-  for (const auto& key : quantities) {
+  c.nodes = nodes_;
+  for (std::size_t q = 0; q < quantities_.size(); ++q) {
     Row row;
-    row.label = key.label;
-    row.pattern = key.pattern;
-    row.severity = key.severity;
-    for (const auto& n : nodes)
-      row.values.push_back(value_of(n.facts, key.pattern));
+    row.label = quantities_[q].label;
+    row.pattern = quantities_[q].pattern;
+    row.severity = quantities_[q].severity;
+    row.values = values_[q];
     if (std::all_of(row.values.begin(), row.values.end(), unread)) continue;
-    std::map<std::string, std::size_t> count;
+    std::map<std::string, std::size_t, std::less<>> count;
     for (const auto& v : row.values)
       ++count[v];
     std::size_t best = 0;
@@ -76,49 +103,137 @@ Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuanti
   return c;
 }
 
+Comparison compare(const std::vector<Node>& nodes, const std::vector<FleetQuantity>& quantities) {
+  Accumulator acc(quantities);
+  for (const auto& n : nodes)
+    acc.add(n.name, n.origin, n.facts);
+  return acc.finish();
+}
+
+std::string compress_names(std::vector<std::string> names) {
+  // Slurm's hostlist (src/common/hostlist.c): a name is a prefix and a trailing number; names of
+  // one prefix and one number width become prefix[a-b,c].
+  struct Key {
+    std::string prefix;
+    std::size_t width;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::map<Key, std::vector<std::uint64_t>> numbered;
+  std::vector<std::string> plain;
+  for (auto& n : names) {
+    std::size_t d = n.size();
+    while (d > 0 && n[d - 1] >= '0' && n[d - 1] <= '9')
+      --d;
+    const std::size_t width = n.size() - d;
+    if (width == 0 || width > 18) {
+      plain.push_back(n);
+      continue;
+    }
+    numbered[Key{n.substr(0, d), width}].push_back(std::stoull(n.substr(d)));
+  }
+  std::vector<std::string> parts;
+  for (auto& [key, nums] : numbered) {
+    std::sort(nums.begin(), nums.end());
+    nums.erase(std::unique(nums.begin(), nums.end()), nums.end());
+    if (nums.size() == 1) {
+      parts.push_back(fmt::format("{}{:0{}}", key.prefix, nums[0], key.width));
+      continue;
+    }
+    std::string ranges;
+    for (std::size_t i = 0; i < nums.size();) {
+      std::size_t j = i;
+      while (j + 1 < nums.size() && nums[j + 1] == nums[j] + 1)
+        ++j;
+      if (!ranges.empty()) ranges += ',';
+      ranges += fmt::format("{:0{}}", nums[i], key.width);
+      if (j > i) ranges += fmt::format("-{:0{}}", nums[j], key.width);
+      i = j + 1;
+    }
+    parts.push_back(fmt::format("{}[{}]", key.prefix, ranges));
+  }
+  // Names the same up to their number (the same host name captured twice) are listed as they are.
+  std::sort(plain.begin(), plain.end());
+  parts.insert(parts.end(), plain.begin(), plain.end());
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& p : parts)
+    out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+namespace {
+
+constexpr std::size_t kColumns = 100;
+
+/// `text` (words separated by `sep`) after `first`, wrapped at kColumns with `indent` spaces.
+void wrap(std::string& out, std::string first, const std::string& text, char sep,
+          std::size_t indent) {
+  std::string line = std::move(first);
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(sep, start);
+    if (end == std::string::npos) end = text.size();
+    std::string word =
+        text.substr(start, end - start) + (end < text.size() ? std::string(1, sep) : "");
+    if (line.size() + word.size() > kColumns && line.size() > indent) {
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+      out += line + "\n";
+      line = std::string(indent, ' ');
+    }
+    line += word;
+    start = end + 1;
+  }
+  while (!line.empty() && line.back() == ' ')
+    line.pop_back();
+  out += line + "\n";
+}
+
+std::string nodes_of(const Comparison& c, const Group& g) {
+  std::vector<std::string> names;
+  names.reserve(g.nodes.size());
+  for (std::size_t i : g.nodes)
+    names.push_back(c.nodes[i]);
+  return compress_names(std::move(names));
+}
+
+std::string count_text(std::size_t n) {
+  return n == 1 ? std::string("1 node") : fmt::format("{} nodes", n);
+}
+
+} // namespace
+
 std::string comparison_text(const Comparison& c, bool all) {
   std::string out;
   std::vector<std::string> same;
-  std::size_t width = 8;
-  for (const auto& r : c.rows)
-    width = std::max(width, r.label.size());
-  std::vector<std::size_t> col(c.nodes.size(), 0);
-  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
-    col[i] = c.nodes[i].size();
-    for (const auto& r : c.rows)
-      col[i] = std::max(col[i], r.values[i].size() + 1);
-  }
-  std::string header = fmt::format("{:<{}}", "", width + 2);
-  for (std::size_t i = 0; i < c.nodes.size(); ++i)
-    header += fmt::format("  {:<{}}", c.nodes[i], col[i]);
-  std::string body;
   for (const auto& r : c.rows) {
     if (r.uniform() && !all) {
       same.push_back(r.label);
       continue;
     }
-    std::string line =
-        fmt::format("{} {:<{}}", r.uniform() ? ' ' : (r.severity == Severity::error ? '!' : '~'),
-                    r.label, width + 1);
-    for (std::size_t i = 0; i < r.values.size(); ++i)
-      line += fmt::format("  {:<{}}", r.values[i] + (r.differs[i] ? "*" : ""), col[i]);
-    while (!line.empty() && line.back() == ' ')
-      line.pop_back();
-    body += line + "\n";
+    const char mark = r.uniform() ? ' ' : (r.severity == Severity::error ? '!' : '~');
+    out += fmt::format("{} {}\n", mark, r.label);
+    const auto groups = r.groups();
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const Group& g = groups[k];
+      if (k == 0) {
+        out += fmt::format("    {}  ({}{})\n", g.value, count_text(g.nodes.size()),
+                           groups.size() > 1 ? ", the majority" : ", every node");
+        continue;
+      }
+      wrap(out, fmt::format("    {}  ({}): ", g.value, count_text(g.nodes.size())), nodes_of(c, g),
+           ',', 8);
+    }
   }
-  while (!header.empty() && header.back() == ' ')
-    header.pop_back();
-  out += header + "\n" + body;
   if (!same.empty()) {
     std::string list;
     for (const auto& s : same)
       list += (list.empty() ? "" : ", ") + s;
-    out += fmt::format("\nthe same on every node: {}\n", list);
+    out += "\n";
+    wrap(out, "the same on every node: ", list, ' ', 2);
   }
-  out += fmt::format(
-      "\n{} nodes; * marks a value that differs from the majority; ! an error-level quantity, ~ a "
-      "warning-level one\n",
-      c.nodes.size());
+  out += fmt::format("\n{} nodes; ! an error-level quantity differs, ~ a warning-level one\n",
+                     c.nodes.size());
   out += c.error_difference()
              ? "result: a node differs from the others on an error-level quantity\n"
              : "result: no node differs on an error-level quantity\n";
@@ -131,12 +246,20 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json values = nlohmann::json::array();
     for (std::size_t i = 0; i < r.values.size(); ++i)
       values.push_back({{"node", c.nodes[i]}, {"value", r.values[i]}, {"differs", r.differs[i]}});
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : r.groups()) {
+      nlohmann::json names = nlohmann::json::array();
+      for (std::size_t i : g.nodes)
+        names.push_back(c.nodes[i]);
+      groups.push_back({{"value", g.value}, {"count", g.nodes.size()}, {"nodes", names}});
+    }
     rows.push_back({{"label", r.label},
                     {"fact", r.pattern},
                     {"severity", std::string(to_string(r.severity))},
                     {"uniform", r.uniform()},
                     {"majority", r.majority},
-                    {"values", values}});
+                    {"values", values},
+                    {"groups", groups}});
   }
   return {{"schema_version", 1},
           {"nodes", c.nodes},

@@ -18,15 +18,34 @@ done
   "$tmp/mi300x-nps4-16-kfd-nodes.json" "$tmp/mi300x-numa-4021.json" >"$tmp/out.txt"
 code=$?
 [ "$code" = 1 ] || bad "exit $code for a fleet with an odd node out, want 1"
-grep -qE '^! kernel +6\.8\.0-79-generic +6\.8\.0-79-generic +6\.8\.0-79-generic +5\.15\.0-119-generic\*$' "$tmp/out.txt" ||
-  { bad "the kernel row does not mark mi300x-node01's kernel"; cat "$tmp/out.txt"; }
-grep -qE '^~ PCIe link widths +16 x8 +16, 16, 16, 16, 16, 8, 16, 16\* +16 x8 +16 x8$' "$tmp/out.txt" ||
-  bad "the PCIe row does not mark the degraded node"
-grep -q '^the same on every node: GPUs, gfx targets, compute partitions, memory partitions, XGMI hive sizes, VBIOS, MEC firmware, PSP SOS firmware, SMU firmware, DPM performance levels, OS$' "$tmp/out.txt" ||
+# Grouped by value: the majority with its count, then the odd node out by name.
+grep -A2 -xF '! kernel' "$tmp/out.txt" | grep -qxF '    5.15.0-119-generic  (1 node): mi300x-node01' ||
+  { bad "the kernel row does not name mi300x-node01's kernel"; cat "$tmp/out.txt"; }
+grep -A1 -xF '! kernel' "$tmp/out.txt" | grep -qxF '    6.8.0-79-generic  (3 nodes, the majority)' ||
+  bad "the kernel row does not give the majority"
+grep -A2 -xF '~ PCIe link widths' "$tmp/out.txt" | grep -qxF '    16, 16, 16, 16, 16, 8, 16, 16  (1 node): mi300x-node11' ||
+  bad "the PCIe row does not name the degraded node"
+sed -n '/^the same on every node:/,/^$/p' "$tmp/out.txt" | tr '\n' ' ' | tr -s ' ' |
+  grep -qF 'the same on every node: GPUs, gfx targets, compute partitions, memory partitions, XGMI hive sizes, VBIOS, MEC firmware, PSP SOS firmware, SMU firmware, DPM performance levels, OS' ||
   bad "uniform quantities not listed"
+awk 'length($0) > 100 { exit 1 }' "$tmp/out.txt" || bad "a line is wider than 100 columns"
+
+# Forty nodes named node01..node40, three of them on another kernel: one compact host list.
+mkdir "$tmp/many"
+for i in $(seq -w 1 40); do
+  sed "s/\"mi300x-node09\"/\"node$i\"/" "$tmp/mi300x-ras-errors.json" >"$tmp/many/$i.json"
+done
+for i in 07 08 09; do
+  sed -i 's/6\.8\.0-79-generic/6.8.0-40-generic/' "$tmp/many/$i.json"
+done
+"$bin" fleet compare "$tmp"/many/*.json >"$tmp/many.txt"
+code=$?
+[ "$code" = 1 ] || bad "exit $code for 40 nodes with three on another kernel, want 1"
+grep -qxF '    6.8.0-40-generic  (3 nodes): node[07-09]' "$tmp/many.txt" ||
+  { bad "40 nodes: the three odd nodes are not one range"; cat "$tmp/many.txt"; }
 
 "$bin" fleet compare --format json "$tmp"/*.json >"$tmp/out.json"
-python3 - "$tmp/out.json" <<'PY' || fail=1
+/usr/bin/python3 - "$tmp/out.json" <<'PY' || fail=1
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["error_difference"] is True
@@ -34,6 +53,9 @@ kernel = next(r for r in d["rows"] if r["fact"] == "kernel.release")
 odd = [v["node"] for v in kernel["values"] if v["differs"]]
 assert odd == ["mi300x-node01"], odd
 assert kernel["majority"] == "6.8.0-79-generic"
+assert kernel["groups"][0] == {"value": "6.8.0-79-generic", "count": 3,
+                               "nodes": [n for n in d["nodes"] if n != "mi300x-node01"]}, kernel["groups"]
+assert kernel["groups"][1] == {"value": "5.15.0-119-generic", "count": 1, "nodes": ["mi300x-node01"]}
 print("ok fleet compare --format json names mi300x-node01")
 PY
 

@@ -5,7 +5,9 @@
 #include <halo/rules.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 using namespace halo;
@@ -69,4 +71,71 @@ TEST_CASE("the fleet comparison's quantities are data in rules/fleet.json, check
   CHECK_THROWS_WITH(
       load(R"([{"fact": "gpu.count", "label": "GPUs", "severity": "error", "x": 1}])"),
       Catch::Contains("compare/0"));
+}
+
+TEST_CASE("fleet compare: host lists as Slurm writes them", "[fleet]") {
+  using fleet::compress_names;
+  CHECK(compress_names({"node03", "node01", "node02", "node07"}) == "node[01-03,07]");
+  CHECK(compress_names({"gpu001"}) == "gpu001");
+  // Another width or prefix is another list; names without a number are kept as they are.
+  CHECK(compress_names({"n1", "n2", "n10", "login", "gpu01", "gpu02"}) ==
+        "gpu[01-02],login,n10,n[1-2]");
+  CHECK(compress_names({"a (x.json)", "a"}) == "a,a (x.json)");
+  CHECK(compress_names({}).empty());
+  // Duplicates are one entry; a 20-digit number is not parsed (no overflow).
+  CHECK(compress_names({"n5", "n5"}) == "n5");
+  CHECK(compress_names({"n99999999999999999999"}) == "n99999999999999999999");
+}
+
+TEST_CASE("fleet compare: nodes grouped by value, the majority first, streaming", "[fleet]") {
+  const auto quantities = load_builtin_rules(nullptr, false).fleet_compare;
+  fleet::Accumulator acc(quantities);
+  auto facts = [](const std::string& kernel) {
+    FactSet f;
+    f.put_ok("kernel.release", kernel, "/proc/sys/kernel/osrelease");
+    return f;
+  };
+  const std::vector<std::string> kernels = {"6.8", "6.5", "6.8", "6.1", "6.5", "6.8", "6.8"};
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    acc.add("n" + std::to_string(i + 1), "n.json", facts(kernels[i]));
+  acc.add("n1", "/facts/again.json", facts("6.8")); // one host captured twice
+  const fleet::Comparison c = acc.finish();
+  REQUIRE(c.nodes.size() == 8);
+  CHECK(c.nodes[7] == "n1 (again.json)");
+  REQUIRE(c.rows.size() == 1);
+  const auto g = c.rows[0].groups();
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].value == "6.8");
+  CHECK(g[0].nodes == std::vector<std::size_t>{0, 2, 5, 6, 7});
+  CHECK(g[1].value == "6.5");
+  CHECK(g[1].nodes == std::vector<std::size_t>{1, 4});
+  CHECK(g[2].value == "6.1");
+  const std::string text = fleet::comparison_text(c, false);
+  CHECK(text.find("    6.8  (5 nodes, the majority)\n") != std::string::npos);
+  CHECK(text.find("    6.5  (2 nodes): n[2,5]\n") != std::string::npos);
+  CHECK(text.find("    6.1  (1 node): n4\n") != std::string::npos);
+}
+
+TEST_CASE("fleet compare: a long host list wraps at 100 columns", "[fleet]") {
+  const auto quantities = load_builtin_rules(nullptr, false).fleet_compare;
+  fleet::Accumulator acc(quantities);
+  for (int i = 0; i < 600; ++i) {
+    FactSet f;
+    // every third node odd: no ranges, a long list
+    f.put_ok("kernel.release", i % 3 == 0 ? std::string("6.1") : std::string("6.8"),
+             "/proc/sys/kernel/osrelease");
+    acc.add(fmt::format("rack{:03d}", i), "x.json", f);
+  }
+  const std::string text = fleet::comparison_text(acc.finish(), false);
+  std::size_t widest = 0;
+  std::size_t lines = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t nl = text.find('\n', start);
+    widest = std::max(widest, nl - start);
+    ++lines;
+    start = nl + 1;
+  }
+  CHECK(widest <= 100);
+  CHECK(lines > 10); // 200 numbers of 4 characters need about 9 lines of 100 columns
+  CHECK(text.find("(200 nodes): rack[000,003,006,") != std::string::npos);
 }
