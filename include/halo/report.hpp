@@ -170,7 +170,24 @@ std::string text_facts(const FactSet& facts);
 /// The rule catalogue for `halo-doctor rules` in text form.
 std::string text_catalogue(const RuleSet& rules);
 
-/// One rule in full for `halo-doctor explain RULE_ID`.
-std::string text_explain(const Rule& rule);
+/// The rule catalogue as JSON for `halo-doctor rules --format json`: {"ruleset_version",
+/// "ruleset_digest", "rules": [{id, title, area, scope ("host"|"gpu"), severity (the highest of
+/// its fail cases), severities, file, line, sources}]}.
+nlohmann::json json_catalogue(const RuleSet& rules);
+
+/// What `explain` read on the machine it describes: the facts (of `/`, --root, --facts or
+/// --bundle), the run parameters, and the rule's results there (one per GPU for a per-GPU rule).
+struct ExplainMachine {
+  const FactSet& facts;
+  const Params& params;
+  std::vector<Result> results;
+  std::string where; ///< "/" or the --root/--facts/--bundle path, for the heading
+};
+
+/// One rule in full for `halo-doctor explain RULE_ID`. With `machine`, the message and fix
+/// templates are filled in with that machine's values where every fact they name was read there
+/// (a template naming a fact it lacks is shown as a template), and a section gives the rule's
+/// verdict on it: status, message, and the fix for this machine.
+std::string text_explain(const Rule& rule, const ExplainMachine* machine = nullptr);
 
 } // namespace halo

@@ -212,6 +212,11 @@ int compare_versions(std::string_view a, std::string_view b);
 /// template. Unknown facts render as "?".
 std::string expand_template(std::string_view tmpl, const FactSet& facts, const Params& params);
 
+/// The rule id of `rules` closest to `id` (Levenshtein distance, case-insensitive) when it is
+/// close enough to be a typo (at most a third of the longer id's length, at least 2 edits) or one
+/// contains the other; std::nullopt otherwise. For "did you mean" in `explain`, --only, --skip.
+std::optional<std::string> closest_rule_id(const RuleSet& rules, std::string_view id);
+
 /// Ids of rules that code outside the rule engine must name (rules/*.json holds the rules;
 /// tests/source/key_literals.py keeps the ids out of src/ as literals).
 namespace rule_ids {

@@ -16,19 +16,24 @@ namespace halo::cli {
 Runner add_rules_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto test = std::make_shared<bool>(false);
+  auto format = std::make_shared<std::string>("text");
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+  sub->add_option("--format", *format, "Catalogue format")->check(CLI::IsMember({"text", "json"}));
   sub->add_flag(
       "--test", *test,
       "Run every rule's examples and check that they reach each skip reason and each fail "
       "case; exit 1 when one does not");
-  return [sub, o, test]() {
+  return [sub, o, test, format]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
     o->rule_examples = *test;
     const RuleSet rs = load_rules(*o, reg);
     if (!*test) {
-      write_stdout_text(text_catalogue(rs));
+      if (*format == "json")
+        write_stdout(dump_json(json_catalogue(rs), 2) + "\n");
+      else
+        write_stdout_text(text_catalogue(rs));
       return 0;
     }
     std::size_t examples = 0;
@@ -47,18 +52,32 @@ Runner add_rules_command(CLI::App& app) {
 Runner add_explain_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto id = std::make_shared<std::string>();
-  auto* sub =
-      app.add_subcommand("explain", "Explain one rule: why it matters, how to fix it, sources");
+  auto* sub = app.add_subcommand(
+      "explain", "Explain one rule: why it matters, how to fix it, sources, and "
+                 "its verdict with this machine's values (or --root/--facts/--bundle)");
   sub->add_option("RULE_ID", *id, "The rule id (see halo-doctor rules)")->required();
+  add_probe_options(sub, *o);
   sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
   return [sub, o, id]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
     const RuleSet rs = load_rules(*o, reg);
     const Rule* r = rs.find(*id);
-    if (r == nullptr)
-      throw InputError(fmt::format("unknown rule id '{}' (see halo-doctor rules)", *id));
-    write_stdout_text(text_explain(*r));
+    if (r == nullptr) {
+      const auto near = closest_rule_id(rs, *id);
+      throw InputError(fmt::format("unknown rule id '{}'{} (see halo-doctor rules)", *id,
+                                   near ? fmt::format("; did you mean '{}'?", *near) : ""));
+    }
+    // The rule judged on the machine (or the --root, --facts, --bundle given), as `check` would.
+    const FactSet facts = gather(*o, reg);
+    const Params params = rule_params(*o);
+    RuleSet one;
+    one.rules.push_back(*r);
+    const std::string where = !o->bundle.empty()       ? o->bundle
+                              : !o->facts_file.empty() ? o->facts_file
+                                                       : o->root;
+    const ExplainMachine machine{facts, params, evaluate(one, facts, params), where};
+    write_stdout_text(text_explain(*r, &machine));
     return 0;
   };
 }

@@ -132,7 +132,10 @@ RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg) {
   auto check_ids = [&](const std::vector<std::string>& ids, const char* flag) {
     for (const auto& id : ids)
       if (rs.find(id) == nullptr)
-        throw InputError(fmt::format("{}: unknown rule id '{}' (see halo-doctor rules)", flag, id));
+        throw InputError(fmt::format(
+            "{}: unknown rule id '{}'{} (see halo-doctor rules)", flag, id,
+            closest_rule_id(rs, id) ? fmt::format("; did you mean '{}'?", *closest_rule_id(rs, id))
+                                    : std::string()));
   };
   check_ids(o.only, "--only");
   check_ids(o.skip, "--skip");

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace halo {
@@ -307,7 +308,40 @@ std::string text_catalogue(const RuleSet& rules) {
   return terminal_safe(out);
 }
 
-std::string text_explain(const Rule& r) {
+nlohmann::json json_catalogue(const RuleSet& rules) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rules.rules) {
+    nlohmann::json sev = nlohmann::json::array();
+    for (const auto& f : r.fail)
+      sev.push_back(std::string(to_string(f.severity)));
+    list.push_back({{"id", r.id},
+                    {"title", r.title},
+                    {"area", r.area},
+                    {"scope", r.scope == Scope::gpu ? "gpu" : "host"},
+                    {"severity", std::string(to_string(r.max_severity()))},
+                    {"severities", sev},
+                    {"file", r.file},
+                    {"line", r.line},
+                    {"sources", r.sources}});
+  }
+  return {{"ruleset_version", rules.version}, {"ruleset_digest", rules.digest}, {"rules", list}};
+}
+
+namespace {
+
+/// A template filled in with the machine's values when every fact it names was read there
+/// (expand_template writes "?" for a fact it lacks); otherwise the template as it is.
+std::string on_machine(const std::string& tmpl, const ExplainMachine* m) {
+  if (m == nullptr || tmpl.find('{') == std::string::npos) return tmpl;
+  const std::string out = expand_template(tmpl, m->facts, m->params);
+  // A "?" that the template did not have itself stands for a fact this machine lacks.
+  const auto q = [](const std::string& t) { return std::count(t.begin(), t.end(), '?'); };
+  return q(out) > q(tmpl) ? tmpl : out;
+}
+
+} // namespace
+
+std::string text_explain(const Rule& r, const ExplainMachine* m) {
   std::string out = fmt::format("{}: {}\n  area: {}\n  severity: ", r.id, r.title, r.area);
   std::vector<std::string> sev;
   for (const auto& f : r.fail)
@@ -315,19 +349,40 @@ std::string text_explain(const Rule& r) {
   out += fmt::format("{}\n  defined in: {}:{}\n\nwhy:\n", fmt::join(sev, " / "), r.file, r.line);
   indent_lines(out, r.why, "  ");
   for (const auto& pre : r.applies)
-    out += fmt::format("\nskipped when: {}\n", pre.skip_reason);
+    out += fmt::format("\nskipped when: {}\n", on_machine(pre.skip_reason, m));
   out += "\nfails when:\n";
   for (const auto& f : r.fail)
-    out += fmt::format("  [{}] {}\n", to_string(f.severity), f.message);
+    out += fmt::format("  [{}] {}\n", to_string(f.severity), on_machine(f.message, m));
   if (!r.fix.is_null()) {
-    out += "\nfix (template; `check` fills in this machine's values):\n";
+    out += m == nullptr ? "\nfix (template; `check` fills in this machine's values):\n"
+                        : "\nfix (with this machine's values where it has them):\n";
     for (const auto& l : render_fix_lines(r.fix))
-      out += "  " + l + "\n";
+      out += "  " + on_machine(l, m) + "\n";
   }
   if (!r.evidence.empty()) out += fmt::format("\nevidence: {}\n", fmt::join(r.evidence, ", "));
   out += "\nsources:\n";
   for (const auto& s : r.sources)
     out += "  " + s + "\n";
+  if (m != nullptr) {
+    out += fmt::format("\non this machine ({}):\n", m->where);
+    if (m->results.empty()) out += "  not judged (no GPU for this per-GPU rule)\n";
+    for (const auto& res : m->results) {
+      const std::string who = res.gpu ? fmt::format("GPU {} ({}, {}): ", res.gpu->index,
+                                                    res.gpu->pci_slot, res.gpu->gfx_target)
+                                      : std::string();
+      const std::string status =
+          res.status == Outcome::fail ? fmt::format("FAIL ({})", to_string(res.severity)) : [&] {
+            std::string st(to_string(res.status));
+            for (char& ch : st)
+              ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+            return st;
+          }();
+      out += fmt::format("  {}{}: {}\n", who, status, res.message);
+      if (res.status == Outcome::fail && !res.fix.is_null())
+        for (const auto& l : render_fix_lines(res.fix))
+          out += "    " + l + "\n";
+    }
+  }
   return terminal_safe(out);
 }
 
