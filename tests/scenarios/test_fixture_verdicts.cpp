@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -638,4 +640,55 @@ TEST_CASE("Strix Halo with MES 0x83: the card's sysfs fw_version is enough, with
   CHECK(get(rs, "gfx1151-cwsr-hang").status == Outcome::fail);
   // Without the file (strix-halo-fixed), and without libdrm under --root, it is skipped.
   CHECK(get(run(fixture("strix-halo-fixed")), "gfx1151-mes-firmware").status == Outcome::skip);
+}
+
+TEST_CASE("modprobe.d install lines judged as kmod runs them, named by file and line",
+          "[scenario][issue37]") {
+  // strix-halo-default-ttm (amdgpu live on the in-kernel driver, ttm) with install lines added to
+  // a copy: the next boot's kmod runs them instead of loading the module (modprobe.d(5)).
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-install-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-default-ttm"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  auto with = [&](const std::string& conf) {
+    std::filesystem::create_directories(dir / "etc/modprobe.d");
+    std::ofstream(dir / "etc/modprobe.d/zz-install.conf") << conf;
+    return run(dir);
+  };
+  {
+    auto rs = with("# keep the GPU off\ninstall amdgpu /bin/false\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message,
+               Catch::Contains("install amdgpu /bin/false (/etc/modprobe.d/zz-install.conf:2)"));
+    // The driver rule names the same line as what stops amdgpu at the next boot.
+    CHECK_THAT(get(rs, "amdgpu-driver-loaded").message, Catch::Contains("zz-install.conf:2"));
+  }
+  {
+    // ttm's line runs whenever kmod loads amdgpu, which needs ttm.
+    auto rs = with("install ttm /bin/sh -c 'exit 1'\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("amdgpu needs ttm"));
+  }
+  {
+    auto rs = with("install amdgpu /sbin/modprobe --ignore-install amdgpu $CMDLINE_OPTS; "
+                   "/usr/bin/logger loaded\ninstall amdkfd /bin/false\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::info); // the wrapper loads amdgpu; amdkfd's line never runs
+    CHECK_THAT(r.message, Catch::Contains("amdkfd is part of amdgpu"));
+  }
+  {
+    auto rs = with("install amd* /usr/local/sbin/gpu-gate\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.severity == Severity::warning);
+    CHECK_THAT(r.message, Catch::Contains("install amd* /usr/local/sbin/gpu-gate"));
+  }
+  CHECK(get(with("options ttm pages_limit=31457280\n"), "modprobe-install-line").status ==
+        Outcome::pass);
+  std::filesystem::remove_all(dir);
 }
