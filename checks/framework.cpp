@@ -90,6 +90,11 @@ struct PythonEnvVars {
   std::string path;
   /// LD_LIBRARY_PATH as set (possibly empty); std::nullopt when it is not set.
   std::optional<std::string> ld_library_path;
+  /// HOME and PYTHONUSERBASE (absolute), and whether PYTHONNOUSERSITE is set non-empty: what
+  /// site.py's user site directory depends on.
+  std::string home;
+  std::string python_user_base;
+  bool no_user_site = false;
   std::string source;
   std::string read_reason; ///< why /proc/self/environ could not be read; empty when it was
 };
@@ -116,6 +121,11 @@ PythonEnvVars read_env(const Root& root) {
     };
     take("VIRTUAL_ENV", out.virtual_env);
     take("CONDA_PREFIX", out.conda_prefix);
+    take("HOME", out.home);
+    take("PYTHONUSERBASE", out.python_user_base);
+    // Python's -s flag: "PYTHONNOUSERSITE: If this is set, Python won't add the user
+    // site-packages directory to sys.path" (a non-empty string, Python/initconfig.c).
+    if (entry.starts_with("PYTHONNOUSERSITE=") && entry.size() > 17) out.no_user_site = true;
     if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
     constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
     if (entry.substr(0, kLd.size()) == kLd)
@@ -205,6 +215,50 @@ std::string python_on_path(const Root& root, std::string_view path, std::string&
   return {};
 }
 
+/// The user site directory ahead of the others (site.py main(): addusersitepackages() runs
+/// before addsitepackages(), so `pip install --user` packages shadow the environment's):
+/// $PYTHONUSERBASE, else $HOME/.local, then lib/python3.N/site-packages for the Python versions
+/// the environment's own directories name (the interpreter's X.Y; all of them when none does).
+/// site.py adds it only when it is a directory (os.path.isdir) and ENABLE_USER_SITE holds; a
+/// process whose uid differs from its euid (setuid) has it off too, which a file read cannot
+/// see.
+void add_user_site(const Root& root, const PythonEnvVars& env, bool enabled, SearchPlan& p) {
+  if (!enabled || env.no_user_site) {
+    if (env.no_user_site) p.basis += "; PYTHONNOUSERSITE is set, so no user site directory";
+    return;
+  }
+  const std::string base = !env.python_user_base.empty() ? env.python_user_base
+                           : !env.home.empty()           ? join(env.home, ".local")
+                                                         : std::string();
+  if (base.empty()) return;
+  static const RE2 kVersion(R"(/(python3\.[0-9]{1,3}t?)/(?:site|dist)-packages$)");
+  std::vector<std::string> versions;
+  for (const auto& d : p.dirs) {
+    std::string v;
+    if (RE2::PartialMatch(d, kVersion, &v) &&
+        std::find(versions.begin(), versions.end(), v) == versions.end())
+      versions.push_back(v);
+  }
+  const std::string lib = join(base, "lib");
+  std::vector<std::string> dirs;
+  if (versions.empty()) {
+    dirs = expand_python_dirs(root, lib, "site-packages");
+  } else {
+    for (const auto& v : versions)
+      dirs.push_back(join(join(lib, v), "site-packages"));
+  }
+  std::vector<std::string> present;
+  for (auto& d : dirs)
+    if (root.is_dir(d)) present.push_back(std::move(d));
+  p.patterns.insert(p.patterns.begin(), join(join(lib, "python3.*"), "site-packages"));
+  if (present.empty()) return;
+  p.basis += fmt::format(", after the user site directory {} ({}; site.py ENABLE_USER_SITE)",
+                         fmt::join(present, ", "),
+                         env.python_user_base.empty() ? "$HOME/.local" : "$PYTHONUSERBASE");
+  p.dirs.insert(p.dirs.begin(), present.begin(), present.end());
+  if (p.dirs.size() > kMaxSiteDirs) p.dirs.resize(kMaxSiteDirs);
+}
+
 SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string python) {
   SearchPlan p;
   // Without --python, VIRTUAL_ENV or CONDA_PREFIX: python3 on the PATH training will see, told
@@ -219,6 +273,10 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
                                         : fmt::format(" (after the script {})", skipped));
   }
   bool system = true;
+  // site.py's ENABLE_USER_SITE: off in a venv that does not see the system site directories
+  // (venv(): "ENABLE_USER_SITE = False"), else on unless PYTHONNOUSERSITE (-s) is set; a conda
+  // environment or another prefix is no venv, so the user's directory applies there too.
+  bool user_site = true;
   auto add = [&](const std::string& prefix, std::string_view tail) {
     p.patterns.push_back(join(join(prefix, "python3.*"), tail));
     for (auto& d : expand_python_dirs(root, prefix, tail))
@@ -238,6 +296,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
     if (root.exists(join(prefix, "pyvenv.cfg"))) {
       add(join(prefix, "lib"), "site-packages");
       system = venv_sees_system(root, prefix);
+      user_site = system;
       p.basis = fmt::format("{} (the venv {})", label, prefix);
       if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
     } else if (prefix == "/usr" || prefix == "/usr/local" || prefix == "/") {
@@ -250,6 +309,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
   } else if (!env.virtual_env.empty()) {
     add(join(env.virtual_env, "lib"), "site-packages");
     system = venv_sees_system(root, env.virtual_env);
+    user_site = system;
     p.basis = fmt::format("VIRTUAL_ENV={} ({})", env.virtual_env, env.source);
     if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
   } else if (!env.conda_prefix.empty()) {
@@ -272,6 +332,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
     add("/usr/lib", "site-packages");
     add("/usr/lib64", "site-packages");
   }
+  add_user_site(root, env, user_site, p);
   return p;
 }
 
