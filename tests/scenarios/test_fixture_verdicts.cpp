@@ -692,3 +692,29 @@ TEST_CASE("modprobe.d install lines judged as kmod runs them, named by file and 
         Outcome::pass);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a CUDA or CPU wheel fails in a container given no GPU device at all",
+          "[scenario][issue37]") {
+  // strix-halo-docker-no-dri with neither /dev/kfd nor /dev/dri passed (`docker run` without
+  // --device): the GPU is still on the PCI bus the host's /sys shows, so the wheel is judged.
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-nokfd-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-docker-no-dri"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  std::ofstream(dir / ".halo/nodes.json") << "{}\n";
+  std::filesystem::create_directories(dir / "usr/local/lib/python3.12/dist-packages/torch");
+  std::ofstream(dir / "usr/local/lib/python3.12/dist-packages/torch/version.py")
+      << "__version__ = '2.7.1+cu126'\ndebug = False\ncuda = '12.6'\nhip = None\n";
+  auto rs = run(dir);
+  const Result& r = get(rs, "torch-not-rocm");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message, Catch::Contains("2.7.1+cu126"));
+  CHECK_THAT(r.message, Catch::Contains("cuda build"));
+  std::ofstream(dir / "usr/local/lib/python3.12/dist-packages/torch/version.py")
+      << "__version__ = '2.7.1+cpu'\ndebug = False\ncuda = None\nhip = None\n";
+  CHECK(get(run(dir), "torch-not-rocm").status == Outcome::fail);
+  std::filesystem::remove_all(dir);
+}
