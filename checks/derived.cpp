@@ -578,6 +578,20 @@ void derive_framework_companions(FactSet& facts) {
         problems.push_back(fmt::format("{} {} pairs with another torch than {} (it wants {} {}.{})",
                                        pkg, *v, *torch, pkg, want.first, want.second));
     }
+    // The build its compiled operators are linked against (framework.<pkg>.build, from
+    // DT_NEEDED) decides over the label: an unlabelled source build can be ROCm, and a
+    // labelled wheel that needs libc10_cuda.so is CUDA.
+    const auto build = facts.get<std::string>(fmt::format("framework.{}.build", pkg));
+    const auto torch_build = facts.get<std::string>("framework.torch.build");
+    if (build && torch_build) {
+      if (*build != *torch_build)
+        problems.push_back(fmt::format(
+            "{} {} is a {} build ({}) but torch {} is a {} build: its operators cannot run on "
+            "this torch's GPU",
+            pkg, *v, *build, facts.find(fmt::format("framework.{}.build", pkg))->source, *torch,
+            *torch_build));
+      continue;
+    }
     if (local != torch_local)
       problems.push_back(fmt::format(
           "{} {} {} but torch {} {}", pkg, *v,

@@ -60,6 +60,8 @@ constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
 constexpr std::string_view kAudioVersion = "framework.torchaudio.version";
+constexpr std::string_view kVisionBuild = "framework.torchvision.build";
+constexpr std::string_view kAudioBuild = "framework.torchaudio.build";
 
 /// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB.
 constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;
@@ -759,6 +761,64 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
                                pkg));
 }
 
+/// Which GPU runtime a companion's compiled operators are linked against, from the DT_NEEDED
+/// names of its extension (torchvision/_C.so; torchaudio/lib/libtorchaudio.so, older releases
+/// torchaudio/_torchaudio.so): libc10_cuda/libtorch_cuda/libcudart is the CUDA build (PyPI's
+/// default on Linux), libc10_hip/libtorch_hip/libamdhip64 the ROCm build, libc10/libtorch_cpu
+/// alone a CPU build. The build label after '+' can be missing (a source build, a distribution's
+/// package) or misleading; the library the loader must find cannot.
+void collect_companion_build(const Root& root, const std::string& site, std::string_view pkg,
+                             std::string_view key, FactSet& facts) {
+  const std::string dir = join(site, pkg);
+  std::vector<std::string> candidates;
+  if (pkg == "torchvision")
+    candidates = {join(dir, "_C.so")};
+  else
+    candidates = {join(dir, "lib/libtorchaudio.so"), join(dir, "_torchaudio.so")};
+  if (!root.exists(join(dir, "__init__.py"))) {
+    facts.put_status(str(key), Status::missing, dir,
+                     fmt::format("{} is not installed in {}", pkg, site));
+    return;
+  }
+  for (const auto& ext : candidates) {
+    const UniqueFd fd(root.open_regular(ext));
+    if (!fd) continue;
+    std::string why;
+    const auto dyn = read_elf_dynamic(fd.get(), why);
+    if (!dyn) {
+      facts.put_status(str(key), Status::error, ext, why);
+      return;
+    }
+    auto has = [&](std::initializer_list<std::string_view> stems) {
+      std::vector<std::string> hits;
+      for (const auto& n : dyn->needed)
+        for (auto stem : stems)
+          if (n.starts_with(stem)) hits.push_back(n);
+      return hits;
+    };
+    const auto cuda = has({"libc10_cuda.so", "libtorch_cuda.so", "libcudart.so"});
+    const auto rocm = has({"libc10_hip.so", "libtorch_hip.so", "libamdhip64.so"});
+    const auto cpu = has({"libc10.so", "libtorch_cpu.so", "libtorch.so"});
+    if (!cuda.empty() && rocm.empty())
+      facts.put_ok(str(key), std::string("cuda"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(cuda, ", ")));
+    else if (!rocm.empty() && cuda.empty())
+      facts.put_ok(str(key), std::string("rocm"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(rocm, ", ")));
+    else if (cuda.empty() && rocm.empty() && !cpu.empty())
+      facts.put_ok(
+          str(key), std::string("cpu"),
+          fmt::format("{}: DT_NEEDED {} and no CUDA or HIP library", ext, fmt::join(cpu, ", ")));
+    else
+      facts.put_status(str(key), Status::error, ext,
+                       fmt::format("DT_NEEDED names no torch library the doctor knows ({})",
+                                   fmt::join(dyn->needed, ", ")));
+    return;
+  }
+  facts.put_status(str(key), Status::missing, dir,
+                   fmt::format("no compiled extension ({})", fmt::join(candidates, ", ")));
+}
+
 /// flash_attn (FlashAttention 2; ROCm/flash-attention on AMD) in the site directory torch came
 /// from: its version, and the gfx processors its compiled extension flash_attn_2_cuda has HIP
 /// kernels for (the CK backend; its `.hip_fatbin` offload bundles, read as libtorch_hip.so's).
@@ -821,9 +881,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    for (const auto& k : {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch,
-                          kTorchLinked, kTorchShadows, kTorchAotriton, kFlashAttnVersion,
-                          kFlashAttnTargets, kBnbVersion, kBnbRocm, kVisionVersion, kAudioVersion})
+    for (const auto& k :
+         {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked,
+          kTorchShadows, kTorchAotriton, kFlashAttnVersion, kFlashAttnTargets, kBnbVersion,
+          kBnbRocm, kVisionVersion, kAudioVersion, kVisionBuild, kAudioBuild})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -834,6 +895,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   collect_bitsandbytes(root, site, facts);
   collect_companion(root, site, "torchvision", kVisionVersion, facts);
   collect_companion(root, site, "torchaudio", kAudioVersion, facts);
+  collect_companion_build(root, site, "torchvision", kVisionBuild, facts);
+  collect_companion_build(root, site, "torchaudio", kAudioBuild, facts);
   collect_flash_attn(root, site, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
@@ -938,6 +1001,11 @@ std::unique_ptr<Probe> make_framework_probe() {
        "torchvision's version: `__version__` of `torchvision/version.py`, else "
        "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
       {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
+      {str(kVisionBuild), string, "",
+       "the GPU runtime torchvision's `_C.so` is linked against: `cuda`, `rocm` or `cpu`, from "
+       "its DT_NEEDED names (libc10_cuda/libcudart, libc10_hip/libamdhip64); source names them"},
+      {str(kAudioBuild), string, "",
+       "the same for torchaudio (`lib/libtorchaudio.so`, older `_torchaudio.so`)"},
   };
   return std::make_unique<BasicProbe>(
       "framework", std::move(decls),
