@@ -422,17 +422,58 @@ void derive_visibility(FactSet& facts) {
             "the device 0 GPU has no known target");
     }
   }
-  // HSA_OVERRIDE_GFX_VERSION applies to every GPU agent ROCr exposes.
+  // The gfx version ROCr reports for each GPU node: libhsakmt's topology_sysfs_get_node_props()
+  // (libhsakmt/src/topology.c) reads HSA_OVERRIDE_GFX_VERSION_<node> for the node first, then
+  // HSA_OVERRIDE_GFX_VERSION. <node> is libhsakmt's node number: the CPU nodes and the GPU nodes
+  // it supports, in KFD sysfs order, which is the KFD node number (gpu.N.kfd_node) when it
+  // supports every node. A value that is not MAJOR.MINOR.STEPPING (sscanf "%u.%u.%u%c" != 3, or
+  // major > 63, minor or stepping > 255) makes the node's read fail (HSAKMT_STATUS_ERROR), and
+  // with it ROCr's topology.
   std::vector<std::string> mismatch;
-  if (auto target = facts.get<std::string>("env.hsa_override_gfx_target")) {
-    for (auto i : rocr) {
-      auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
-      if (g && *g != *target) mismatch.push_back(fmt::format("gpu.{} ({})", i, *g));
+  std::vector<std::string> per_gpu;
+  std::vector<std::string> invalid;
+  const auto global = facts.get<std::string>("env.hsa_override_gfx_version");
+  bool any = global.has_value();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node"));
+    std::optional<std::string> value;
+    std::string var = "HSA_OVERRIDE_GFX_VERSION";
+    if (node) {
+      value = facts.get<std::string>("env.hsa_override_gfx_version_" + *node);
+      if (value) var += "_" + *node;
     }
+    if (!value) value = global;
+    if (!value) continue;
+    any = true;
+    const auto target = gfx_from_override(*value);
+    const std::string setting = fmt::format("{}={}", var, *value);
+    if (!target) {
+      if (std::find(invalid.begin(), invalid.end(), setting) == invalid.end())
+        invalid.push_back(setting);
+      continue;
+    }
+    const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+    per_gpu.push_back(
+        fmt::format("gpu.{} ({}): {} ({})", i, g.value_or("unknown target"), setting, *target));
+    const bool seen = std::find(rocr.begin(), rocr.end(), i) != rocr.end();
+    if (seen && g && *g != *target)
+      mismatch.push_back(fmt::format("gpu.{} ({}) runs {} code ({})", i, *g, *target, setting));
+  }
+  // Per-node variables of nodes that are no GPU here are still read by nobody: not listed.
+  if (auto names = facts.get<std::vector<std::string>>("env.names"))
+    for (const auto& name : *names)
+      if (name.starts_with("HSA_OVERRIDE_GFX_VERSION_")) any = true;
+  facts.put_ok("env.hsa_override_set", any, "derived: /proc/self/environ");
+  if (any) {
     facts.put_ok("env.hsa_override_mismatch", mismatch, src);
+    facts.put_ok("env.hsa_override_per_gpu", per_gpu, src);
+    facts.put_ok("env.hsa_override_invalid", invalid, src);
   } else {
-    facts.put_status("env.hsa_override_mismatch", Status::missing, kDerived,
-                     "HSA_OVERRIDE_GFX_VERSION is not set or not a version");
+    for (const char* k :
+         {"env.hsa_override_mismatch", "env.hsa_override_per_gpu", "env.hsa_override_invalid"})
+      facts.put_status(
+          k, Status::missing, kDerived,
+          "neither HSA_OVERRIDE_GFX_VERSION nor HSA_OVERRIDE_GFX_VERSION_<node> is set");
   }
 
   // The APU, wherever KFD lists it (a Strix Halo with a discrete GPU that enumerates first).
@@ -2043,7 +2084,15 @@ std::unique_ptr<Probe> make_derived_probe() {
       {"gpu.device0", integer, "", "the GPU (index N of `gpu.N`) that is HIP device 0"},
       {"gpu.device0_gfx_target", string, "", "its gfx target"},
       {"env.hsa_override_mismatch", list, "",
-       "the visible GPUs whose target differs from `HSA_OVERRIDE_GFX_VERSION`"},
+       "the GPUs ROCr sees whose target differs from the override that applies to them "
+       "(`HSA_OVERRIDE_GFX_VERSION_<node>`, else `HSA_OVERRIDE_GFX_VERSION`), as `gpu.N (gfx) "
+       "runs gfxM code (VAR=value)`"},
+      {"env.hsa_override_per_gpu", list, "",
+       "each GPU an override applies to, with the variable (per node or global) and its target"},
+      {"env.hsa_override_invalid", list, "",
+       "overrides that are not MAJOR.MINOR.STEPPING (libhsakmt then fails to read the node)"},
+      {"env.hsa_override_set", boolean, "",
+       "`HSA_OVERRIDE_GFX_VERSION` or some `HSA_OVERRIDE_GFX_VERSION_<node>` is set"},
       {"apu.present", boolean, "", "an APU is here, wherever KFD lists it (a dGPU may be GPU 0)"},
       {"apu.index", integer, "", "the APU's N in `gpu.N`"},
       {"apu.gfx_target", string, "", "the APU's gfx target"},

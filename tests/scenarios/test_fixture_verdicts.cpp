@@ -718,3 +718,47 @@ TEST_CASE("a CUDA or CPU wheel fails in a container given no GPU device at all",
   CHECK(get(run(dir), "torch-not-rocm").status == Outcome::fail);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("per-node HSA_OVERRIDE_GFX_VERSION_<node>: each GPU judged with the override for it",
+          "[scenario][issue37]") {
+  // strix-halo-r9700-dgpu-first: the R9700 (gfx1201) is KFD node 1, the Strix Halo (gfx1151)
+  // node 2. libhsakmt's topology.c reads HSA_OVERRIDE_GFX_VERSION_<node> before the global one.
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-pernode-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-r9700-dgpu-first"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  auto with_env = [&](const std::string& vars) {
+    std::string env = "PATH=/usr/bin:/bin";
+    env.push_back('\0');
+    env += vars;
+    std::ofstream(dir / "proc/self/environ", std::ios::binary) << env;
+    return run(dir);
+  };
+  const std::string nul(1, '\0');
+  {
+    // Only the APU's node: the dGPU is left alone, and the APU's own target changes nothing.
+    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11.5.1" + nul), "hsa-override-gfx");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::info);
+    CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11.5.1"));
+  }
+  {
+    // A per-node value wins over the global one for its node only.
+    auto rs = with_env("HSA_OVERRIDE_GFX_VERSION=11.5.1" + nul +
+                       "HSA_OVERRIDE_GFX_VERSION_1=12.0.0" + nul);
+    const Result& r = get(rs, "hsa-override-gfx");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("gpu.0 (gfx1201) runs gfx1200 code "
+                                          "(HSA_OVERRIDE_GFX_VERSION_1=12.0.0)"));
+    CHECK_THAT(r.message, !Catch::Contains("gpu.1 (gfx1151) runs"));
+  }
+  {
+    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11" + nul), "hsa-override-gfx");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11"));
+  }
+  CHECK(get(with_env(""), "hsa-override-gfx").status == Outcome::skip);
+  std::filesystem::remove_all(dir);
+}
