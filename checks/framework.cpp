@@ -60,6 +60,10 @@ constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
 constexpr std::string_view kAudioVersion = "framework.torchaudio.version";
+constexpr std::string_view kBnbLibrary = "framework.bitsandbytes.library";
+constexpr std::string_view kBnbLibraryTargets = "framework.bitsandbytes.library_targets";
+constexpr std::string_view kBnbLibraryPresent = "framework.bitsandbytes.library_present";
+constexpr std::string_view kBnbLibraryChoice = "framework.bitsandbytes.library_choice";
 constexpr std::string_view kVisionBuild = "framework.torchvision.build";
 constexpr std::string_view kAudioBuild = "framework.torchaudio.build";
 
@@ -97,6 +101,8 @@ struct PythonEnvVars {
   std::string home;
   std::string python_user_base;
   bool no_user_site = false;
+  /// BNB_ROCM_VERSION as set (bitsandbytes/cextension.py's override); std::nullopt when unset.
+  std::optional<std::string> bnb_rocm_version;
   std::string source;
   std::string read_reason; ///< why /proc/self/environ could not be read; empty when it was
 };
@@ -128,6 +134,8 @@ PythonEnvVars read_env(const Root& root) {
     // Python's -s flag: "PYTHONNOUSERSITE: If this is set, Python won't add the user
     // site-packages directory to sys.path" (a non-empty string, Python/initconfig.c).
     if (entry.starts_with("PYTHONNOUSERSITE=") && entry.size() > 17) out.no_user_site = true;
+    if (entry.starts_with("BNB_ROCM_VERSION="))
+      out.bnb_rocm_version = std::string(entry.substr(17));
     if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
     constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
     if (entry.substr(0, kLd.size()) == kLd)
@@ -665,6 +673,98 @@ void collect_hip_library(const Root& root, const std::string& torch, const Pytho
   collect_library_search(root, lib, fd.get(), env, facts);
 }
 
+/// The native library bitsandbytes loads beside this ROCm torch, as
+/// bitsandbytes/cextension.py get_cuda_bnb_library_path() chooses it (0.50, main): with
+/// BNB_ROCM_VERSION set (digits only, else a RuntimeError at import) exactly
+/// libbitsandbytes_rocm<value>.so; otherwise from the packaged libbitsandbytes_rocm<M><m>.so
+/// (ROCm: the first digit is the major, the rest the minor) the exact torch.version.hip
+/// (major, minor), else the highest of the same major below it, else the lowest of the same major
+/// above it, else the non-existent exact name (no cross-major fallback). Then the gfx targets of
+/// that library's offload bundles, read as libtorch_hip.so's (cextension loads it with ctypes;
+/// a GPU outside them fails at the first kernel).
+void collect_bitsandbytes_library(const Root& root, const std::string& site,
+                                  const std::optional<std::string>& hip, const PythonEnvVars& env,
+                                  FactSet& facts) {
+  const std::string pkg = join(site, "bitsandbytes");
+  auto skip = [&](const std::string& src, const std::string& why) {
+    for (auto k : {kBnbLibrary, kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+      facts.put_status(str(k), Status::missing, src, why);
+  };
+  if (!root.exists(join(pkg, "__init__.py")))
+    return skip(pkg, fmt::format("bitsandbytes is not installed in {}", site));
+  if (!hip) return skip(pkg, "torch is not a ROCm build (torch.version.hip is None)");
+  std::string name;
+  std::string how;
+  if (env.bnb_rocm_version) {
+    const std::string& v = *env.bnb_rocm_version;
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      facts.put_status(str(kBnbLibrary), Status::error, env.source,
+                       fmt::format("BNB_ROCM_VERSION={} is not digits: bitsandbytes raises at "
+                                   "import (\"value must be digits only\")",
+                                   v));
+      for (auto k : {kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+        facts.put_status(str(k), Status::missing, env.source, "no library is loaded");
+      return;
+    }
+    name = fmt::format("libbitsandbytes_rocm{}.so", v);
+    how = fmt::format("BNB_ROCM_VERSION={} ({})", v, env.source);
+  } else {
+    static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
+    int major = 0;
+    int minor = 0;
+    if (!RE2::FullMatch(*hip, kHip, &major, &minor))
+      return skip(pkg, fmt::format("torch.version.hip '{}' is not MAJOR.MINOR...", *hip));
+    static const RE2 kLib(R"(libbitsandbytes_rocm([0-9])([0-9]{1,3})\.so)");
+    std::map<std::pair<int, int>, std::string> available;
+    if (auto names = root.list(pkg)) {
+      std::size_t n = 0;
+      for (const auto& f : *names) {
+        if (++n > kMaxLibraryNames) break;
+        int ma = 0;
+        int mi = 0;
+        if (RE2::FullMatch(f, kLib, &ma, &mi)) available.emplace(std::make_pair(ma, mi), f);
+      }
+    }
+    const std::pair<int, int> want{major, minor};
+    const std::string exact = fmt::format("libbitsandbytes_rocm{}{}.so", major, minor);
+    if (available.contains(want)) {
+      name = available[want];
+      how = fmt::format("torch.version.hip {}.{}: the exact build", major, minor);
+    } else {
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [v, f] : available)
+        if (v.first == major && v < want) pick = v; // the highest below (map order)
+      if (!pick)
+        for (const auto& [v, f] : available)
+          if (v.first == major && v > want) {
+            pick = v; // the lowest above
+            break;
+          }
+      if (pick) {
+        name = available[*pick];
+        how = fmt::format("torch.version.hip {}.{}: no build of it, so the ROCm {}.{} one", major,
+                          minor, pick->first, pick->second);
+      } else {
+        name = exact;
+        how = fmt::format("torch.version.hip {}.{}: no ROCm {} build is packaged", major, minor,
+                          major);
+      }
+    }
+  }
+  const std::string path = join(pkg, name);
+  facts.put_ok(str(kBnbLibrary), name, path);
+  facts.put_ok(str(kBnbLibraryChoice), how, path);
+  const UniqueFd fd(root.open_regular(path));
+  facts.put_ok(str(kBnbLibraryPresent), static_cast<bool>(fd), path);
+  if (!fd) {
+    facts.put_status(str(kBnbLibraryTargets), Status::missing, path,
+                     "the library is not there (\"ROCm binary not found\" at import)");
+    return;
+  }
+  collect_offload_targets(path, fd.get(), kBnbLibraryTargets, facts);
+}
+
 /// bitsandbytes in the site directory torch came from: its version from the installed
 /// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
 /// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
@@ -882,9 +982,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
     for (const auto& k :
-         {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked,
-          kTorchShadows, kTorchAotriton, kFlashAttnVersion, kFlashAttnTargets, kBnbVersion,
-          kBnbRocm, kVisionVersion, kAudioVersion, kVisionBuild, kAudioBuild})
+         {kPythonEnv,   kTorchVersion, kTorchGfx,          kTorchOffload,      kTorchSearch,
+          kTorchLinked, kTorchShadows, kTorchAotriton,     kFlashAttnVersion,  kFlashAttnTargets,
+          kBnbVersion,  kBnbRocm,      kVisionVersion,     kAudioVersion,      kVisionBuild,
+          kAudioBuild,  kBnbLibrary,   kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -936,6 +1037,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                      "version.py names no git_version");
   const char* build = hip ? "rocm" : cuda ? "cuda" : "cpu";
   facts.put_ok(str(kTorchBuild), std::string(build), fmt::format("{} (hip and cuda)", r.path));
+  collect_bitsandbytes_library(root, site, hip, env, facts);
   if (hip) {
     collect_gfx_targets(root, site, torch, facts);
     collect_hip_library(root, torch, env, facts);
@@ -1001,6 +1103,17 @@ std::unique_ptr<Probe> make_framework_probe() {
        "torchvision's version: `__version__` of `torchvision/version.py`, else "
        "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
       {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
+      {str(kBnbLibrary), string, "",
+       "the native library bitsandbytes loads beside this ROCm torch "
+       "(`libbitsandbytes_rocm<M><m>.so`, chosen as bitsandbytes/cextension.py does from "
+       "torch.version.hip or `BNB_ROCM_VERSION`; an error for a `BNB_ROCM_VERSION` that is not "
+       "digits)"},
+      {str(kBnbLibraryPresent), boolean, "", "that library file is in the bitsandbytes package"},
+      {str(kBnbLibraryChoice), string, "",
+       "why that library: the exact torch.version.hip build, a same-major fallback, or "
+       "`BNB_ROCM_VERSION`"},
+      {str(kBnbLibraryTargets), list, "",
+       "the gfx targets of that library's offload bundles (read as libtorch_hip.so's)"},
       {str(kVisionBuild), string, "",
        "the GPU runtime torchvision's `_C.so` is linked against: `cuda`, `rocm` or `cpu`, from "
        "its DT_NEEDED names (libc10_cuda/libcudart, libc10_hip/libamdhip64); source names them"},
