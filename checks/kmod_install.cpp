@@ -303,7 +303,6 @@ LoadKind modprobe_effect(const std::vector<std::string>& args, std::string_view 
       for (std::size_t k = 1; k < a.size(); ++k) {
         const char o = a[k];
         if (kShort.find(o) == std::string_view::npos) return LoadKind::bad_usage;
-        val = o;
         if (kShortWithArg.find(o) != std::string_view::npos) {
           // The argument is the rest of this word, else the next word (getopt: missing
           // argument, exit 1, when there is none).
@@ -360,10 +359,14 @@ public:
     return run_list(*tokens, {Path{}}, depth);
   }
 
-  std::string why_;
-  std::vector<std::string> notes_;
+  /// Why the command could not be followed (after run_script returned std::nullopt).
+  [[nodiscard]] const std::string& why() const { return why_; }
+  /// What loads or loops, one sentence per simple command that matters.
+  [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
 
 private:
+  std::string why_;
+  std::vector<std::string> notes_;
   std::string module_;
 
   /// One simple command's possible outcomes (the shell's state before it is `before`).
@@ -496,11 +499,11 @@ private:
                                                 bool negate, const Path& before, int depth) {
     const bool multi = cmds.size() > 1;
     std::vector<Path> acc{before};
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
+    for (const auto& cmd : cmds) {
       std::vector<Path> next;
       for (const Path& a : acc) {
         Path start = a;
-        auto outs = run_simple(cmds[i], start, depth, multi);
+        auto outs = run_simple(cmd, start, depth, multi);
         if (!outs) return std::nullopt;
         for (Path q : *outs) {
           q.loaded = std::max(q.loaded, a.loaded);
@@ -609,13 +612,14 @@ InstallJudgement judge_install_command(std::string_view command, std::string_vie
   // module_do_install_commands(): every "$CMDLINE_OPTS" is replaced by the options before the
   // shell runs; the options are module parameters, which never change which module loads.
   std::string cmd(command);
-  for (std::size_t at; (at = cmd.find("$CMDLINE_OPTS")) != std::string::npos;)
+  for (std::size_t at = cmd.find("$CMDLINE_OPTS"); at != std::string::npos;
+       at = cmd.find("$CMDLINE_OPTS"))
     cmd.erase(at, std::string_view("$CMDLINE_OPTS").size());
   Judge j(module);
   auto paths = j.run_script(cmd, 0);
   InstallJudgement r;
   if (!paths) {
-    r.why = j.why_;
+    r.why = j.why();
     return r;
   }
   bool all_loaded = true;
@@ -636,8 +640,8 @@ InstallJudgement judge_install_command(std::string_view command, std::string_vie
   r.effect_as_dependency = all_ready    ? InstallEffect::loads
                            : none_ready ? InstallEffect::blocks
                                         : InstallEffect::unknown;
-  if (!j.notes_.empty()) {
-    r.why = fmt::format("{}", fmt::join(j.notes_, "; "));
+  if (!j.notes().empty()) {
+    r.why = fmt::format("{}", fmt::join(j.notes(), "; "));
   } else if (r.effect == InstallEffect::blocks) {
     r.why = fmt::format("nothing in it loads {}", module);
   } else if (r.effect == InstallEffect::unknown) {
