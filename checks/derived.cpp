@@ -422,17 +422,58 @@ void derive_visibility(FactSet& facts) {
             "the device 0 GPU has no known target");
     }
   }
-  // HSA_OVERRIDE_GFX_VERSION applies to every GPU agent ROCr exposes.
+  // The gfx version ROCr reports for each GPU node: libhsakmt's topology_sysfs_get_node_props()
+  // (libhsakmt/src/topology.c) reads HSA_OVERRIDE_GFX_VERSION_<node> for the node first, then
+  // HSA_OVERRIDE_GFX_VERSION. <node> is libhsakmt's node number: the CPU nodes and the GPU nodes
+  // it supports, in KFD sysfs order, which is the KFD node number (gpu.N.kfd_node) when it
+  // supports every node. A value that is not MAJOR.MINOR.STEPPING (sscanf "%u.%u.%u%c" != 3, or
+  // major > 63, minor or stepping > 255) makes the node's read fail (HSAKMT_STATUS_ERROR), and
+  // with it ROCr's topology.
   std::vector<std::string> mismatch;
-  if (auto target = facts.get<std::string>("env.hsa_override_gfx_target")) {
-    for (auto i : rocr) {
-      auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
-      if (g && *g != *target) mismatch.push_back(fmt::format("gpu.{} ({})", i, *g));
+  std::vector<std::string> per_gpu;
+  std::vector<std::string> invalid;
+  const auto global = facts.get<std::string>("env.hsa_override_gfx_version");
+  bool any = global.has_value();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node"));
+    std::optional<std::string> value;
+    std::string var = "HSA_OVERRIDE_GFX_VERSION";
+    if (node) {
+      value = facts.get<std::string>("env.hsa_override_gfx_version_" + *node);
+      if (value) var += "_" + *node;
     }
+    if (!value) value = global;
+    if (!value) continue;
+    any = true;
+    const auto target = gfx_from_override(*value);
+    const std::string setting = fmt::format("{}={}", var, *value);
+    if (!target) {
+      if (std::find(invalid.begin(), invalid.end(), setting) == invalid.end())
+        invalid.push_back(setting);
+      continue;
+    }
+    const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+    per_gpu.push_back(
+        fmt::format("gpu.{} ({}): {} ({})", i, g.value_or("unknown target"), setting, *target));
+    const bool seen = std::find(rocr.begin(), rocr.end(), i) != rocr.end();
+    if (seen && g && *g != *target)
+      mismatch.push_back(fmt::format("gpu.{} ({}) runs {} code ({})", i, *g, *target, setting));
+  }
+  // Per-node variables of nodes that are no GPU here are still read by nobody: not listed.
+  if (auto names = facts.get<std::vector<std::string>>("env.names"))
+    for (const auto& name : *names)
+      if (name.starts_with("HSA_OVERRIDE_GFX_VERSION_")) any = true;
+  facts.put_ok("env.hsa_override_set", any, "derived: /proc/self/environ");
+  if (any) {
     facts.put_ok("env.hsa_override_mismatch", mismatch, src);
+    facts.put_ok("env.hsa_override_per_gpu", per_gpu, src);
+    facts.put_ok("env.hsa_override_invalid", invalid, src);
   } else {
-    facts.put_status("env.hsa_override_mismatch", Status::missing, kDerived,
-                     "HSA_OVERRIDE_GFX_VERSION is not set or not a version");
+    for (const char* k :
+         {"env.hsa_override_mismatch", "env.hsa_override_per_gpu", "env.hsa_override_invalid"})
+      facts.put_status(
+          k, Status::missing, kDerived,
+          "neither HSA_OVERRIDE_GFX_VERSION nor HSA_OVERRIDE_GFX_VERSION_<node> is set");
   }
 
   // The APU, wherever KFD lists it (a Strix Halo with a discrete GPU that enumerates first).
@@ -577,6 +618,20 @@ void derive_framework_companions(FactSet& facts) {
       if (*mm != want)
         problems.push_back(fmt::format("{} {} pairs with another torch than {} (it wants {} {}.{})",
                                        pkg, *v, *torch, pkg, want.first, want.second));
+    }
+    // The build its compiled operators are linked against (framework.<pkg>.build, from
+    // DT_NEEDED) decides over the label: an unlabelled source build can be ROCm, and a
+    // labelled wheel that needs libc10_cuda.so is CUDA.
+    const auto build = facts.get<std::string>(fmt::format("framework.{}.build", pkg));
+    const auto torch_build = facts.get<std::string>("framework.torch.build");
+    if (build && torch_build) {
+      if (*build != *torch_build)
+        problems.push_back(fmt::format(
+            "{} {} is a {} build ({}) but torch {} is a {} build: its operators cannot run on "
+            "this torch's GPU",
+            pkg, *v, *build, facts.find(fmt::format("framework.{}.build", pkg))->source, *torch,
+            *torch_build));
+      continue;
     }
     if (local != torch_local)
       problems.push_back(fmt::format(
@@ -991,6 +1046,93 @@ void derive_probe_causes(FactSet& facts) {
   facts.put_ok("kernel_log.amdgpu_probe_causes", out, f->source);
 }
 
+/// modprobe.d install lines as they act on amdgpu when kmod loads it (udev's coldplug by PCI
+/// alias and `modprobe amdgpu` both call kmod_module_probe_insert_module, libkmod-module.c):
+/// kmod runs amdgpu's own line instead of inserting it, and, for each dependency on the probe
+/// list (the TTM module), that module's line too; the dependency's list is built by
+/// __kmod_module_fill_softdep(), which ignores install lines only for modules with softdeps, so
+/// even `modprobe --ignore-install amdgpu` runs ttm's. A dependency's command that fails stops
+/// kmod before amdgpu ("else if (err < 0) break" for a required module); one that exits 0 without
+/// loading it leaves amdgpu's symbols unresolved and its insertion fails. Built into the kernel,
+/// amdgpu and its dependencies need no kmod at all (kmod_module_get_initstate: builtin).
+/// Checked against kmod 30's `modprobe -n -v` by tests/cli/kmod_diff.py.
+void derive_install_lines(FactSet& facts, std::vector<std::string>& blocked) {
+  static constexpr std::array<const char*, 3> kStops = {
+      "modprobe.install_stops_amdgpu", "modprobe.install_unjudged", "modprobe.install_no_effect"};
+  if (const Fact* hidden = hidden_host_config(facts)) {
+    for (const char* k : kStops)
+      put_hidden(facts, k, *hidden);
+    return;
+  }
+  std::vector<std::string> stops;
+  std::vector<std::string> unjudged;
+  std::vector<std::string> no_effect;
+  auto line = [&](const std::string& m) {
+    const Fact* f = facts.find("modprobe.install." + m);
+    const auto pattern = facts.get<std::string>("modprobe.install_pattern." + m).value_or(m);
+    return fmt::format("install {} {} ({}{})", pattern,
+                       *facts.get<std::string>("modprobe.install." + m), f->source,
+                       pattern == m ? std::string() : ", which matches " + m);
+  };
+  auto why = [&](const std::string& m) {
+    return facts.get<std::string>("modprobe.install_why." + m).value_or("");
+  };
+  const bool builtin = facts.get<bool>("amdgpu.builtin") == true;
+  if (!builtin && facts.find("modprobe.install.amdgpu") != nullptr) {
+    const auto e = facts.get<std::string>("modprobe.install_effect.amdgpu").value_or("");
+    if (e == "blocks")
+      stops.push_back(fmt::format("{}: kmod runs it instead of loading amdgpu, and {}",
+                                  line("amdgpu"), why("amdgpu")));
+    else if (e == "unknown")
+      unjudged.push_back(fmt::format("{}: kmod runs it instead of loading amdgpu ({})",
+                                     line("amdgpu"), why("amdgpu")));
+  }
+  // The TTM module amdgpu needs: the one it holds now, else the in-kernel driver's ttm or a DKMS
+  // build's amdttm/amd_ttm (ttm.cpp), else any of them.
+  // The next load's amdgpu is the module file modprobe would pick (amdgpu.module.origin, read
+  // when amdgpu is not live); a live one tells by its version file.
+  std::vector<std::string> ttms;
+  if (auto used = facts.get<std::string>("ttm.module")) {
+    ttms.push_back(*used);
+  } else if (auto origin = facts.get<std::string>("amdgpu.module.origin")) {
+    if (*origin == "dkms")
+      ttms = {"amdttm", "amd_ttm"};
+    else if (*origin != "builtin")
+      ttms = {"ttm"};
+  } else if (facts.get<bool>("amdgpu.loaded") == true) {
+    if (facts.get<bool>("amdgpu.dkms") == true)
+      ttms = {"amdttm", "amd_ttm"};
+    else
+      ttms = {"ttm"};
+  } else {
+    ttms = {"ttm", "amdttm", "amd_ttm"};
+  }
+  for (const auto& m : ttms) {
+    if (builtin || facts.find("modprobe.install." + m) == nullptr) continue;
+    const auto e =
+        facts.get<std::string>("modprobe.install_effect_as_dependency." + m).value_or("");
+    if (e == "blocks")
+      stops.push_back(fmt::format(
+          "{}: amdgpu needs {}, and kmod runs this line instead of loading it whenever it loads "
+          "amdgpu (--ignore-install amdgpu included): {}",
+          line(m), m, why(m)));
+    else if (e == "unknown")
+      unjudged.push_back(fmt::format(
+          "{}: kmod runs it instead of loading {}, which amdgpu needs ({})", line(m), m, why(m)));
+  }
+  // amdkfd has been part of amdgpu.ko since Linux 4.20 (drivers/gpu/drm/amd/amdkfd is built by
+  // amdgpu's Makefile): nothing loads a module of that name, so its install line does nothing.
+  if (facts.find("modprobe.install.amdkfd") != nullptr)
+    no_effect.push_back(fmt::format("{}: amdkfd is part of amdgpu since Linux 4.20, so no module "
+                                    "of that name is ever loaded and this line never runs",
+                                    line("amdkfd")));
+  for (const auto& s : stops)
+    blocked.push_back(s);
+  facts.put_ok("modprobe.install_stops_amdgpu", stops, "derived: modprobe.d install lines");
+  facts.put_ok("modprobe.install_unjudged", unjudged, "derived: modprobe.d install lines");
+  facts.put_ok("modprobe.install_no_effect", no_effect, "derived: modprobe.d install lines");
+}
+
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
   bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
@@ -1042,10 +1184,7 @@ void derive_driver(FactSet& facts) {
   if (facts.find("modprobe.blacklist_source.amdgpu") != nullptr)
     blocked.push_back("blacklist amdgpu (" +
                       *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
-  if (facts.find("modprobe.blocked_source.amdgpu") != nullptr)
-    blocked.push_back("install amdgpu " +
-                      facts.get<std::string>("modprobe.install.amdgpu").value_or("") + " (" +
-                      *facts.get<std::string>("modprobe.blocked_source.amdgpu") + ")");
+  derive_install_lines(facts, blocked);
   for (const auto& m : facts.get<std::vector<std::string>>("modparam.invalid_modules")
                            .value_or(std::vector<std::string>{}))
     blocked.push_back(fmt::format("an invalid {} option makes the module fail to load", m));
@@ -1945,7 +2084,15 @@ std::unique_ptr<Probe> make_derived_probe() {
       {"gpu.device0", integer, "", "the GPU (index N of `gpu.N`) that is HIP device 0"},
       {"gpu.device0_gfx_target", string, "", "its gfx target"},
       {"env.hsa_override_mismatch", list, "",
-       "the visible GPUs whose target differs from `HSA_OVERRIDE_GFX_VERSION`"},
+       "the GPUs ROCr sees whose target differs from the override that applies to them "
+       "(`HSA_OVERRIDE_GFX_VERSION_<node>`, else `HSA_OVERRIDE_GFX_VERSION`), as `gpu.N (gfx) "
+       "runs gfxM code (VAR=value)`"},
+      {"env.hsa_override_per_gpu", list, "",
+       "each GPU an override applies to, with the variable (per node or global) and its target"},
+      {"env.hsa_override_invalid", list, "",
+       "overrides that are not MAJOR.MINOR.STEPPING (libhsakmt then fails to read the node)"},
+      {"env.hsa_override_set", boolean, "",
+       "`HSA_OVERRIDE_GFX_VERSION` or some `HSA_OVERRIDE_GFX_VERSION_<node>` is set"},
       {"apu.present", boolean, "", "an APU is here, wherever KFD lists it (a dGPU may be GPU 0)"},
       {"apu.index", integer, "", "the APU's N in `gpu.N`"},
       {"apu.gfx_target", string, "", "the APU's gfx target"},
@@ -1962,6 +2109,13 @@ std::unique_ptr<Probe> make_derived_probe() {
        "what stops amdgpu at the next boot: `nomodeset` (only while `amdgpu.modeset` is -1 and "
        "amdgpu is not live), `amdgpu.modeset=0`, `modprobe.blacklist=`, `module_blacklist=`, "
        "modprobe.d blacklist/install lines, invalid options"},
+      {"modprobe.install_stops_amdgpu", list, "",
+       "modprobe.d install lines that keep amdgpu from loading: amdgpu's own, or that of the TTM "
+       "module it needs, as `install <module> <command> (file:line): why`"},
+      {"modprobe.install_unjudged", list, "",
+       "install lines for amdgpu or its TTM module whose effect the doctor cannot follow"},
+      {"modprobe.install_no_effect", list, "",
+       "install lines that never run (amdkfd: part of amdgpu since Linux 4.20)"},
       {"amd.gpus_unbound", list, "",
        "AMD GPUs whose `/sys/bus/pci/devices/BDF/driver` is not amdgpu (none, or another driver)"},
       {"kernel_log.amdgpu_probe_causes", list, "",

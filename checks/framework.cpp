@@ -60,6 +60,12 @@ constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
 constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
 constexpr std::string_view kVisionVersion = "framework.torchvision.version";
 constexpr std::string_view kAudioVersion = "framework.torchaudio.version";
+constexpr std::string_view kBnbLibrary = "framework.bitsandbytes.library";
+constexpr std::string_view kBnbLibraryTargets = "framework.bitsandbytes.library_targets";
+constexpr std::string_view kBnbLibraryPresent = "framework.bitsandbytes.library_present";
+constexpr std::string_view kBnbLibraryChoice = "framework.bitsandbytes.library_choice";
+constexpr std::string_view kVisionBuild = "framework.torchvision.build";
+constexpr std::string_view kAudioBuild = "framework.torchaudio.build";
 
 /// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB.
 constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;
@@ -90,6 +96,13 @@ struct PythonEnvVars {
   std::string path;
   /// LD_LIBRARY_PATH as set (possibly empty); std::nullopt when it is not set.
   std::optional<std::string> ld_library_path;
+  /// HOME and PYTHONUSERBASE (absolute), and whether PYTHONNOUSERSITE is set non-empty: what
+  /// site.py's user site directory depends on.
+  std::string home;
+  std::string python_user_base;
+  bool no_user_site = false;
+  /// BNB_ROCM_VERSION as set (bitsandbytes/cextension.py's override); std::nullopt when unset.
+  std::optional<std::string> bnb_rocm_version;
   std::string source;
   std::string read_reason; ///< why /proc/self/environ could not be read; empty when it was
 };
@@ -116,6 +129,13 @@ PythonEnvVars read_env(const Root& root) {
     };
     take("VIRTUAL_ENV", out.virtual_env);
     take("CONDA_PREFIX", out.conda_prefix);
+    take("HOME", out.home);
+    take("PYTHONUSERBASE", out.python_user_base);
+    // Python's -s flag: "PYTHONNOUSERSITE: If this is set, Python won't add the user
+    // site-packages directory to sys.path" (a non-empty string, Python/initconfig.c).
+    if (entry.starts_with("PYTHONNOUSERSITE=") && entry.size() > 17) out.no_user_site = true;
+    if (entry.starts_with("BNB_ROCM_VERSION="))
+      out.bnb_rocm_version = std::string(entry.substr(17));
     if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
     constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
     if (entry.substr(0, kLd.size()) == kLd)
@@ -205,6 +225,50 @@ std::string python_on_path(const Root& root, std::string_view path, std::string&
   return {};
 }
 
+/// The user site directory ahead of the others (site.py main(): addusersitepackages() runs
+/// before addsitepackages(), so `pip install --user` packages shadow the environment's):
+/// $PYTHONUSERBASE, else $HOME/.local, then lib/python3.N/site-packages for the Python versions
+/// the environment's own directories name (the interpreter's X.Y; all of them when none does).
+/// site.py adds it only when it is a directory (os.path.isdir) and ENABLE_USER_SITE holds; a
+/// process whose uid differs from its euid (setuid) has it off too, which a file read cannot
+/// see.
+void add_user_site(const Root& root, const PythonEnvVars& env, bool enabled, SearchPlan& p) {
+  if (!enabled || env.no_user_site) {
+    if (env.no_user_site) p.basis += "; PYTHONNOUSERSITE is set, so no user site directory";
+    return;
+  }
+  const std::string base = !env.python_user_base.empty() ? env.python_user_base
+                           : !env.home.empty()           ? join(env.home, ".local")
+                                                         : std::string();
+  if (base.empty()) return;
+  static const RE2 kVersion(R"(/(python3\.[0-9]{1,3}t?)/(?:site|dist)-packages$)");
+  std::vector<std::string> versions;
+  for (const auto& d : p.dirs) {
+    std::string v;
+    if (RE2::PartialMatch(d, kVersion, &v) &&
+        std::find(versions.begin(), versions.end(), v) == versions.end())
+      versions.push_back(v);
+  }
+  const std::string lib = join(base, "lib");
+  std::vector<std::string> dirs;
+  if (versions.empty()) {
+    dirs = expand_python_dirs(root, lib, "site-packages");
+  } else {
+    for (const auto& v : versions)
+      dirs.push_back(join(join(lib, v), "site-packages"));
+  }
+  std::vector<std::string> present;
+  for (auto& d : dirs)
+    if (root.is_dir(d)) present.push_back(std::move(d));
+  p.patterns.insert(p.patterns.begin(), join(join(lib, "python3.*"), "site-packages"));
+  if (present.empty()) return;
+  p.basis += fmt::format(", after the user site directory {} ({}; site.py ENABLE_USER_SITE)",
+                         fmt::join(present, ", "),
+                         env.python_user_base.empty() ? "$HOME/.local" : "$PYTHONUSERBASE");
+  p.dirs.insert(p.dirs.begin(), present.begin(), present.end());
+  if (p.dirs.size() > kMaxSiteDirs) p.dirs.resize(kMaxSiteDirs);
+}
+
 SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string python) {
   SearchPlan p;
   // Without --python, VIRTUAL_ENV or CONDA_PREFIX: python3 on the PATH training will see, told
@@ -219,6 +283,10 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
                                         : fmt::format(" (after the script {})", skipped));
   }
   bool system = true;
+  // site.py's ENABLE_USER_SITE: off in a venv that does not see the system site directories
+  // (venv(): "ENABLE_USER_SITE = False"), else on unless PYTHONNOUSERSITE (-s) is set; a conda
+  // environment or another prefix is no venv, so the user's directory applies there too.
+  bool user_site = true;
   auto add = [&](const std::string& prefix, std::string_view tail) {
     p.patterns.push_back(join(join(prefix, "python3.*"), tail));
     for (auto& d : expand_python_dirs(root, prefix, tail))
@@ -238,6 +306,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
     if (root.exists(join(prefix, "pyvenv.cfg"))) {
       add(join(prefix, "lib"), "site-packages");
       system = venv_sees_system(root, prefix);
+      user_site = system;
       p.basis = fmt::format("{} (the venv {})", label, prefix);
       if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
     } else if (prefix == "/usr" || prefix == "/usr/local" || prefix == "/") {
@@ -250,6 +319,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
   } else if (!env.virtual_env.empty()) {
     add(join(env.virtual_env, "lib"), "site-packages");
     system = venv_sees_system(root, env.virtual_env);
+    user_site = system;
     p.basis = fmt::format("VIRTUAL_ENV={} ({})", env.virtual_env, env.source);
     if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
   } else if (!env.conda_prefix.empty()) {
@@ -272,6 +342,7 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
     add("/usr/lib", "site-packages");
     add("/usr/lib64", "site-packages");
   }
+  add_user_site(root, env, user_site, p);
   return p;
 }
 
@@ -602,6 +673,98 @@ void collect_hip_library(const Root& root, const std::string& torch, const Pytho
   collect_library_search(root, lib, fd.get(), env, facts);
 }
 
+/// The native library bitsandbytes loads beside this ROCm torch, as
+/// bitsandbytes/cextension.py get_cuda_bnb_library_path() chooses it (0.50, main): with
+/// BNB_ROCM_VERSION set (digits only, else a RuntimeError at import) exactly
+/// libbitsandbytes_rocm<value>.so; otherwise from the packaged libbitsandbytes_rocm<M><m>.so
+/// (ROCm: the first digit is the major, the rest the minor) the exact torch.version.hip
+/// (major, minor), else the highest of the same major below it, else the lowest of the same major
+/// above it, else the non-existent exact name (no cross-major fallback). Then the gfx targets of
+/// that library's offload bundles, read as libtorch_hip.so's (cextension loads it with ctypes;
+/// a GPU outside them fails at the first kernel).
+void collect_bitsandbytes_library(const Root& root, const std::string& site,
+                                  const std::optional<std::string>& hip, const PythonEnvVars& env,
+                                  FactSet& facts) {
+  const std::string pkg = join(site, "bitsandbytes");
+  auto skip = [&](const std::string& src, const std::string& why) {
+    for (auto k : {kBnbLibrary, kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+      facts.put_status(str(k), Status::missing, src, why);
+  };
+  if (!root.exists(join(pkg, "__init__.py")))
+    return skip(pkg, fmt::format("bitsandbytes is not installed in {}", site));
+  if (!hip) return skip(pkg, "torch is not a ROCm build (torch.version.hip is None)");
+  std::string name;
+  std::string how;
+  if (env.bnb_rocm_version) {
+    const std::string& v = *env.bnb_rocm_version;
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      facts.put_status(str(kBnbLibrary), Status::error, env.source,
+                       fmt::format("BNB_ROCM_VERSION={} is not digits: bitsandbytes raises at "
+                                   "import (\"value must be digits only\")",
+                                   v));
+      for (auto k : {kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+        facts.put_status(str(k), Status::missing, env.source, "no library is loaded");
+      return;
+    }
+    name = fmt::format("libbitsandbytes_rocm{}.so", v);
+    how = fmt::format("BNB_ROCM_VERSION={} ({})", v, env.source);
+  } else {
+    static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
+    int major = 0;
+    int minor = 0;
+    if (!RE2::FullMatch(*hip, kHip, &major, &minor))
+      return skip(pkg, fmt::format("torch.version.hip '{}' is not MAJOR.MINOR...", *hip));
+    static const RE2 kLib(R"(libbitsandbytes_rocm([0-9])([0-9]{1,3})\.so)");
+    std::map<std::pair<int, int>, std::string> available;
+    if (auto names = root.list(pkg)) {
+      std::size_t n = 0;
+      for (const auto& f : *names) {
+        if (++n > kMaxLibraryNames) break;
+        int ma = 0;
+        int mi = 0;
+        if (RE2::FullMatch(f, kLib, &ma, &mi)) available.emplace(std::make_pair(ma, mi), f);
+      }
+    }
+    const std::pair<int, int> want{major, minor};
+    const std::string exact = fmt::format("libbitsandbytes_rocm{}{}.so", major, minor);
+    if (available.contains(want)) {
+      name = available[want];
+      how = fmt::format("torch.version.hip {}.{}: the exact build", major, minor);
+    } else {
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [v, f] : available)
+        if (v.first == major && v < want) pick = v; // the highest below (map order)
+      if (!pick)
+        for (const auto& [v, f] : available)
+          if (v.first == major && v > want) {
+            pick = v; // the lowest above
+            break;
+          }
+      if (pick) {
+        name = available[*pick];
+        how = fmt::format("torch.version.hip {}.{}: no build of it, so the ROCm {}.{} one", major,
+                          minor, pick->first, pick->second);
+      } else {
+        name = exact;
+        how = fmt::format("torch.version.hip {}.{}: no ROCm {} build is packaged", major, minor,
+                          major);
+      }
+    }
+  }
+  const std::string path = join(pkg, name);
+  facts.put_ok(str(kBnbLibrary), name, path);
+  facts.put_ok(str(kBnbLibraryChoice), how, path);
+  const UniqueFd fd(root.open_regular(path));
+  facts.put_ok(str(kBnbLibraryPresent), static_cast<bool>(fd), path);
+  if (!fd) {
+    facts.put_status(str(kBnbLibraryTargets), Status::missing, path,
+                     "the library is not there (\"ROCm binary not found\" at import)");
+    return;
+  }
+  collect_offload_targets(path, fd.get(), kBnbLibraryTargets, facts);
+}
+
 /// bitsandbytes in the site directory torch came from: its version from the installed
 /// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
 /// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
@@ -698,6 +861,64 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
                                pkg));
 }
 
+/// Which GPU runtime a companion's compiled operators are linked against, from the DT_NEEDED
+/// names of its extension (torchvision/_C.so; torchaudio/lib/libtorchaudio.so, older releases
+/// torchaudio/_torchaudio.so): libc10_cuda/libtorch_cuda/libcudart is the CUDA build (PyPI's
+/// default on Linux), libc10_hip/libtorch_hip/libamdhip64 the ROCm build, libc10/libtorch_cpu
+/// alone a CPU build. The build label after '+' can be missing (a source build, a distribution's
+/// package) or misleading; the library the loader must find cannot.
+void collect_companion_build(const Root& root, const std::string& site, std::string_view pkg,
+                             std::string_view key, FactSet& facts) {
+  const std::string dir = join(site, pkg);
+  std::vector<std::string> candidates;
+  if (pkg == "torchvision")
+    candidates = {join(dir, "_C.so")};
+  else
+    candidates = {join(dir, "lib/libtorchaudio.so"), join(dir, "_torchaudio.so")};
+  if (!root.exists(join(dir, "__init__.py"))) {
+    facts.put_status(str(key), Status::missing, dir,
+                     fmt::format("{} is not installed in {}", pkg, site));
+    return;
+  }
+  for (const auto& ext : candidates) {
+    const UniqueFd fd(root.open_regular(ext));
+    if (!fd) continue;
+    std::string why;
+    const auto dyn = read_elf_dynamic(fd.get(), why);
+    if (!dyn) {
+      facts.put_status(str(key), Status::error, ext, why);
+      return;
+    }
+    auto has = [&](std::initializer_list<std::string_view> stems) {
+      std::vector<std::string> hits;
+      for (const auto& n : dyn->needed)
+        for (auto stem : stems)
+          if (n.starts_with(stem)) hits.push_back(n);
+      return hits;
+    };
+    const auto cuda = has({"libc10_cuda.so", "libtorch_cuda.so", "libcudart.so"});
+    const auto rocm = has({"libc10_hip.so", "libtorch_hip.so", "libamdhip64.so"});
+    const auto cpu = has({"libc10.so", "libtorch_cpu.so", "libtorch.so"});
+    if (!cuda.empty() && rocm.empty())
+      facts.put_ok(str(key), std::string("cuda"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(cuda, ", ")));
+    else if (!rocm.empty() && cuda.empty())
+      facts.put_ok(str(key), std::string("rocm"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(rocm, ", ")));
+    else if (cuda.empty() && rocm.empty() && !cpu.empty())
+      facts.put_ok(
+          str(key), std::string("cpu"),
+          fmt::format("{}: DT_NEEDED {} and no CUDA or HIP library", ext, fmt::join(cpu, ", ")));
+    else
+      facts.put_status(str(key), Status::error, ext,
+                       fmt::format("DT_NEEDED names no torch library the doctor knows ({})",
+                                   fmt::join(dyn->needed, ", ")));
+    return;
+  }
+  facts.put_status(str(key), Status::missing, dir,
+                   fmt::format("no compiled extension ({})", fmt::join(candidates, ", ")));
+}
+
 /// flash_attn (FlashAttention 2; ROCm/flash-attention on AMD) in the site directory torch came
 /// from: its version, and the gfx processors its compiled extension flash_attn_2_cuda has HIP
 /// kernels for (the CK backend; its `.hip_fatbin` offload bundles, read as libtorch_hip.so's).
@@ -760,9 +981,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    for (const auto& k : {kPythonEnv, kTorchVersion, kTorchGfx, kTorchOffload, kTorchSearch,
-                          kTorchLinked, kTorchShadows, kTorchAotriton, kFlashAttnVersion,
-                          kFlashAttnTargets, kBnbVersion, kBnbRocm, kVisionVersion, kAudioVersion})
+    for (const auto& k :
+         {kPythonEnv,   kTorchVersion, kTorchGfx,          kTorchOffload,      kTorchSearch,
+          kTorchLinked, kTorchShadows, kTorchAotriton,     kFlashAttnVersion,  kFlashAttnTargets,
+          kBnbVersion,  kBnbRocm,      kVisionVersion,     kAudioVersion,      kVisionBuild,
+          kAudioBuild,  kBnbLibrary,   kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -773,6 +996,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   collect_bitsandbytes(root, site, facts);
   collect_companion(root, site, "torchvision", kVisionVersion, facts);
   collect_companion(root, site, "torchaudio", kAudioVersion, facts);
+  collect_companion_build(root, site, "torchvision", kVisionBuild, facts);
+  collect_companion_build(root, site, "torchaudio", kAudioBuild, facts);
   collect_flash_attn(root, site, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
@@ -812,6 +1037,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                      "version.py names no git_version");
   const char* build = hip ? "rocm" : cuda ? "cuda" : "cpu";
   facts.put_ok(str(kTorchBuild), std::string(build), fmt::format("{} (hip and cuda)", r.path));
+  collect_bitsandbytes_library(root, site, hip, env, facts);
   if (hip) {
     collect_gfx_targets(root, site, torch, facts);
     collect_hip_library(root, torch, env, facts);
@@ -877,6 +1103,22 @@ std::unique_ptr<Probe> make_framework_probe() {
        "torchvision's version: `__version__` of `torchvision/version.py`, else "
        "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
       {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
+      {str(kBnbLibrary), string, "",
+       "the native library bitsandbytes loads beside this ROCm torch "
+       "(`libbitsandbytes_rocm<M><m>.so`, chosen as bitsandbytes/cextension.py does from "
+       "torch.version.hip or `BNB_ROCM_VERSION`; an error for a `BNB_ROCM_VERSION` that is not "
+       "digits)"},
+      {str(kBnbLibraryPresent), boolean, "", "that library file is in the bitsandbytes package"},
+      {str(kBnbLibraryChoice), string, "",
+       "why that library: the exact torch.version.hip build, a same-major fallback, or "
+       "`BNB_ROCM_VERSION`"},
+      {str(kBnbLibraryTargets), list, "",
+       "the gfx targets of that library's offload bundles (read as libtorch_hip.so's)"},
+      {str(kVisionBuild), string, "",
+       "the GPU runtime torchvision's `_C.so` is linked against: `cuda`, `rocm` or `cpu`, from "
+       "its DT_NEEDED names (libc10_cuda/libcudart, libc10_hip/libamdhip64); source names them"},
+      {str(kAudioBuild), string, "",
+       "the same for torchaudio (`lib/libtorchaudio.so`, older `_torchaudio.so`)"},
   };
   return std::make_unique<BasicProbe>(
       "framework", std::move(decls),

@@ -13,13 +13,17 @@
 // hands the rest of the line, tabs turned to spaces, to the kernel, which splits it with
 // next_arg() (kernel/params.c) when the module loads.
 #include "cmdline.hpp"
+#include "kmod_install.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -93,43 +97,48 @@ std::optional<std::string> rest_of(std::string_view line, std::size_t pos) {
   return std::string(line.substr(pos));
 }
 
-/// Whether an `install MODULE CMD` line still loads MODULE: CMD must run modprobe (normally
-/// with --ignore-install) or insmod on it. `install amdgpu /bin/false`, `false`, `/bin/true`,
-/// `:` or `exit` block it; anything else is a custom command whose effect is not known.
-enum class InstallEffect { loads, blocks, custom };
-InstallEffect install_effect(std::string_view cmd, std::string_view module) {
-  std::vector<std::string> words;
-  std::size_t pos = 0;
-  while (auto w = next_word(cmd, pos)) {
-    std::string word(*w);
-    if (word.size() >= 2 && (word.front() == '"' || word.front() == '\'') &&
-        word.back() == word.front())
-      word = word.substr(1, word.size() - 2);
-    words.push_back(word);
+/// The modules whose `install` lines the doctor judges: the driver, the TTM modules it may
+/// depend on (in-kernel `ttm`; ROCm's DKMS `amdttm`, newer `amd_ttm`) and `amdkfd`.
+constexpr std::array<const char*, 5> kInstallModules = {"amdgpu", "ttm", "amdttm", "amd_ttm",
+                                                        "amdkfd"};
+
+/// An `install PATTERN COMMAND` or `softdep PATTERN ...` line, in kmod's order.
+struct PatternLine {
+  std::string pattern; ///< after underscores(): a fnmatch(3) pattern
+  std::string text;    ///< the command, or the softdep list
+  std::string where;   ///< file:line
+};
+
+/// kmod_module_get_install_commands() / kmod_module_get_softdeps(): the first line, in
+/// configuration order, whose pattern fnmatch(pattern, name, 0) matches the module's name
+/// ("find only the first command, as modprobe from module-init-tools does").
+const PatternLine* first_match(const std::vector<PatternLine>& lines, const char* module) {
+  for (const auto& l : lines)
+    if (::fnmatch(l.pattern.c_str(), module, 0) == 0) return &l;
+  return nullptr;
+}
+
+/// Whether a softdep list names any module (kmod_config_add_softdep: words after `pre:` or
+/// `post:`, split on isspace()).
+bool softdep_names_modules(std::string_view list) {
+  enum { none, pre, post } mode = none;
+  std::size_t i = 0;
+  while (i < list.size()) {
+    while (i < list.size() && std::isspace(static_cast<unsigned char>(list[i])) != 0)
+      ++i;
+    const std::size_t b = i;
+    while (i < list.size() && std::isspace(static_cast<unsigned char>(list[i])) == 0)
+      ++i;
+    const std::string_view w = list.substr(b, i - b);
+    if (w.empty()) break;
+    if (w == "pre:")
+      mode = pre;
+    else if (w == "post:")
+      mode = post;
+    else if (mode != none)
+      return true;
   }
-  auto base = [](const std::string& w) {
-    const auto slash = w.rfind('/');
-    return slash == std::string::npos ? w : w.substr(slash + 1);
-  };
-  bool runs_loader = false;
-  bool names_module = false;
-  for (const auto& w : words) {
-    const std::string b = base(w);
-    if (b == "modprobe" || b == "insmod") runs_loader = true;
-    auto n = kmod_underscores(w);
-    if (n && *n == module) names_module = true;
-    if (ends_with(w, std::string(module) + ".ko") || ends_with(w, std::string(module) + ".ko.xz") ||
-        ends_with(w, std::string(module) + ".ko.zst"))
-      names_module = true;
-  }
-  if (runs_loader && names_module) return InstallEffect::loads;
-  if (!words.empty()) {
-    const std::string b = base(words.front());
-    if (b == "false" || b == "true" || b == ":" || b == "exit" || b == "echo") {
-      return InstallEffect::blocks;
-    }
-  }
-  return InstallEffect::custom;
+  return false;
 }
 
 struct OptionsLine {
@@ -170,6 +179,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> blocked;
   std::vector<std::string> custom;
   std::map<std::string, std::vector<OptionsLine>> options; // module -> lines in kmod's order
+  std::vector<PatternLine> installs;
+  std::vector<PatternLine> softdeps;
   for (const auto& [name, path] : files) {
     ReadResult r = root.read(path, kMaxConfBytes);
     if (!r.ok()) {
@@ -185,33 +196,60 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       auto mod_word = next_word(line, pos);
       if (!mod_word) continue; // kmod: syntax error, line ignored
       auto module = kmod_underscores(*mod_word);
-      if (!module || !kModules.contains(*module)) continue;
+      if (!module) continue; // kmod: syntax error, line ignored
       const std::string where = fmt::format("{}:{}", path, ln);
+      // install and softdep name a fnmatch pattern; kmod keeps every such line in order.
+      if (*cmd == "install" || *cmd == "softdep") {
+        auto text = rest_of(line, pos);
+        if (!text) continue; // kmod: syntax error
+        (*cmd == "install" ? installs : softdeps).push_back({*module, *text, where});
+        continue;
+      }
+      if (!kModules.contains(*module)) continue;
       if (*cmd == "blacklist") {
         if (std::find(blacklist.begin(), blacklist.end(), *module) == blacklist.end())
           blacklist.push_back(*module);
         facts.put_ok("modprobe.blacklist_source." + *module, where, where);
-      } else if (*cmd == "install") {
-        auto install = rest_of(line, pos);
-        if (!install) continue;
-        facts.put_ok("modprobe.install." + *module, *install, where);
-        switch (install_effect(*install, *module)) {
-        case InstallEffect::blocks:
-          blocked.push_back(*module);
-          facts.put_ok("modprobe.blocked_source." + *module, where, where);
-          break;
-        case InstallEffect::custom:
-          custom.push_back(fmt::format("install {} {} ({})", *module, *install, where));
-          break;
-        case InstallEffect::loads:
-          break;
-        }
       } else if (*cmd == "options") {
         auto text = rest_of(line, pos);
         if (!text) continue;
         std::replace(text->begin(), text->end(), '\t', ' '); // kmod_config_add_options()
         options[*module].push_back({*text, where});
       }
+    }
+  }
+  // The install line kmod runs instead of inserting each module (libkmod-module.c,
+  // kmod_module_probe_insert_module): the first whose pattern matches, unless the module has
+  // soft dependencies: __kmod_module_fill_softdep() sets ignorecmd when its softdep line lists
+  // modules ("mod->ignorecmd = (pre != NULL || post != NULL)"), and kmod inserts it directly.
+  for (const char* m : kInstallModules) {
+    const PatternLine* inst = first_match(installs, m);
+    if (inst == nullptr) continue;
+    const std::string mod(m);
+    facts.put_ok("modprobe.install." + mod, inst->text, inst->where);
+    facts.put_ok("modprobe.install_pattern." + mod, inst->pattern, inst->where);
+    const PatternLine* soft = first_match(softdeps, m);
+    if (soft != nullptr && softdep_names_modules(soft->text)) {
+      facts.put_ok("modprobe.install_effect." + mod, std::string("ignored"), inst->where);
+      facts.put_ok("modprobe.install_effect_as_dependency." + mod, std::string("ignored"),
+                   inst->where);
+      facts.put_ok("modprobe.install_why." + mod,
+                   fmt::format("kmod ignores the install line of a module with soft dependencies "
+                               "(softdep {} {} at {}) and inserts {} itself",
+                               soft->pattern, soft->text, soft->where, mod),
+                   soft->where);
+      continue;
+    }
+    const InstallJudgement j = judge_install_command(inst->text, mod);
+    facts.put_ok("modprobe.install_effect." + mod, std::string(to_string(j.effect)), inst->where);
+    facts.put_ok("modprobe.install_effect_as_dependency." + mod,
+                 std::string(to_string(j.effect_as_dependency)), inst->where);
+    facts.put_ok("modprobe.install_why." + mod, j.why, inst->where);
+    if (j.effect == InstallEffect::blocks) {
+      blocked.push_back(mod);
+      facts.put_ok("modprobe.blocked_source." + mod, inst->where, inst->where);
+    } else if (j.effect == InstallEffect::unknown) {
+      custom.push_back(fmt::format("install {} {} ({})", inst->pattern, inst->text, inst->where));
     }
   }
   // What the module receives from modprobe.d: the options lines joined with ' '
@@ -261,11 +299,20 @@ std::unique_ptr<Probe> make_modprobe_probe() {
        "modules of interest (amdgpu, ttm, amdttm, amd_ttm, amdkfd, drm) named by `blacklist` "
        "lines"},
       {"modprobe.install_blocked", list, "",
-       "modules whose `install` command blocks loading (`/bin/false`, `false`, `/bin/true`, `:`, "
-       "`exit`)"},
+       "modules (amdgpu, ttm, amdttm, amd_ttm, amdkfd) whose `install` line, run by /bin/sh "
+       "instead of inserting the module, never loads it"},
       {"modprobe.install_custom", list, "",
-       "other `install` commands, whose effect is not known, as `install <module> <command> "
-       "(file:line)`"},
+       "`install` lines for those modules whose effect the doctor cannot follow (a script, a "
+       "variable), as `install <pattern> <command> (file:line)`"},
+      {"modprobe.install_effect.*", string, "",
+       "what module `<module>`'s install line does when kmod loads it: `loads`, `blocks`, "
+       "`unknown`, or `ignored` (the module has soft dependencies, so kmod inserts it itself)"},
+      {"modprobe.install_effect_as_dependency.*", string, "",
+       "the same when kmod runs the line for a dependency (ttm under amdgpu): `loads` only when "
+       "it loads the module and exits 0 on every path"},
+      {"modprobe.install_why.*", string, "", "why the install line has that effect"},
+      {"modprobe.install_pattern.*", string, "",
+       "the module pattern of the install line kmod runs for `<module>` (`amdgpu`, `amd*`)"},
       {"modprobe.unreadable", list, "", "modprobe.d files that could not be read"},
       {"modprobe.options.*.*", string, "",
        "the value `options <module> <param>=...` sets (the last one wins); source is `file:line`"},
@@ -274,7 +321,9 @@ std::unique_ptr<Probe> make_modprobe_probe() {
        "the option names of module `<module>` from a word starting with `#` to the end of its "
        "line: they look like a note, but the kernel receives them (unknown names ignored, known "
        "ones applied)"},
-      {"modprobe.install.*", string, "", "the `install` command for module `<module>`"},
+      {"modprobe.install.*", string, "",
+       "the `install` command kmod runs for module `<module>`: the first line whose pattern "
+       "matches the name (fnmatch); source is `file:line`"},
       {"modprobe.blacklist_source.*", string, "",
        "where module `<module>` is blacklisted (`file:line`)"},
       {"modprobe.blocked_source.*", string, "",
@@ -286,7 +335,10 @@ std::unique_ptr<Probe> make_modprobe_probe() {
       "/lib `modprobe.d`, read as kmod does: `#` only at the start of a line, backslash "
       "continuation, words split on space and tab (CRLF keeps `\\r`), `.`-files and directories "
       "skipped; option values as the kernel's `next_arg` splits the module's joined options "
-      "(source is `file:line`). Checked against real kmod by tests/cli/kmod_diff.py.",
+      "(source is `file:line`); `install` and `softdep` lines matched to amdgpu, ttm, amdttm, "
+      "amd_ttm and amdkfd by fnmatch, the first match winning (libkmod-module.c), and each "
+      "install command judged as /bin/sh runs it (kmod_install.cpp). Checked against real kmod "
+      "(`modprobe -c`, `modprobe -n -v`) and /bin/sh by tests/cli/kmod_diff.py.",
       std::vector<std::string>{
           "/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf", "/usr/local/lib/modprobe.d/*.conf",
           "/usr/lib/modprobe.d/*.conf", "/lib/modprobe.d/*.conf", "/etc/modprobe.d/*.alias",

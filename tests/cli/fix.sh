@@ -124,6 +124,34 @@ run_env() { # ROOT LABEL SCRIPT ARGS...
     bash "$3" "${@:4}" >"$1/.doubles/$2.out" 2>&1
 }
 
+# seed_kernels ROOT: what an installed system has beside its boot images and the fixture roots
+# leave out: /lib/modules/VERSION with depmod's modules.dep for each kernel whose image is in
+# /boot (the builders work per kernel in /lib/modules), and for an Arch image
+# /boot/initramfs-KERNEL.img the preset the kernel package installs (mkinitcpio's linux.preset).
+seed_kernels() {
+  local r=$1 img v
+  for img in "$r"/boot/initrd.img-* "$r"/boot/initramfs-*.img "$r"/boot/initrd-*; do
+    [ -f "$img" ] || continue
+    v=${img##*/}
+    v=${v#initrd.img-}
+    v=${v#initramfs-}
+    v=${v#initrd-}
+    v=${v%.img}
+    case $v in
+      linux | linux-lts | linux-zen)
+        mkdir -p "$r/etc/mkinitcpio.d"
+        printf '%s\n' "ALL_kver=\"/boot/vmlinuz-$v\"" "PRESETS=('default' 'fallback')" \
+          "default_image=\"/boot/initramfs-$v.img\"" "fallback_image=\"/boot/initramfs-$v-fallback.img\"" \
+          'fallback_options="-S autodetect"' >"$r/etc/mkinitcpio.d/$v.preset"
+        ;;
+      *)
+        mkdir -p "$r/lib/modules/$v"
+        : >"$r/lib/modules/$v/modules.dep"
+        ;;
+    esac
+  done
+}
+
 # run_stack NAME FIXTURE SEED [FAIL-ONCE-TOOL]: copies the fixture, seeds the doubles' state, runs
 # the script with --dry-run on one copy and for real twice on another (three times when a tool is
 # made to fail once: the first run must fail, the second finish the job, the third change nothing).
@@ -136,6 +164,7 @@ run_stack() {
     mkdir -p "$d/.doubles"
     printf '%s\n' "$seed" >"$d/.doubles/args.txt"
     install_doubles "$d" usermod
+    seed_kernels "$d"
   done
   "$bin" fix --root "$fixtures/$fixture" --no-runtime -o "$work/$name-fix.sh" 2>/dev/null ||
     bad "$name: fix failed"
@@ -237,8 +266,40 @@ grep -q "\"amdgpu.gttsize=122880\"" "$work/kernelstub-root/etc/kernelstub/config
   bad "kernelstub: an argument it was not asked to change was dropped"
 
 # systemd-boot: /etc/kernel/cmdline for kernels installed next, and every existing entry (the one
-# kernel-install wrote and the hand-written one with two options lines).
-run_stack systemd-boot stack-systemd-boot ""
+# kernel-install wrote and the hand-written one with two options lines). The entries load
+# kernel-install's copy /efi/ENTRY-TOKEN/VERSION/initrd and a hand-written /efi image, which
+# dracut --regenerate-all does not write (without an /efi/MACHINE-ID directory its output is
+# /boot/initramfs-VERSION.img): after dracut the script stops naming both entries and images; a
+# person refreshes them (kernel-install add), the rerun finishes, and the next changes nothing.
+r=$work/systemd-boot-root
+rm -rf "$r"
+cp -a "$fixtures/stack-systemd-boot" "$r"
+mkdir -p "$r/.doubles" "$r/usr/lib/modules/6.17.4-arch1-1" "$r/efi/0b9a7c1e/6.17.4-arch1-1"
+install_doubles "$r" usermod
+: >"$r/usr/lib/modules/6.17.4-arch1-1/modules.dep"
+touch -d 2020-01-01 "$r/efi/0b9a7c1e/6.17.4-arch1-1/initrd" "$r/efi/initramfs-linux-lts.img" \
+  "$r/boot/initramfs-6.17.4-arch1-1.img"
+"$bin" fix --root "$fixtures/stack-systemd-boot" --no-runtime -o "$work/systemd-boot-fix.sh" 2>/dev/null ||
+  bad "systemd-boot: fix failed"
+if run_env "$r" first "$work/systemd-boot-fix.sh"; then
+  bad "systemd-boot: the run exited 0 with the entries' initrds still older than the modprobe.d file"
+fi
+for want in "still older than /etc/modprobe.d/halo-doctor-ttm.conf" \
+  "/efi/0b9a7c1e/6.17.4-arch1-1/initrd (entry /efi/loader/entries/0b9a7c1e-6.17.4-arch1-1.conf loads it)" \
+  "/efi/initramfs-linux-lts.img (entry /efi/loader/entries/endeavouros-lts.conf loads it)"; do
+  expect_out systemd-boot "$want"
+done
+if sed -n '/still older/,$p' "$r/.doubles/first.out" | grep -qF "/boot/initramfs-6.17.4-arch1-1.img ("; then
+  bad "systemd-boot: dracut's own image reported stale after dracut"
+fi
+touch "$r/efi/0b9a7c1e/6.17.4-arch1-1/initrd" "$r/efi/initramfs-linux-lts.img"
+run_env "$r" second "$work/systemd-boot-fix.sh" || bad "systemd-boot: the rerun after kernel-install exited $?"
+before=$(snapshot "$r")
+run_env "$r" third "$work/systemd-boot-fix.sh" || bad "systemd-boot: third run exited $?"
+[ "$before" = "$(snapshot "$r")" ] || bad "systemd-boot: third run changed files"
+[ -z "$(mutating "$r/.doubles/third.log")" ] || bad "systemd-boot: third run called $(mutating "$r/.doubles/third.log" | head -1)"
+grep -q 'nothing to change' "$r/.doubles/third.out" || bad "systemd-boot: third run message"
+ok "ran systemd-boot: stops on kernel-install's stale copy, finishes after it, then changes nothing"
 expect_file systemd-boot /etc/kernel/cmdline \
   "root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet nvme_load=YES $ARGS"
 expect_file systemd-boot /efi/loader/entries/0b9a7c1e-6.17.4-arch1-1.conf \
@@ -271,6 +332,7 @@ run_fixture_stack() { # NAME FIXTURE STACK
   cp -a "$fixtures/$2" "$r"
   mkdir -p "$r/.doubles" "$r/boot"
   touch -d 2020-01-01 "$r/boot/initrd.img-6.17.0-19-generic"
+  seed_kernels "$r"
   install_doubles "$r" update-grub grub-mkconfig update-initramfs usermod grubby dracut
   "$bin" fix --root "$fixtures/$2" --no-runtime --stack "$3" -o "$work/$1-fix.sh" 2>/dev/null || bad "$1: fix failed"
   run_env "$r" first "$work/$1-fix.sh" || bad "$1: run exited $?: $(tail -3 "$r/.doubles/first.out")"

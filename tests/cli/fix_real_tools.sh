@@ -118,10 +118,10 @@ grub_cfg_ok() {
 # initramfs_ok ROOT: the initramfs carries the modprobe.d file with the wanted options, as
 # initramfs-tools' own lsinitramfs/unmkinitramfs read it, and kmod reads the same options.
 initramfs_ok() {
-  local r=$1 x=$work/unpacked
+  local r=$1 x=$work/unpacked img=${2:-/boot/initrd.img-$KVER}
   rm -rf "$x"
-  chroot "$r" lsinitramfs "/boot/initrd.img-$KVER" | grep -qx 'etc/modprobe.d/halo-doctor-ttm.conf' || return 1
-  mkdir -p "$x" && chroot "$r" unmkinitramfs "/boot/initrd.img-$KVER" /tmp/unpacked >/dev/null 2>&1 || return 1
+  chroot "$r" lsinitramfs "$img" | grep -qx 'etc/modprobe.d/halo-doctor-ttm.conf' || return 1
+  mkdir -p "$x" && chroot "$r" unmkinitramfs "$img" /tmp/unpacked >/dev/null 2>&1 || return 1
   grep -qx "options ttm page_pool_size=$P pages_limit=$P" "$r/tmp/unpacked/etc/modprobe.d/halo-doctor-ttm.conf" ||
     grep -qx "options ttm page_pool_size=$P pages_limit=$P" "$r/tmp/unpacked/main/etc/modprobe.d/halo-doctor-ttm.conf" ||
     return 1
@@ -137,7 +137,12 @@ host_before=$(host_state)
   bad "fix grub-arch"
 
 # --- grub-debian: update-grub + update-initramfs -----------------------------------------------
+# Beside the kernel's image, files in /boot that no builder writes and no entry loads (issue 37):
+# DKMS's .old-dkms copy, Fedora's rescue image, an image of a kernel no longer in /lib/modules.
+# They stay old, and must not make every run rebuild.
 r=$(fresh_root gd)
+touch -d 2020-01-01 "$r/boot/initrd.img-$KVER.old-dkms" "$r/boot/initramfs-0-rescue-0b9a7c1e5d2f4b8e9f613c2d4e5f6a7b.img" \
+  "$r/boot/initrd.img-6.1.0-9-amd64"
 run_fix "$r" "$work/grub-debian.sh" "$work/gd1.log" || bad "grub-debian: first run exited $?: $(tail -3 "$work/gd1.log")"
 grub_cfg_ok "$r" /boot/grub/grub.cfg || bad "grub-debian: grub.cfg entries: $(grep -E '^\s*linux\s' "$r/boot/grub/grub.cfg" | head -2)"
 initramfs_ok "$r" || bad "grub-debian: the initramfs does not carry the modprobe.d options"
@@ -145,7 +150,9 @@ before=$(snapshot "$r")
 run_fix "$r" "$work/grub-debian.sh" "$work/gd2.log" || bad "grub-debian: rerun exited $?"
 grep -q 'nothing to change' "$work/gd2.log" || bad "grub-debian: rerun did something: $(grep '^+' "$work/gd2.log" | head -3)"
 [ "$before" = "$(snapshot "$r")" ] || bad "grub-debian: rerun changed files"
-ok "grub-debian with the real update-grub and update-initramfs: fresh run, no-op rerun"
+grep -q "every initramfs image is newer than .*: /boot/initrd.img-$KVER\$" "$work/gd2.log" ||
+  bad "grub-debian: the rerun judged other images: $(grep initramfs "$work/gd2.log")"
+ok "grub-debian with the real update-grub and update-initramfs: fresh run, no-op rerun (old .old-dkms, rescue and removed-kernel images left alone)"
 
 # A tool that fails once: update-grub wrapped to fail on its first call (the real one after).
 r=$(fresh_root gdf)
@@ -189,8 +196,15 @@ mkdir -p "$r/boot/loader/entries" "$r/etc/kernel"
 printf 'layout=bls\n' >"$r/etc/kernel/install.conf"
 printf '0b9a7c1e5d2f4b8e9f613c2d4e5f6a7b\n' >"$r/etc/machine-id"
 printf 'root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet\n' >"$r/etc/kernel/cmdline"
-printf 'title Hand-written\nlinux /vmlinuz\noptions root=/dev/sda2 ro ttm.pages_limit=1\n' >"$r/boot/loader/entries/manual.conf"
+printf 'title Hand-written\nlinux /vmlinuz\ninitrd /initrd.img-%s\noptions root=/dev/sda2 ro ttm.pages_limit=1\n' "$KVER" \
+  >"$r/boot/loader/entries/manual.conf"
 run_fix "$r" "$work/sb.sh" "$work/sb1.log" || bad "systemd-boot: exited $?: $(tail -3 "$work/sb1.log")"
+# Debian's dracut writes /boot/initrd.img-VERSION (no /boot/MACHINE-ID yet), the image the entry
+# loads. (Its contents are not checked: Debian's dracut builds without hostonly, and dracut's
+# 90kernel-modules copies /etc/modprobe.d only with hostonly; the arguments reach ttm through the
+# kernel command line, which kmod reads in the initramfs too.)
+[ "$r/boot/initrd.img-$KVER" -nt "$r/etc/modprobe.d/halo-doctor-ttm.conf" ] ||
+  bad "systemd-boot: dracut did not rewrite the image the entry loads"
 grep -qx "options root=/dev/sda2 ro ttm.pages_limit=$P ttm.page_pool_size=$P" "$r/boot/loader/entries/manual.conf" ||
   bad "systemd-boot: hand-written entry: $(grep options "$r/boot/loader/entries/manual.conf")"
 # A kernel installed after the fix gets the arguments from /etc/kernel/cmdline (kernel-install(8)).
@@ -206,6 +220,67 @@ before=$(snapshot "$r")
 run_fix "$r" "$work/sb.sh" "$work/sb2.log" || bad "systemd-boot: rerun exited $?"
 grep -q 'nothing to change' "$work/sb2.log" || bad "systemd-boot: rerun did something: $(grep '^+' "$work/sb2.log" | head -3)"
 ok "systemd-boot with the real kernel-install and dracut: entries, next kernel, no-op rerun"
+
+# --- kernel-install's copy of the initrd ($BOOT/MACHINE-ID/VERSION/, issue 37) -------------------
+# kernel-install add VERSION KERNEL INITRD (systemd 252, layout=bls; 90-loaderentry.install)
+# copies INITRD into /boot/MACHINE-ID/VERSION/ under its own base name and the entry loads that
+# copy. Neither builder rewrites it: dracut.sh's default output is /boot/MACHINE-ID/VERSION/initrd
+# once that directory exists (another file), update-initramfs writes /boot/initrd.img-VERSION.
+# The script must stop naming the entry and its copy; after the person runs kernel-install add
+# again with the rebuilt image, the rerun finishes and the next changes nothing.
+ki_root() { # NAME: a fresh root with a kernel-install entry whose initrd is a copy
+  local r
+  r=$(fresh_root "${1// /-}")
+  mkdir -p "$r/boot/loader/entries" "$r/etc/kernel" "$r/boot/0b9a7c1e5d2f4b8e9f613c2d4e5f6a7b"
+  printf 'layout=bls\n' >"$r/etc/kernel/install.conf"
+  printf '0b9a7c1e5d2f4b8e9f613c2d4e5f6a7b\n' >"$r/etc/machine-id"
+  printf 'root=UUID=0b9a7c1e-5d2f-4b8e-9f61-3c2d4e5f6a7b ro quiet\n' >"$r/etc/kernel/cmdline"
+  in_ns "$r" chroot "$r" kernel-install add "$KVER" "/boot/vmlinuz-$KVER" "/boot/initrd.img-$KVER" >"$work/$1-ki.log" 2>&1 ||
+    bad "$1: kernel-install add failed: $(tail -3 "$work/$1-ki.log")"
+  [ ! -f "$r$copy" ] || touch -d 2020-01-01 "$r$copy"
+  printf '%s\n' "$r"
+}
+mid=0b9a7c1e5d2f4b8e9f613c2d4e5f6a7b
+copy=/boot/$mid/$KVER/initrd.img-$KVER
+entry_conf=/boot/loader/entries/$mid-$KVER.conf
+# ki_case NAME SCRIPT BUILT: the stop, the person's kernel-install add of BUILT, the rerun, a no-op.
+ki_case() {
+  local name=$1 script=$2 built=$3 r
+  r=$(ki_root "$name")
+  if [ ! -f "$r$copy" ] || ! grep -qs "^initrd.*/$mid/$KVER/initrd.img-$KVER" "$r$entry_conf"; then
+    bad "$name: kernel-install did not copy the initrd to $copy: $(tail -3 "$work/$name-ki.log")"
+    return
+  fi
+  if run_fix "$r" "$script" "$work/${name}1.log"; then
+    bad "$name: exited 0 with the entry's copy older than the modprobe.d file"
+  fi
+  grep -qF "$copy (entry $entry_conf loads it)" "$work/${name}1.log" ||
+    bad "$name: the stop does not name the entry and its copy: $(tail -4 "$work/${name}1.log")"
+  if sed -n '/still older/,$p' "$work/${name}1.log" | grep -qF "$built ("; then
+    bad "$name: the builder's own image $built is still reported stale"
+  fi
+  [ "$r$built" -nt "$r/etc/modprobe.d/halo-doctor-ttm.conf" ] || bad "$name: the builder did not write $built"
+  # (From a copy: kernel-install refuses to copy a file onto itself, as dracut's output is.)
+  mkdir -p "$r/tmp/ki" && cp -p "$r$built" "$r/tmp/ki/${built##*/}"
+  in_ns "$r" chroot "$r" kernel-install add "$KVER" "/boot/vmlinuz-$KVER" "/tmp/ki/${built##*/}" >"$work/$name-ki2.log" 2>&1 ||
+    bad "$name: kernel-install add $built failed: $(tail -3 "$work/$name-ki2.log")"
+  rm -rf "$r/tmp/ki"
+  run_fix "$r" "$script" "$work/${name}2.log" || bad "$name: the rerun after kernel-install exited $?: $(tail -3 "$work/${name}2.log")"
+  before=$(snapshot "$r")
+  run_fix "$r" "$script" "$work/${name}3.log" || bad "$name: third run exited $?"
+  grep -q 'nothing to change' "$work/${name}3.log" || bad "$name: third run did something: $(grep '^+' "$work/${name}3.log" | head -3)"
+  [ "$before" = "$(snapshot "$r")" ] || bad "$name: third run changed files"
+  ok "$name: stops naming kernel-install's copy, finishes after kernel-install add, then changes nothing"
+}
+ki_case "kernel-install + real dracut" "$work/sb.sh" "/boot/$mid/$KVER/initrd"
+# The same layout built by update-initramfs (Debian or Ubuntu with systemd-boot).
+cp -a "$fixtures/stack-systemd-boot" "$work/sbu-fixture"
+rm -f "$work/sbu-fixture/usr/bin/dracut"
+mkdir -p "$work/sbu-fixture/usr/sbin"
+install -m 0755 /dev/null "$work/sbu-fixture/usr/sbin/update-initramfs"
+"$bin" fix --root "$work/sbu-fixture" --no-runtime -o "$work/sbu.sh" 2>/dev/null || bad "fix systemd-boot with update-initramfs"
+grep -q "^INITRAMFS_TOOL='update-initramfs'" "$work/sbu.sh" || bad "the systemd-boot script does not use update-initramfs"
+ki_case "kernel-install + real update-initramfs" "$work/sbu.sh" "/boot/initrd.img-$KVER"
 
 # --- nothing outside the roots was touched ------------------------------------------------------
 [ "$host_before" = "$(host_state)" ] || bad "the host's /etc/default, /etc/modprobe.d, /etc/kernel or /boot changed"

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import codecs
+import ctypes
 
 codecs.register_error(
     "halo_hex", lambda e: ("".join(f"\\x{b:02X}" for b in e.object[e.start:e.end]), e.end))
@@ -159,7 +160,7 @@ def compare(halo, case, name):
     # adds the command line's after every file's, and the doctor reports both separately.
     k_opts = {m: [] for m in MODULES}
     k_black = []
-    k_install = {}
+    k_install = []
     for l in conf:
         parts = l.split(b" ", 2)
         if parts[0] == b"options" and len(parts) == 3 and parts[1].decode(errors="replace") in k_opts:
@@ -167,7 +168,7 @@ def compare(halo, case, name):
         elif parts[0] == b"blacklist" and len(parts) >= 2:
             k_black.append(l[len(b"blacklist "):])
         elif parts[0] == b"install" and len(parts) == 3:
-            k_install[parts[1].decode(errors="replace")] = parts[2]
+            k_install.append((parts[1], parts[2]))
     def text(b):
         # Reports write bytes that are not UTF-8 as \xNN (src/core/sanitize.cpp): compare as the
         # report shows them.
@@ -199,12 +200,23 @@ def compare(halo, case, name):
         problems.append(f"blacklist: kmod {k_black!r} != doctor files {h_black_files!r}")
     if k_black_cmd != h_black_cmd:
         problems.append(f"modprobe.blacklist=: kmod {k_black!r} != doctor {h_black_cmd!r}")
-    for m in MODULES:
+    for m in INSTALL_MODULES:
         h = fact_value(facts, f"modprobe.install.{m}")
-        k = k_install.get(m)
+        # kmod_module_get_install_commands(): the first line whose pattern fnmatch()es the name.
+        k = next((cmd for pat, cmd in k_install if libc_fnmatch(pat, m)), None)
         if (enc(h) if h is not None else None) != k:
             problems.append(f"install {m}: kmod {k!r} != doctor {h!r}")
     return [f"{name}: {p}" for p in problems]
+
+
+INSTALL_MODULES = ["amdgpu", "ttm", "amdttm", "amd_ttm", "amdkfd"]
+_LIBC = ctypes.CDLL(None)
+_LIBC.fnmatch.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+
+
+def libc_fnmatch(pattern, name):
+    """fnmatch(3) with flags 0, as libkmod calls it."""
+    return _LIBC.fnmatch(pattern, name.encode(), 0) == 0
 
 
 HAND = [
@@ -273,6 +285,253 @@ def generated(n, seed=20261124):
     return cases
 
 
+# --- install lines: which line kmod runs, for amdgpu and its dependency, by `modprobe -n -v` ---
+# A module tree that depmod indexes: ttm.ko exports ttm_foo (kmod's depmod takes exports from
+# __crc_* symbols, libkmod-elf.c kmod_elf_get_symbols) and amdgpu.ko uses it, so modules.dep says
+# amdgpu needs ttm, as on a real kernel. Nothing is ever inserted: -n.
+KVER = "6.1.0-halo-test"
+
+
+def module_tree(tmp):
+    d = os.path.join(tmp, "lib", "modules", KVER, "kernel")
+    os.makedirs(d)
+    srcs = {"ttm": "int __crc_ttm_foo;\nint ttm_foo;\n",
+            "amdttm": "int __crc_amdttm_foo;\nint amdttm_foo;\n",
+            "amdgpu": "extern int ttm_foo;\nint f(void) { return ttm_foo; }\n"}
+    for m, src in srcs.items():
+        c = os.path.join(d, m + ".c")
+        with open(c, "w") as f:
+            f.write(src)
+        subprocess.run([GCC, "-c", c, "-o", os.path.join(d, m + ".ko")], check=True)
+        os.unlink(c)
+    subprocess.run([DEPMOD, "-b", tmp, KVER], check=True, capture_output=True)
+    with open(os.path.join(tmp, "lib", "modules", KVER, "modules.dep")) as f:
+        dep = f.read()
+    if "kernel/amdgpu.ko: kernel/ttm.ko" not in dep:
+        raise RuntimeError(f"depmod did not record amdgpu's dependency on ttm: {dep!r}")
+
+
+def dry_run(tree, conf_root, module):
+    r = subprocess.run([MODPROBE, "-d", tree, "-S", KVER, "-C", f"{conf_root}/etc/modprobe.d",
+                        "-C", f"{conf_root}/run/modprobe.d", "-C", f"{conf_root}/lib/modprobe.d",
+                        "-n", "-v", module], capture_output=True, timeout=20)
+    return [l for l in r.stdout.split(b"\n") if l]
+
+
+INSTALL_CASES = [
+    ("install amdgpu /bin/false", {"a.conf": b"install amdgpu /bin/false\n"}),
+    ("the first matching line wins", {"a.conf": b"install amdgpu /bin/true\ninstall amdgpu /bin/false\n"}),
+    ("a pattern matches", {"a.conf": b"install amd* /sbin/modprobe --ignore-install $MODPROBE_MODULE\ninstall amdgpu /bin/false\n"}),
+    ("a pattern with brackets", {"a.conf": b"install amd[g]pu /bin/false\ninstall t?m /bin/false\n"}),
+    ("dashes in the pattern", {"a.conf": b"install amd-gpu /bin/false\n"}),
+    ("file order across directories", {"b.conf": b"install ttm /bin/sh -c 'exit 1'\n",
+                                       "a.conf": b"install ttm /sbin/modprobe -i ttm $CMDLINE_OPTS\n"}),
+    ("ttm's line runs for amdgpu", {"a.conf": b"install ttm /bin/false\n"}),
+    ("a softdep makes kmod ignore the line", {"a.conf": b"install amdgpu /bin/false\nsoftdep amdgpu pre: ttm\n"}),
+    ("an empty softdep does not", {"a.conf": b"install amdgpu /bin/false\nsoftdep amdgpu pre:\n"}),
+    ("a softdep on ttm", {"a.conf": b"install ttm /bin/false\nsoftdep ttm pre: amdttm\n"}),
+    ("install without a command", {"a.conf": b"install amdgpu\ninstall amdgpu \ninstall ttm /bin/false\n"}),
+    ("wrapper", {"a.conf": b"install amdgpu /sbin/modprobe --ignore-install amdgpu $CMDLINE_OPTS && echo ok\noptions amdgpu x=1\n"}),
+]
+
+
+def compare_install(halo, tree, name, files):
+    tmp = tempfile.mkdtemp(prefix="kmod-install-")
+    try:
+        for d in ("etc", "run", "lib"):
+            os.makedirs(os.path.join(tmp, d, "modprobe.d"))
+        os.makedirs(os.path.join(tmp, "proc"))
+        with open(os.path.join(tmp, "proc", "cmdline"), "wb") as f:
+            f.write(b"ro\n")
+        for i, (fname, content) in enumerate(files.items()):
+            d = ("etc", "lib", "run")[i % 3]
+            with open(os.path.join(tmp, d, "modprobe.d", fname), "wb") as f:
+                f.write(content)
+        amdgpu = dry_run(tree, tmp, "amdgpu")
+        facts = halo_facts(halo, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    problems = []
+    # With no post: softdeps on them, kmod's last two actions are ttm's, then amdgpu's.
+    if len(amdgpu) < 2:
+        return [f"{name}: modprobe -n -v amdgpu printed {amdgpu!r}"]
+    for m, action in (("amdgpu", amdgpu[-1]), ("ttm", amdgpu[-2])):
+        h = fact_value(facts, f"modprobe.install.{m}")
+        effect = fact_value(facts, f"modprobe.install_effect.{m}")
+        runs = h is not None and effect != "ignored"
+        if action.startswith(b"install "):
+            if not runs or not action[len(b"install "):].startswith(enc(h)):
+                problems.append(f"{m}: kmod runs {action!r}, the doctor has {h!r} ({effect})")
+        elif runs:
+            problems.append(f"{m}: kmod inserts it ({action!r}), the doctor runs {h!r} ({effect})")
+    return [f"{name}: {p}" for p in problems]
+
+
+# --- install commands run by real /bin/sh, with recording modprobe and insmod ---
+# kmod runs an install command with system(3) (command_do), that is /bin/sh -c, after replacing
+# $CMDLINE_OPTS (module_do_install_commands) and with MODPROBE_MODULE set. Here /usr/sbin is a
+# directory of stand-ins inside `unshare --mount`: each records its arguments and exits
+# $STUB_STATUS (modprobe of another module) or 0; a modprobe of the module itself without
+# --ignore-install would run the same line again forever, so it records that and exits 1. Whether
+# the module loaded is then read from the record with Python's own GNU getopt, an implementation
+# independent of the doctor's.
+STUB = r"""#!/usr/bin/python3
+import getopt, os, sys
+prog = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+mod = os.environ["HALO_MODULE"]
+loaded = False
+status = int(os.environ.get("STUB_STATUS", "0"))
+if prog == "modprobe":
+    try:
+        opts, rest = getopt.gnu_getopt(args, "arw:RibfDcnC:d:S:sqvVh", [
+            "all", "remove", "remove-dependencies", "remove-holders", "wait=", "resolve-alias",
+            "first-time", "ignore-install", "ignore-remove", "use-blacklist", "force",
+            "force-modversion", "force-vermagic", "show-depends", "showconfig", "show-config",
+            "show-modversions", "dump-modversions", "show-exports", "dry-run", "show",
+            "config=", "dirname=", "set-version=", "syslog", "quiet", "verbose", "version",
+            "help"])
+    except getopt.GetoptError:
+        sys.exit(1)
+    flags = {o for o, _ in opts}
+    names = rest if ("-a" in flags or "--all" in flags) else rest[:1]
+    if not rest:
+        sys.exit(1)
+    quiet_flags = {"-n", "--dry-run", "--show", "-D", "--show-depends", "-r", "--remove",
+                   "--remove-dependencies", "--remove-holders", "-c", "--showconfig",
+                   "--show-config", "-R", "--resolve-alias", "-V", "--version", "-h", "--help",
+                   "--show-modversions", "--dump-modversions", "--show-exports"}
+    ignore = bool(flags & {"-i", "--ignore-install", "--ignore-remove"})
+    if flags & quiet_flags:
+        sys.exit(0)
+    if any(n.replace("-", "_") == mod for n in names):
+        if not ignore:
+            with open(os.environ["HALO_LOG"], "a") as f:
+                f.write("recursion\n")
+            sys.exit(1)
+        loaded = True
+        status = 0
+elif prog == "insmod":
+    files = [a for a in args if not a.startswith("-")]
+    if not files:
+        sys.exit(1)
+    b = os.path.basename(files[0])
+    for suf in (".xz", ".zst", ".gz"):
+        if b.endswith(suf):
+            b = b[: -len(suf)]
+    loaded = b.endswith(".ko") and b[:-3].replace("-", "_") == mod
+    status = 0 if loaded else 1
+if loaded:
+    with open(os.environ["HALO_LOG"], "a") as f:
+        f.write("loaded\n")
+sys.exit(status)
+"""
+
+
+def real_shell(stubdir, cmd, module, stub_status):
+    log = os.path.join(stubdir, "..", "log")
+    if os.path.exists(log):
+        os.unlink(log)
+    script = 'mount --bind "$1" /usr/sbin && shift && exec /bin/sh -c "$@"'
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HALO_LOG": log, "HALO_MODULE": module,
+           "MODPROBE_MODULE": module, "STUB_STATUS": str(stub_status)}
+    r = subprocess.run(["unshare", "--mount", "/bin/sh", "-c", script, "sh", stubdir,
+                        cmd.replace(b"$CMDLINE_OPTS", b"")], env=env, capture_output=True, timeout=20)
+    rec = open(log).read().split() if os.path.exists(log) else []
+    return "loaded" in rec, r.returncode == 0
+
+
+SHELL_CASES = [
+    b"/bin/false", b"false", b"/bin/true", b":", b"/bin/sh -c 'exit 1'", b"/bin/sh -c \"exit 0\"",
+    b"echo disabled >&2; exit 1", b"/sbin/modprobe --ignore-install amdgpu $CMDLINE_OPTS",
+    b"/sbin/modprobe -i amdgpu", b"modprobe -qi amdgpu", b"/sbin/modprobe amdgpu --ignore-install",
+    b"/sbin/modprobe --ignore-inst amdgpu", b"/sbin/modprobe -i -C /etc/x.conf amdgpu",
+    b"/sbin/modprobe -a -i ttm amdgpu", b"/sbin/modprobe --ignore-install ttm amdgpu",
+    b"/sbin/modprobe -n -i amdgpu", b"/sbin/modprobe -r amdgpu", b"/sbin/modprobe amdgpu",
+    b"/sbin/modprobe --ignore-install $MODPROBE_MODULE", b"/sbin/modprobe -i ${MODPROBE_MODULE}",
+    b"/sbin/insmod /lib/modules/6.8.0/updates/dkms/amdgpu.ko.zst",
+    b"/sbin/modprobe barney; /sbin/modprobe --ignore-install amdgpu $CMDLINE_OPTS",
+    b"/sbin/modprobe barney && /sbin/modprobe --ignore-install amdgpu",
+    b"/bin/false && /sbin/modprobe -i amdgpu", b"/bin/false || /sbin/modprobe -i amdgpu",
+    b"exit 3; /sbin/modprobe -i amdgpu", b"/sbin/modprobe -i amdgpu; false",
+    b"! /sbin/modprobe -i amdgpu", b"/sbin/modprobe -i amdgpu | false",
+    b"sleep 0; exec /sbin/modprobe --ignore-install amdgpu 2>/dev/null",
+    b"/bin/sh -c '/sbin/modprobe -i amdgpu && echo loaded'", b"sh -c 'exit 0'; /sbin/modprobe -i amdgpu",
+    b"'/sbin/modprobe' \"-i\" am\\dgpu", b"/sbin/modprobe -i amdgpu # comment", b"/sbin/modprobe -i amd-gpu",
+]
+SHELL_WORDS = [b"/sbin/modprobe", b"modprobe", b"--ignore-install", b"-i", b"-n", b"-r", b"-q", b"-a",
+               b"amdgpu", b"amd-gpu", b"ttm", b"barney", b"$CMDLINE_OPTS", b"$MODPROBE_MODULE",
+               b"/bin/false", b"false", b"true", b":", b"exit", b"1", b"0", b"echo", b";", b"&&",
+               b"||", b"|", b"!", b"'", b'"', b"sh", b"-c", b"/bin/sh", b">/dev/null", b"2>&1",
+               b"/sbin/insmod", b"/lib/amdgpu.ko", b"\\", b"#", b"&"]
+
+
+def shell_generated(n, seed=20261127):
+    rng = random.Random(seed)
+    return [b" ".join(rng.choice(SHELL_WORDS) for _ in range(rng.randint(1, 7))) for _ in range(n)]
+
+
+def compare_shell(halo, stubdir, cmd):
+    tmp = tempfile.mkdtemp(prefix="kmod-shell-")
+    problems = []
+    try:
+        for d in ("etc", "run", "lib"):
+            os.makedirs(os.path.join(tmp, d, "modprobe.d"))
+        with open(os.path.join(tmp, "etc", "modprobe.d", "a.conf"), "wb") as f:
+            f.write(b"install amdgpu " + cmd + b"\ninstall ttm " + cmd.replace(b"amdgpu", b"ttm") + b"\n")
+        facts = halo_facts(halo, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for m, c in (("amdgpu", cmd), ("ttm", cmd.replace(b"amdgpu", b"ttm"))):
+        if fact_value(facts, f"modprobe.install.{m}") is None:
+            continue  # kmod's own syntax error: no command (checked by the -c comparison)
+        own = fact_value(facts, f"modprobe.install_effect.{m}")
+        as_dep = fact_value(facts, f"modprobe.install_effect_as_dependency.{m}")
+        for stub_status in (0, 1):
+            loaded, ok = real_shell(stubdir, c, m, stub_status)
+            if own == "loads" and not loaded or own == "blocks" and loaded:
+                problems.append(f"install {m} {c!r}: /bin/sh {'loads' if loaded else 'does not load'} "
+                                f"it (other modprobe exits {stub_status}), the doctor says {own}")
+            ready = loaded and ok
+            if as_dep == "loads" and not ready or as_dep == "blocks" and ready:
+                problems.append(f"install {m} {c!r} as a dependency: /bin/sh loaded={loaded} status "
+                                f"ok={ok} (other modprobe exits {stub_status}), the doctor says {as_dep}")
+    return problems
+
+
+def install_checks(halo, n_shell):
+    failures = []
+    for tool in (GCC, DEPMOD):
+        if not os.path.exists(tool):
+            print(f"SKIP install checks: {tool} is not installed")
+            return failures, 0
+    tree = tempfile.mkdtemp(prefix="kmod-tree-")
+    stubs = tempfile.mkdtemp(prefix="kmod-stubs-")
+    try:
+        module_tree(tree)
+        for name, files in INSTALL_CASES:
+            failures += compare_install(halo, tree, name, files)
+        stubdir = os.path.join(stubs, "sbin")
+        os.makedirs(stubdir)
+        for prog in ("modprobe", "insmod"):
+            path = os.path.join(stubdir, prog)
+            with open(path, "w") as f:
+                f.write(STUB)
+            os.chmod(path, 0o755)
+        cmds = SHELL_CASES + shell_generated(n_shell)
+        for c in cmds:
+            failures += compare_shell(halo, stubdir, c)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+        shutil.rmtree(stubs, ignore_errors=True)
+    return failures, len(INSTALL_CASES) + len(cmds)
+
+
+GCC = "/usr/bin/gcc"
+DEPMOD = "/usr/sbin/depmod"
+MODPROBE = "/usr/sbin/modprobe"
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -293,7 +552,10 @@ def main():
     cases = HAND + generated(n)
     for name, case in cases:
         failures += compare(halo, case, name)
-    print(f"{len(cases)} cases against {kmod_version}: {len(failures)} disagreements")
+    install_failures, n_install = install_checks(halo, max(n // 3, 20))
+    failures += install_failures
+    print(f"{len(cases)} cases against {kmod_version}, {n_install} install-line cases against its "
+          f"modprobe -n -v and /bin/sh: {len(failures)} disagreements")
     for f in failures[:40]:
         print("  " + f)
     return 1 if failures else 0

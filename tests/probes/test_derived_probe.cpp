@@ -87,7 +87,8 @@ TEST_CASE("derived: APU found behind a dGPU; visible devices as ROCr and HIP rea
   CHECK(f.get_int("apu.vram_total_bytes") == 536870912);
   CHECK(f.get_int("gpu.device0") == 0);
   CHECK(f.get<std::vector<std::string>>("env.hsa_override_mismatch") ==
-        std::vector<std::string>{"gpu.0 (gfx1201)"});
+        std::vector<std::string>{
+            "gpu.0 (gfx1201) runs gfx1151 code (HSA_OVERRIDE_GFX_VERSION=11.5.1)"});
 
   const ProbeRegistry reg = builtin_probes();
   ProbeOptions opt;

@@ -312,3 +312,60 @@ TEST_CASE("framework probe: without VIRTUAL_ENV or CONDA_PREFIX, python3 on PATH
                                    "VIRTUAL_ENV=/home/dev/venv");
   CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.5.1+rocm6.2");
 }
+
+// site.py (https://docs.python.org/3/library/site.html): the user site directory
+// ~/.local/lib/pythonX.Y/site-packages comes before the system and conda site-packages when
+// ENABLE_USER_SITE holds: not in a venv without the system directories, not with
+// PYTHONNOUSERSITE; PYTHONUSERBASE moves it; only a directory for the interpreter's X.Y counts.
+TEST_CASE("framework probe: the user site directory shadows the system's torch",
+          "[probe][framework][issue37]") {
+  FixtureTree t;
+  const std::string nul(1, '\0');
+  t.file("/usr/local/lib/python3.12/dist-packages/torch/version.py",
+         version_py("2.7.1+rocm6.3", "None", "'6.3.42131-fa1d09cbd'"));
+  t.file("/home/dev/.local/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.7.1+cu126", "'12.6'", "None"));
+  t.file("/proc/self/environ", "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul);
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(str(f, "framework.torch.version") == "2.7.1+cu126");
+  CHECK(str(f, "framework.python_env") == "/home/dev/.local/lib/python3.12/site-packages");
+  CHECK(f.find("framework.python_env")->source.find("user site directory") != std::string::npos);
+  // PYTHONNOUSERSITE (python -s): the system's.
+  t.file("/proc/self/environ",
+         "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul + "PYTHONNOUSERSITE=1" + nul);
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.7.1+rocm6.3");
+  // PYTHONUSERBASE moves the directory away from ~/.local.
+  t.file("/proc/self/environ",
+         "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul + "PYTHONUSERBASE=/srv/pyuser" + nul);
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.7.1+rocm6.3");
+  t.file("/srv/pyuser/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.6.0+cpu", "None", "None"));
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.6.0+cpu");
+  // A conda environment is no venv: the user directory still comes first.
+  t.file("/opt/conda/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.6.0+rocm6.4.1", "None", "'6.4.43484-123eb5128'"));
+  t.file("/proc/self/environ",
+         "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul + "CONDA_PREFIX=/opt/conda" + nul);
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.7.1+cu126");
+  // A venv without the system site directories turns it off; with them, it is first.
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/venv/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"));
+  t.file("/proc/self/environ",
+         "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul + "VIRTUAL_ENV=/home/dev/venv" + nul);
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.5.1+rocm6.2");
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = true\n");
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.7.1+cu126");
+}
+
+TEST_CASE("framework probe: a user site directory of another Python version is not used",
+          "[probe][framework][issue37]") {
+  FixtureTree t;
+  const std::string nul(1, '\0');
+  t.file("/usr/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.7.1+rocm6.3", "None", "'6.3.42131-fa1d09cbd'"));
+  t.file("/home/dev/.local/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.7.1+cu126", "'12.6'", "None"));
+  t.file("/proc/self/environ", "PATH=/usr/bin" + nul + "HOME=/home/dev" + nul);
+  CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.7.1+rocm6.3");
+}

@@ -71,3 +71,25 @@ TEST_CASE("modprobe probe: CRLF, dot files, directories, .alias, install command
   CHECK(f.get<std::vector<std::string>>("modprobe.install_blocked") ==
         std::vector<std::string>{"ttm"});
 }
+
+// libkmod-module.c: kmod runs the first install line whose pattern fnmatch()es the module, and
+// none for a module with soft dependencies (checked against `modprobe -n -v` by cli.kmod_diff).
+TEST_CASE("modprobe probe: install lines by pattern, first match, softdep", "[probe][modprobe]") {
+  FixtureTree t;
+  t.file("/etc/modprobe.d/a.conf", "install amd* /bin/true\ninstall amdgpu /bin/false\n"
+                                   "install ttm /sbin/modprobe -i ttm $CMDLINE_OPTS\n"
+                                   "install amdkfd\n"); // no command: kmod's syntax error
+  t.file("/etc/modprobe.d/b.conf", "install ttm /bin/false\nsoftdep amd_ttm pre: ttm\n");
+  FactSet f = probe_one(t.path(), "modprobe");
+  CHECK(f.get<std::string>("modprobe.install.amdgpu") == std::string("/bin/true"));
+  CHECK(f.get<std::string>("modprobe.install_pattern.amdgpu") == std::string("amd*"));
+  CHECK(f.find("modprobe.install.amdgpu")->source == "/etc/modprobe.d/a.conf:1");
+  CHECK(f.get<std::string>("modprobe.install_effect.amdgpu") == std::string("blocks"));
+  CHECK(f.get<std::string>("modprobe.install.amdkfd") == std::string("/bin/true"));
+  CHECK(f.get<std::string>("modprobe.install.ttm") ==
+        std::string("/sbin/modprobe -i ttm $CMDLINE_OPTS"));
+  CHECK(f.get<std::string>("modprobe.install_effect.ttm") == std::string("loads"));
+  CHECK(f.get<std::string>("modprobe.install_effect.amd_ttm") == std::string("ignored"));
+  CHECK(f.get<std::vector<std::string>>("modprobe.install_blocked") ==
+        std::vector<std::string>{"amdgpu", "amdttm", "amdkfd"});
+}

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -638,4 +640,125 @@ TEST_CASE("Strix Halo with MES 0x83: the card's sysfs fw_version is enough, with
   CHECK(get(rs, "gfx1151-cwsr-hang").status == Outcome::fail);
   // Without the file (strix-halo-fixed), and without libdrm under --root, it is skipped.
   CHECK(get(run(fixture("strix-halo-fixed")), "gfx1151-mes-firmware").status == Outcome::skip);
+}
+
+TEST_CASE("modprobe.d install lines judged as kmod runs them, named by file and line",
+          "[scenario][issue37]") {
+  // strix-halo-default-ttm (amdgpu live on the in-kernel driver, ttm) with install lines added to
+  // a copy: the next boot's kmod runs them instead of loading the module (modprobe.d(5)).
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-install-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-default-ttm"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  auto with = [&](const std::string& conf) {
+    std::filesystem::create_directories(dir / "etc/modprobe.d");
+    std::ofstream(dir / "etc/modprobe.d/zz-install.conf") << conf;
+    return run(dir);
+  };
+  {
+    auto rs = with("# keep the GPU off\ninstall amdgpu /bin/false\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message,
+               Catch::Contains("install amdgpu /bin/false (/etc/modprobe.d/zz-install.conf:2)"));
+    // The driver rule names the same line as what stops amdgpu at the next boot.
+    CHECK_THAT(get(rs, "amdgpu-driver-loaded").message, Catch::Contains("zz-install.conf:2"));
+  }
+  {
+    // ttm's line runs whenever kmod loads amdgpu, which needs ttm.
+    auto rs = with("install ttm /bin/sh -c 'exit 1'\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("amdgpu needs ttm"));
+  }
+  {
+    auto rs = with("install amdgpu /sbin/modprobe --ignore-install amdgpu $CMDLINE_OPTS; "
+                   "/usr/bin/logger loaded\ninstall amdkfd /bin/false\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::info); // the wrapper loads amdgpu; amdkfd's line never runs
+    CHECK_THAT(r.message, Catch::Contains("amdkfd is part of amdgpu"));
+  }
+  {
+    auto rs = with("install amd* /usr/local/sbin/gpu-gate\n");
+    const Result& r = get(rs, "modprobe-install-line");
+    CHECK(r.severity == Severity::warning);
+    CHECK_THAT(r.message, Catch::Contains("install amd* /usr/local/sbin/gpu-gate"));
+  }
+  CHECK(get(with("options ttm pages_limit=31457280\n"), "modprobe-install-line").status ==
+        Outcome::pass);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a CUDA or CPU wheel fails in a container given no GPU device at all",
+          "[scenario][issue37]") {
+  // strix-halo-docker-no-dri with neither /dev/kfd nor /dev/dri passed (`docker run` without
+  // --device): the GPU is still on the PCI bus the host's /sys shows, so the wheel is judged.
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-nokfd-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-docker-no-dri"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  std::ofstream(dir / ".halo/nodes.json") << "{}\n";
+  std::filesystem::create_directories(dir / "usr/local/lib/python3.12/dist-packages/torch");
+  std::ofstream(dir / "usr/local/lib/python3.12/dist-packages/torch/version.py")
+      << "__version__ = '2.7.1+cu126'\ndebug = False\ncuda = '12.6'\nhip = None\n";
+  auto rs = run(dir);
+  const Result& r = get(rs, "torch-not-rocm");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message, Catch::Contains("2.7.1+cu126"));
+  CHECK_THAT(r.message, Catch::Contains("cuda build"));
+  std::ofstream(dir / "usr/local/lib/python3.12/dist-packages/torch/version.py")
+      << "__version__ = '2.7.1+cpu'\ndebug = False\ncuda = None\nhip = None\n";
+  CHECK(get(run(dir), "torch-not-rocm").status == Outcome::fail);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("per-node HSA_OVERRIDE_GFX_VERSION_<node>: each GPU judged with the override for it",
+          "[scenario][issue37]") {
+  // strix-halo-r9700-dgpu-first: the R9700 (gfx1201) is KFD node 1, the Strix Halo (gfx1151)
+  // node 2. libhsakmt's topology.c reads HSA_OVERRIDE_GFX_VERSION_<node> before the global one.
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-pernode-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("strix-halo-r9700-dgpu-first"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  auto with_env = [&](const std::string& vars) {
+    std::string env = "PATH=/usr/bin:/bin";
+    env.push_back('\0');
+    env += vars;
+    std::ofstream(dir / "proc/self/environ", std::ios::binary) << env;
+    return run(dir);
+  };
+  const std::string nul(1, '\0');
+  {
+    // Only the APU's node: the dGPU is left alone, and the APU's own target changes nothing.
+    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11.5.1" + nul), "hsa-override-gfx");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::info);
+    CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11.5.1"));
+  }
+  {
+    // A per-node value wins over the global one for its node only.
+    auto rs = with_env("HSA_OVERRIDE_GFX_VERSION=11.5.1" + nul +
+                       "HSA_OVERRIDE_GFX_VERSION_1=12.0.0" + nul);
+    const Result& r = get(rs, "hsa-override-gfx");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("gpu.0 (gfx1201) runs gfx1200 code "
+                                          "(HSA_OVERRIDE_GFX_VERSION_1=12.0.0)"));
+    CHECK_THAT(r.message, !Catch::Contains("gpu.1 (gfx1151) runs"));
+  }
+  {
+    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11" + nul), "hsa-override-gfx");
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11"));
+  }
+  CHECK(get(with_env(""), "hsa-override-gfx").status == Outcome::skip);
+  std::filesystem::remove_all(dir);
 }

@@ -140,11 +140,51 @@ case $name in
     printf "menuentry 'Linux' {\n\tlinux\t/boot/vmlinuz root=UUID=x ro %s %s\n}\n" "$cl" "$cld" >"$root$cfg"
     ;;
   update-initramfs | dracut | mkinitcpio)
-    # Each rebuilds every image it owns (update-initramfs -u -k all, dracut --regenerate-all,
-    # mkinitcpio -P): the images get a new modification time.
-    for img in "$root"/boot/initrd.img-* "$root"/boot/initramfs-*.img "$root"/boot/initrd-*; do
-      [ -f "$img" ] && touch -- "$img"
-    done
+    # Each rebuilds the images it owns, and only those (a new modification time):
+    #  update-initramfs -u -k all  /boot/initrd.img-VERSION that exist, for the kernels in /lib/modules
+    #  dracut --regenerate-all     each /lib/modules/VERSION with modules.dep, to dracut.sh's (059)
+    #                              default output: $BOOT/MACHINE-ID/VERSION/initrd where $BOOT (/efi,
+    #                              /boot, /boot/efi) has loader/entries and a MACHINE-ID directory,
+    #                              else /lib/modules/VERSION/initrd if present, else
+    #                              /boot/initramfs-VERSION.img (openSUSE's build: /boot/initrd-VERSION)
+    #  mkinitcpio -P               every preset's ${PRESET}_image in /etc/mkinitcpio.d/*.preset
+    mid=""
+    if [ -f "$root/etc/machine-id" ]; then read -r mid <"$root/etc/machine-id" || true; fi
+    case $name in
+      mkinitcpio)
+        for preset in "$root"/etc/mkinitcpio.d/*.preset; do
+          [ -f "$preset" ] || continue
+          # shellcheck disable=SC2016
+          bash -c 'set +eu; . "$1"; for p in "${PRESETS[@]}"; do v="${p}_image"; printf "%s\n" "${!v}"; done' bash "$preset" |
+            while IFS= read -r img; do [ -z "$img" ] || { mkdir -p "$(dirname -- "$root$img")" && touch -- "$root$img"; }; done
+        done
+        ;;
+      *)
+        for d in "$root"/lib/modules/*/ "$root"/usr/lib/modules/*/; do
+          [ -f "${d}modules.dep" ] || [ -f "${d}modules.dep.bin" ] || continue
+          v=${d%/}
+          v=${v##*/}
+          if [ "$name" = update-initramfs ]; then
+            [ ! -f "$root/boot/initrd.img-$v" ] || touch -- "$root/boot/initrd.img-$v"
+            continue
+          fi
+          img_out=""
+          for b in /efi /boot /boot/efi; do
+            if [ -n "$mid" ] && [ -d "$root$b/loader/entries" ] && [ -d "$root$b/$mid" ]; then
+              img_out="$b/$mid/$v/initrd"
+              break
+            fi
+          done
+          if [ -z "$img_out" ] && [ -f "$root/lib/modules/$v/initrd" ]; then img_out="/lib/modules/$v/initrd"; fi
+          if [ -z "$img_out" ]; then
+            img_out="/boot/initramfs-$v.img"
+            if [ -f "$root/etc/SUSE-brand" ] || grep -qs '^ID.*opensuse' "$root/etc/os-release"; then img_out="/boot/initrd-$v"; fi
+          fi
+          mkdir -p "$(dirname -- "$root$img_out")"
+          touch -- "$root$img_out"
+        done
+        ;;
+    esac
     ;;
 esac
 exit 0

@@ -17,6 +17,7 @@
 #
 # Rules covered: hsa-override-gfx, amdgpu-gttsize-deprecated
 # Not done by this script (needs a person):
+#   [hsa-override-gfx] unset each HSA_OVERRIDE_GFX_VERSION_<node> named above as well
 #   [env-debug-settings] unset AMD_SERIALIZE_KERNEL AMD_SERIALIZE_COPY PYTORCH_NO_CUDA_MEMORY_CACHING PYTORCH_NO_HIP_MEMORY_CACHING AMD_LOG_LEVEL (and remove them from ~/.bashrc, the container image or the job script)
 #   [env-debug-settings] keep HSA_ENABLE_SDMA=0 only while it is the workaround for a copy hang you have seen; remove it otherwise
 #   [gfx1151-cwsr-hang] add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)
@@ -273,6 +274,7 @@ say 'also remove these where your shell profile, job script or image sets them: 
 
 # ---------------------------------------------------------------------------
 # Done: what is left to do.
+say 'needs a person [hsa-override-gfx]: unset each HSA_OVERRIDE_GFX_VERSION_<node> named above as well'
 say 'needs a person [env-debug-settings]: unset AMD_SERIALIZE_KERNEL AMD_SERIALIZE_COPY PYTORCH_NO_CUDA_MEMORY_CACHING PYTORCH_NO_HIP_MEMORY_CACHING AMD_LOG_LEVEL (and remove them from ~/.bashrc, the container image or the job script)'
 say 'needs a person [env-debug-settings]: keep HSA_ENABLE_SDMA=0 only while it is the workaround for a copy hang you have seen; remove it otherwise'
 say 'needs a person [gfx1151-cwsr-hang]: add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)'
