@@ -380,7 +380,6 @@ __global__ void gather_kernel(const float* __restrict__ src, const std::int64_t*
   }
 }
 
-
 // ---- fused 4-bit GEMV/GEMM for small M (generation) ---------------------------------------------
 // Memory-bound design (docs/bench.md "Fused 4-bit GEMV"), the layout of bitsandbytes'
 // kgemm_4bit_inference_naive (csrc/kernels.cu) generalised to M <= 64 rows and several output
@@ -483,8 +482,8 @@ __global__ void __launch_bounds__(kGemvThreads)
       for (int i = 0; i < MT; ++i) {
         if (m0 + i >= M) break;
         const uint4* a4 = reinterpret_cast<const uint4*>(
-            reinterpret_cast<const std::uint32_t*>(A) + static_cast<std::size_t>(m0 + i) * a_row_words +
-            static_cast<std::size_t>(c) * 16);
+            reinterpret_cast<const std::uint32_t*>(A) +
+            static_cast<std::size_t>(m0 + i) * a_row_words + static_cast<std::size_t>(c) * 16);
         std::uint32_t a[16];
 #pragma unroll
         for (int v = 0; v < 4; ++v) {
@@ -888,10 +887,9 @@ public:
       if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS) throw GpuError("cublasCreate failed");
     }
     // Column-major view: C^T (N x M) = W (K x N)^T * A^T (K x M), the nn.Linear "TN" layout.
-    const cublasStatus_t status =
-        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, weights, CUDA_R_16BF, k,
-                     a, CUDA_R_16BF, k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                     CUBLAS_GEMM_DEFAULT);
+    const cublasStatus_t status = cublasGemmEx(
+        handle_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, weights, CUDA_R_16BF, k, a, CUDA_R_16BF,
+        k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
       throw GpuError("cublasGemmEx failed with status " + std::to_string(static_cast<int>(status)));
 #elif defined(HALO_BENCH_HAVE_ROCBLAS)
@@ -901,9 +899,8 @@ public:
     }
     const rocblas_status status = rocblas_gemm_ex(
         handle_, rocblas_operation_transpose, rocblas_operation_none, n, m, k, &alpha, weights,
-        rocblas_datatype_bf16_r, k, a, rocblas_datatype_bf16_r, k, &beta, c,
-        rocblas_datatype_f32_r, n, c, rocblas_datatype_f32_r, n, rocblas_datatype_f32_r,
-        rocblas_gemm_algo_standard, 0, 0);
+        rocblas_datatype_bf16_r, k, a, rocblas_datatype_bf16_r, k, &beta, c, rocblas_datatype_f32_r,
+        n, c, rocblas_datatype_f32_r, n, rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0);
     if (status != rocblas_status_success)
       throw GpuError(std::string("rocblas_gemm_ex failed: ") + rocblas_status_to_string(status));
 #else
@@ -945,9 +942,7 @@ struct GemmSession::Impl {
         <<<gemm_grid(), kThreads>>>(a.as<std::uint16_t>(), weights, c.as<float>(), m, n, k);
     HALO_GPU_CHECK_LAUNCH();
   }
-  void launch_own(const std::uint16_t* weights) {
-    launch(Bf16Weights{weights});
-  }
+  void launch_own(const std::uint16_t* weights) { launch(Bf16Weights{weights}); }
   void launch_blas(const std::uint16_t* weights) {
     blas.gemm(m, n, k, a.as<std::uint16_t>(), weights, c.as<float>());
   }
@@ -1149,8 +1144,7 @@ struct GemvSession::Impl {
   }
   template <bool kNf4> void launch_format(const uint4* packed, const float* scale, int group) {
     const int split = splits();
-    if (split > 1)
-      HALO_GPU_CHECK(hipMemsetAsync(c.as<void>(), 0, c.bytes(), 0));
+    if (split > 1) HALO_GPU_CHECK(hipMemsetAsync(c.as<void>(), 0, c.bytes(), 0));
     int mt = 1;
     int r = 1;
     tile(mt, r);
@@ -1177,8 +1171,8 @@ struct GemvSession::Impl {
 GemvSession::GemvSession(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint16_t* a,
                          const std::uint16_t* w)
     : impl_(std::make_unique<Impl>()) {
-  if (m < 1 || m > kGemvMaxM || n <= 0 || k <= 0 || n % 16 != 0 || k % 32 != 0 ||
-      n > (1LL << 24) || k > (1LL << 24) || n * k > (1LL << 31)) {
+  if (m < 1 || m > kGemvMaxM || n <= 0 || k <= 0 || n % 16 != 0 || k % 32 != 0 || n > (1LL << 24) ||
+      k > (1LL << 24) || n * k > (1LL << 31)) {
     throw GpuError("GEMV shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                    std::to_string(k) + " unsupported: need 1 <= M <= 64, N%16 == 0, K%32 == 0");
   }
@@ -1295,9 +1289,7 @@ public:
       pageable_.resize((bytes + 3) / 4);
     }
   }
-  std::uint32_t* words() {
-    return pinned_ ? pinned_buffer_.as<std::uint32_t>() : pageable_.data();
-  }
+  std::uint32_t* words() { return pinned_ ? pinned_buffer_.as<std::uint32_t>() : pageable_.data(); }
 
 private:
   bool pinned_;
@@ -1374,10 +1366,9 @@ RoundTrip run_round_trip(CopyPath path, std::uint64_t bytes, int pattern_kind, s
   HALO_GPU_CHECK(hipMemset(first_bad.as<void>(), 0xff, sizeof(unsigned long long)));
   HALO_GPU_CHECK(hipMemset(bad_count.as<void>(), 0, sizeof(unsigned long long)));
   const unsigned grid = grid_for(words, 256);
-  pattern_check_kernel<<<std::min(grid, 65535u), 256>>>(device.as<std::uint32_t>(), words,
-                                                         pattern_kind, seed,
-                                                         first_bad.as<unsigned long long>(),
-                                                         bad_count.as<unsigned long long>());
+  pattern_check_kernel<<<std::min(grid, 65535u), 256>>>(
+      device.as<std::uint32_t>(), words, pattern_kind, seed, first_bad.as<unsigned long long>(),
+      bad_count.as<unsigned long long>());
   HALO_GPU_CHECK_LAUNCH();
   unsigned long long first = 0;
   unsigned long long count = 0;
@@ -1400,7 +1391,7 @@ RoundTrip run_round_trip(CopyPath path, std::uint64_t bytes, int pattern_kind, s
   // 2. device-written pattern -> host.
   if (r.ok) {
     pattern_fill_kernel<<<std::min(grid, 65535u), 256>>>(device2.as<std::uint32_t>(), words,
-                                                        pattern_kind, seed);
+                                                         pattern_kind, seed);
     HALO_GPU_CHECK_LAUNCH();
     HALO_GPU_CHECK(hipDeviceSynchronize());
     copy(back.words(), device2.as<void>(), size, false, path, stream);
@@ -1427,9 +1418,9 @@ DeviceConversion convert_on_device(const std::vector<std::uint32_t>& fp32_bits,
   if (nf != 0) f_in.upload(fp32_bits.data(), nf * 4);
   if (nb != 0) b_in.upload(bf16_bits.data(), nb * 2);
   const std::size_t n = std::max(nf, nb);
-  convert_kernel<<<grid_for(n, 256), 256>>>(f_in.as<std::uint32_t>(), nf,
-                                            b_out.as<std::uint16_t>(), b_in.as<std::uint16_t>(),
-                                            nb, f_out.as<std::uint32_t>());
+  convert_kernel<<<grid_for(n, 256), 256>>>(f_in.as<std::uint32_t>(), nf, b_out.as<std::uint16_t>(),
+                                            b_in.as<std::uint16_t>(), nb,
+                                            f_out.as<std::uint32_t>());
   HALO_GPU_CHECK_LAUNCH();
   out.to_bf16.resize(nf);
   out.widened.resize(nb);

@@ -85,18 +85,18 @@ std::string describe(const Mismatch& m, std::uint64_t total_words) {
 
 std::vector<std::uint32_t> conversion_inputs(std::size_t random_count) {
   std::vector<std::uint32_t> v = {
-      0x00000000u, 0x80000000u, // +-0
-      0x00000001u, 0x80000001u, // smallest subnormals: round to +-0
-      0x007fffffu, 0x807fffffu, // largest subnormals: round up to the smallest normal
-      0x00008000u, 0x00018000u, // subnormal ties: to even (down), to even (up)
+      0x00000000u, 0x80000000u,              // +-0
+      0x00000001u, 0x80000001u,              // smallest subnormals: round to +-0
+      0x007fffffu, 0x807fffffu,              // largest subnormals: round up to the smallest normal
+      0x00008000u, 0x00018000u,              // subnormal ties: to even (down), to even (up)
       0x00800000u, 0x3f800000u, 0xbf800000u, // smallest normal, +-1
-      0x3f808000u, 0x3f818000u, // ties: 1 + 2^-8 rounds down to even, 1 + 3*2^-8 up
-      0x3f808001u, 0x3f807fffu, // just above / below a tie
+      0x3f808000u, 0x3f818000u,              // ties: 1 + 2^-8 rounds down to even, 1 + 3*2^-8 up
+      0x3f808001u, 0x3f807fffu,              // just above / below a tie
       0x3fffffffu, 0x7f7fffffu, // rounds into the next binade; max float rounds to +inf
       0x7f7f7fffu, 0x7f7f8000u, // largest bf16 below/at the tie to +inf
-      0xff7fffffu, 0x7f800000u, 0xff800000u, // -max -> -inf, +-inf
-      0x7fc00000u, 0xffc00000u, 0x7fc00001u, // quiet NaNs, payload only in the low half
-      0x7f800001u, 0x7fa00000u, 0xffbfffffu, // signalling NaNs
+      0xff7fffffu, 0x7f800000u, 0xff800000u,  // -max -> -inf, +-inf
+      0x7fc00000u, 0xffc00000u, 0x7fc00001u,  // quiet NaNs, payload only in the low half
+      0x7f800001u, 0x7fa00000u, 0xffbfffffu,  // signalling NaNs
       0x7fffffffu, 0x3eaaaaabu, 0xc0490fdbu}; // NaN all ones, 1/3, -pi
   std::uint64_t state = 0x9e3779b97f4a7c15ull;
   for (std::size_t i = 0; i < random_count; ++i) {
@@ -123,8 +123,7 @@ std::optional<Mismatch> check_to_bf16(std::span<const std::uint32_t> in,
   std::uint64_t bad = 0;
   const std::size_t n = std::max(in.size(), got.size());
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t want =
-        i < in.size() ? float_to_bf16(std::bit_cast<float>(in[i])) : 0u;
+    const std::uint32_t want = i < in.size() ? float_to_bf16(std::bit_cast<float>(in[i])) : 0u;
     const std::uint32_t seen = i < got.size() ? got[i] : 0u;
     bool ok = i < in.size() && i < got.size();
     if (ok) ok = is_nan_bits32(in[i]) ? is_nan_bits16(seen) : want == seen;

@@ -34,8 +34,8 @@ RegimeVerdict weigh_regime(std::span<const LinearTiming> linears, std::string_vi
     v.flops_per_token += 2.0 * static_cast<double>(l.n) * static_cast<double>(l.k) * c;
   }
   v.speedup = v.bf16_ms / v.quant_ms;
-  v.line = std::string(regime) + ": " + std::string(format) + " is " + speed_words(v.speedup) +
-           " BF16";
+  v.line =
+      std::string(regime) + ": " + std::string(format) + " is " + speed_words(v.speedup) + " BF16";
   return v;
 }
 

@@ -41,11 +41,12 @@ std::string quoted(std::string_view text) {
 } // namespace
 
 void validate_gemm_shape(const GemmShape& s, std::string_view option) {
-  const std::string name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+  const std::string name =
+      std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
   for (const std::int64_t d : {s.m, s.n, s.k}) {
     if (d < 1 || d > max_gemm_dim) {
-      fail(option, "shape " + name + ": every dimension must be from 1 to " +
-                       std::to_string(max_gemm_dim));
+      fail(option,
+           "shape " + name + ": every dimension must be from 1 to " + std::to_string(max_gemm_dim));
     }
   }
   if (s.m % 16 != 0 || s.n % 16 != 0 || s.k % 32 != 0) {
@@ -163,11 +164,10 @@ std::vector<ModelLinear> parse_model_linears(std::string_view text, std::string_
     const auto parts = split(item, ':');
     if (parts.size() != 3) fail(option, "expected NAME:NxK:COUNT, got " + quoted(item));
     ModelLinear l;
-    const bool name_ok =
-        !parts[0].empty() && parts[0].size() <= 48 &&
-        std::all_of(parts[0].begin(), parts[0].end(), [](char c) {
-          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-        });
+    const bool name_ok = !parts[0].empty() && parts[0].size() <= 48 &&
+                         std::all_of(parts[0].begin(), parts[0].end(), [](char c) {
+                           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                         });
     const auto nk = split(parts[1], 'x');
     if (!name_ok || nk.size() != 2 || !parse_int(nk[0], l.n) || !parse_int(nk[1], l.k) ||
         !parse_int(parts[2], l.count)) {

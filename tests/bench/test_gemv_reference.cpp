@@ -50,8 +50,9 @@ TEST_CASE("fused GEMV reference decodes the packed chunks as the formats define"
     const auto want_int4 =
         direct(s, a, [&](std::size_t i) { return static_cast<double>(deq_int4[i]); });
     const auto got_int4 = gemv_int4_reference(s, a, int4, all);
-    const auto c_int4 = check_relative(want_int4, std::vector<float>(got_int4.begin(), got_int4.end()),
-                                       1e-4, relative_floor(want_int4));
+    const auto c_int4 =
+        check_relative(want_int4, std::vector<float>(got_int4.begin(), got_int4.end()), 1e-4,
+                       relative_floor(want_int4));
     CHECK(c_int4.ok);
 
     // NF4: code (high nibble first) through the bf16-rounded table, times the block's absmax.

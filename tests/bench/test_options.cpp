@@ -71,7 +71,8 @@ TEST_CASE("byte sizes use binary units and are bounded", "[options]") {
 }
 
 TEST_CASE("model linears: NAME:NxK:COUNT with the kernels' divisibility", "[options]") {
-  const auto l = parse_model_linears("q_proj:4096x4096:32,lm_head:128256x4096:1", "--model-linears");
+  const auto l =
+      parse_model_linears("q_proj:4096x4096:32,lm_head:128256x4096:1", "--model-linears");
   REQUIRE(l.size() == 2);
   CHECK(l[0].name == "q_proj");
   CHECK(l[1].n == 128256);

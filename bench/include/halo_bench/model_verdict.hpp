@@ -23,11 +23,11 @@ struct LinearTiming {
 
 /// The regime's totals and its verdict line.
 struct RegimeVerdict {
-  double bf16_ms = 0.0;          ///< sum of count * bf16_ms (one forward pass of the projections)
-  double quant_ms = 0.0;         ///< sum of count * quant_ms
-  double speedup = 0.0;          ///< bf16_ms / quant_ms: > 1 the 4-bit path is faster
-  double flops_per_token = 0.0;  ///< sum of 2 * n * k * count
-  std::string line;              ///< "generation (M = 1): NF4 is 2.7x faster than BF16"
+  double bf16_ms = 0.0;         ///< sum of count * bf16_ms (one forward pass of the projections)
+  double quant_ms = 0.0;        ///< sum of count * quant_ms
+  double speedup = 0.0;         ///< bf16_ms / quant_ms: > 1 the 4-bit path is faster
+  double flops_per_token = 0.0; ///< sum of 2 * n * k * count
+  std::string line;             ///< "generation (M = 1): NF4 is 2.7x faster than BF16"
 };
 
 /// Sums the projections of one regime. The total time is each projection's time weighted by how

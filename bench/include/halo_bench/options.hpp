@@ -32,11 +32,13 @@ void validate_gemm_shape(const GemmShape& shape, std::string_view option);
 
 /// Parses "MxNxK[,MxNxK...]" (C[MxN] = A[MxK] W[NxK]^T) and validates each shape
 /// (validate_gemm_shape). Throws UsageError for a malformed item, an empty list or a bad shape.
-std::vector<GemmShape> parse_gemm_shapes(std::string_view text, std::string_view option = "--sizes");
+std::vector<GemmShape> parse_gemm_shapes(std::string_view text,
+                                         std::string_view option = "--sizes");
 
 /// Parses a comma-separated list of names, each of which must be one of `known`; duplicates are
 /// kept once, order of first appearance. Throws UsageError naming the unknown name.
-std::vector<std::string> parse_name_list(std::string_view text, std::span<const std::string_view> known,
+std::vector<std::string> parse_name_list(std::string_view text,
+                                         std::span<const std::string_view> known,
                                          std::string_view option);
 
 /// Parses a comma-separated list of integers in [lo, hi], each a multiple of `multiple_of`
@@ -50,8 +52,8 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view option);
 
 /// Parses a comma-separated list of byte sizes (parse_byte_size), each in [lo, hi] and a multiple
 /// of 4 (the integrity patterns are 32-bit words). Throws UsageError.
-std::vector<std::uint64_t> parse_byte_sizes(std::string_view text, std::uint64_t lo, std::uint64_t hi,
-                                            std::string_view option);
+std::vector<std::uint64_t> parse_byte_sizes(std::string_view text, std::uint64_t lo,
+                                            std::uint64_t hi, std::string_view option);
 
 /// One weight matrix of a model, as `halo-doctor bench --model` passes it to halo-bench:
 /// W[N x K] applied `count` times per token (e.g. once per decoder layer).

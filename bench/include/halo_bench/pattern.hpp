@@ -104,8 +104,8 @@ HALO_HD inline std::uint32_t pattern_word(int kind, std::uint64_t index, std::ui
   }
   default: {
     // murmur3's fmix32 over the word index (low and high halves) and the seed.
-    std::uint32_t x = static_cast<std::uint32_t>(index) ^ (static_cast<std::uint32_t>(index >> 32) *
-                                                           0x9E3779B1u) ^ seed;
+    std::uint32_t x = static_cast<std::uint32_t>(index) ^
+                      (static_cast<std::uint32_t>(index >> 32) * 0x9E3779B1u) ^ seed;
     x ^= x >> 16;
     x *= 0x85EBCA6Bu;
     x ^= x >> 13;
