@@ -944,9 +944,10 @@ void run_model_part(const Options& o, const Plan& plan, FactSet& facts) {
   Recorder rec{facts, o};
   for (const halo_bench::ModelLinear& l : plan.linears) {
     const std::string base = "bench.model.linear." + l.name;
-    std::printf(" %s: W[%lld x %lld] x %lld per token\n", l.name.c_str(),
+    std::printf(" %s: W[%lld x %lld] x %lld per token%s\n", l.name.c_str(),
                 static_cast<long long>(l.n), static_cast<long long>(l.k),
-                static_cast<long long>(l.count));
+                static_cast<long long>(l.count),
+                l.quantized ? "" : " (kept in bf16 by bitsandbytes: both sides bf16)");
     const auto w_float = halo_bench::random_normal(static_cast<std::size_t>(l.n * l.k), 2, 0.02f);
     const auto w = halo_bench::to_bf16(w_float);
     const QuantWeights q = quantize_both(w_float, o.int4_group);
@@ -985,7 +986,7 @@ void run_model_part(const Options& o, const Plan& plan, FactSet& facts) {
       bf16_ms = run(base + ".train.bf16_blas", "train bf16 " + blas,
                     halo_bench::gemm_bf16_reference_sampled(shape, a, w, samples),
                     [&] { return session.time_blas_bf16(o.warmup, o.reps); });
-      for (int f = 0; f < 2; ++f) {
+      for (int f = 0; f < 2 && l.quantized; ++f) {
         const auto format = f == 0 ? gpu::QuantFormat::nf4 : gpu::QuantFormat::int4;
         const auto deq = f == 0 ? halo_bench::dequantize_nf4_bf16(q.nf4)
                                 : halo_bench::dequantize_int4_bf16(q.int4);
@@ -998,6 +999,11 @@ void run_model_part(const Options& o, const Plan& plan, FactSet& facts) {
     } catch (const std::exception& e) {
       facts.set_error(base + ".train.bf16_blas.tflops", e.what());
       std::printf("  ERROR %s\n", e.what());
+    }
+    if (!l.quantized) {
+      // bitsandbytes keeps this module in bf16: both sides run the same bf16 GEMM.
+      quant_ms[0] = bf16_ms;
+      quant_ms[1] = bf16_ms;
     }
     for (int f = 0; f < 2; ++f) {
       if (bf16_ms && quant_ms[f])
@@ -1016,7 +1022,8 @@ void run_model_part(const Options& o, const Plan& plan, FactSet& facts) {
         facts.set_error(base + ".gen.nf4." + shape_key(g) + ".gbps", e.what());
         std::printf("  ERROR %s\n", e.what());
       }
-      const std::optional<double> fused[2] = {r.nf4_ms, r.int4_ms};
+      const std::optional<double> fused[2] = {l.quantized ? r.nf4_ms : r.blas_ms,
+                                              l.quantized ? r.int4_ms : r.blas_ms};
       for (int f = 0; f < 2; ++f) {
         if (r.blas_ms && fused[f])
           gen[f][i].push_back({l.name, l.n, l.k, l.count, *r.blas_ms, *fused[f]});
@@ -1137,7 +1144,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gen-m", o.gen_m, "model part: generation M values (1..64)")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every malformed command line is exit 2 (the documented set).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   // Every argument is checked before the GPU runtime is touched (exit 2, nothing has run).
   Plan plan;

@@ -162,8 +162,10 @@ std::vector<ModelLinear> parse_model_linears(std::string_view text, std::string_
   for (const std::string_view item : split(text, ',')) {
     if (item.empty()) continue;
     const auto parts = split(item, ':');
-    if (parts.size() != 3) fail(option, "expected NAME:NxK:COUNT, got " + quoted(item));
+    if (parts.size() != 3 && !(parts.size() == 4 && parts[3] == "bf16"))
+      fail(option, "expected NAME:NxK:COUNT[:bf16], got " + quoted(item));
     ModelLinear l;
+    l.quantized = parts.size() == 3;
     const bool name_ok = !parts[0].empty() && parts[0].size() <= 48 &&
                          std::all_of(parts[0].begin(), parts[0].end(), [](char c) {
                            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';

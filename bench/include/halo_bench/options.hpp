@@ -62,10 +62,12 @@ struct ModelLinear {
   std::int64_t n = 0;     ///< out_features (rounded up to a multiple of 16)
   std::int64_t k = 0;     ///< in_features (rounded up to a multiple of 32)
   std::int64_t count = 0; ///< occurrences per token (layers; 1 for lm_head)
+  bool quantized = true;  ///< false (":bf16"): kept in bf16 by bitsandbytes, e.g. lm_head
 };
 
-/// Parses "NAME:NxK:COUNT[,NAME:NxK:COUNT...]" (the --model-linears format; NAME is [a-z0-9_]).
-/// N % 16 == 0 and K % 32 == 0 are required, COUNT in [1, 65536]. Throws UsageError.
+/// Parses "NAME:NxK:COUNT[:bf16][,...]" (the --model-linears format; NAME is [a-z0-9_]; a
+/// trailing ":bf16" marks a module bitsandbytes does not quantize). N % 16 == 0 and K % 32 == 0
+/// are required, COUNT in [1, 65536]. Throws UsageError.
 std::vector<ModelLinear> parse_model_linears(std::string_view text, std::string_view option);
 
 } // namespace halo_bench
