@@ -63,6 +63,7 @@ struct Options {
   // fused GEMV (generation regime)
   std::string gemv_m = "1,8,16,64";
   std::string gemv_nk = "4096x4096,11008x4096";
+  double gemv_rotate_mib = 1024.0; ///< weight copies rotated per timed repetition (> the LLC)
   // integrity
   std::string integrity_sizes = "4K,64K,1M,16M,256M,1G";
   bool integrity_child = false; ///< internal: this process is the HSA_ENABLE_SDMA=0 child
@@ -596,7 +597,8 @@ GemvResult run_gemv_shape(const Options& o, const GemmShape& shape, const std::s
   for (const auto& x : samples)
     flat.push_back(x.row * shape.n + x.col);
   gpu::GemvSession session(shape.m, shape.n, shape.k, a.data(),
-                           gpu::GemmSession::blas_available() ? w.data() : nullptr);
+                           gpu::GemmSession::blas_available() ? w.data() : nullptr,
+                           static_cast<std::uint64_t>(o.gemv_rotate_mib * 1048576.0));
   session.upload_nf4(q.nf4.packed.data(), q.nf4.absmax.data(), q.nf4.absmax.size(),
                      q.nf4.block_size, halo_bench::nf4_code_table().data());
   session.upload_int4(q.int4.packed.data(), q.int4.scales.data(), q.int4.scales.size(),
@@ -1129,6 +1131,11 @@ int main(int argc, char** argv) {
   app.add_option("--gemv-m", o.gemv_m, "gemv part: activation rows M (1..64), comma separated")
       ->capture_default_str();
   app.add_option("--gemv-nk", o.gemv_nk, "gemv part: weight shapes NxK, comma separated")
+      ->capture_default_str();
+  app.add_option("--gemv-rotate-mib", o.gemv_rotate_mib,
+                 "gemv and model parts: MiB of weight copies cycled per timed repetition (several "
+                 "times the last-level cache; 0 = one copy, cache-resident)")
+      ->check(CLI::Range(0.0, 65536.0))
       ->capture_default_str();
   app.add_option("--integrity-sizes", o.integrity_sizes,
                  "integrity part: transfer sizes (4K .. 16G, binary units), comma separated")

@@ -128,9 +128,12 @@ private:
 /// otherwise; halo-bench validates them before it opens the device).
 class GemvSession {
 public:
-  /// Uploads A (M*K bf16 bits); W (N*K bf16 bits) may be null when no BLAS run is wanted.
+  /// Uploads A (M*K bf16 bits); W (N*K bf16 bits) may be null when no BLAS run is wanted. Each
+  /// weight (bf16 and packed) is held in as many device copies as make `rotate_bytes` (choose
+  /// several times the last-level cache), and each timed repetition launches once per copy, so
+  /// every launch streams its weight from DRAM and launch latency overlaps as in a decoder step.
   GemvSession(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint16_t* a,
-              const std::uint16_t* w);
+              const std::uint16_t* w, std::uint64_t rotate_bytes);
   ~GemvSession();
   GemvSession(const GemvSession&) = delete;
   GemvSession& operator=(const GemvSession&) = delete;
@@ -140,12 +143,12 @@ public:
                   std::size_t block_size, const float* table16);
   void upload_int4(const std::uint8_t* packed, const float* scales, std::size_t scale_count,
                    std::size_t group_size);
-  /// Vendor BLAS bf16 GEMM at this M (fp32 accumulate and output).
+  /// Vendor BLAS bf16 GEMM at this M (fp32 accumulate and output); ms per GEMM.
   std::vector<double> time_blas_bf16(int warmup, int reps);
-  /// The fused kernel; each repetition includes the zeroing of C when split-K accumulates with
-  /// atomics.
+  /// The fused kernel; ms per launch.
   std::vector<double> time_fused(QuantFormat format, int warmup, int reps);
-  /// Launch configuration of the fused kernel, e.g. "mt8 r4 split-k 3 (256 threads)".
+  /// Launch configuration of the fused kernel, e.g. "mt8 r4 k-splits/block 2, 256 threads, 64
+  /// weight copies rotated".
   std::string fused_config(QuantFormat format) const;
   /// Bytes the fused kernel must move at least: packed weights + scales + A (bf16) + C (fp32).
   double fused_bytes(QuantFormat format) const;

@@ -46,6 +46,7 @@
 #define hipGetDevice cudaGetDevice
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipMemset cudaMemset
 #define hipMemGetInfo cudaMemGetInfo
 #define hipStream_t cudaStream_t

@@ -152,3 +152,32 @@ TEST_CASE("training tokens: micro-batch x sequence, rounded up to 16, bounded", 
   CHECK_THROWS_AS(plan::training_gemm_tokens(1025, 1024), InputError);
   CHECK_THROWS_AS(plan::training_gemm_tokens(0, 1024), InputError);
 }
+
+TEST_CASE("bench/gpu-session.sh's stored model arguments are what halo-doctor passes today",
+          "[bench]") {
+  // bench/models/<case>.args: the halo-bench arguments `halo-doctor bench --model DIR --config
+  // DIR/args.json` produced for the two fixtures, kept so that a GPU machine without a
+  // halo-doctor build can run the model part. They must not drift from the code.
+  for (const std::string c :
+       {"c07-llama-3.2-1b-full-b4-s2048-fused", "c03-qwen2.5-0.5b-full-b4-s2048"}) {
+    const std::string dir = kBenchModels + c;
+    const plan::Plan p = plan::make_plan(dir, {dir + "/args.json"}, {});
+    bool padded = false;
+    const std::vector<std::string> want = {
+        "--only",
+        "model",
+        "--model-linears",
+        plan::bench_linears_argument(plan::projections(p.model), padded),
+        "--model-name",
+        p.model.name,
+        "--train-tokens",
+        std::to_string(
+            plan::training_gemm_tokens(p.settings.micro_batch.value, p.settings.seq_len.value))};
+    std::ifstream in(std::string(HALO_PLAN_DIR) + "/../../bench/models/" + c + ".args");
+    REQUIRE(in);
+    std::vector<std::string> got;
+    for (std::string line; std::getline(in, line);)
+      got.push_back(line);
+    CHECK(got == want);
+  }
+}
