@@ -456,9 +456,9 @@ __device__ __forceinline__ void gemv4_chunk(float (&acc)[MT][R], const uint4 (&w
 #pragma unroll
   for (int i = 0; i < MT; ++i) {
     if (m0 + i >= M) break;
-    const uint4* a4 = reinterpret_cast<const uint4*>(reinterpret_cast<const std::uint32_t*>(A) +
-                                                     static_cast<std::size_t>(m0 + i) * a_row_words +
-                                                     static_cast<std::size_t>(c) * 16);
+    const uint4* a4 = reinterpret_cast<const uint4*>(
+        reinterpret_cast<const std::uint32_t*>(A) + static_cast<std::size_t>(m0 + i) * a_row_words +
+        static_cast<std::size_t>(c) * 16);
     std::uint32_t a[16];
 #pragma unroll
     for (int v = 0; v < 4; ++v) {
@@ -1205,8 +1205,8 @@ struct GemvSession::Impl {
     out.back().upload(host, bytes);
     for (std::size_t i = 1; i < copies; ++i) {
       out.emplace_back(bytes);
-      HALO_GPU_CHECK(hipMemcpy(out.back().as<void>(), out.front().as<void>(), bytes,
-                               hipMemcpyDeviceToDevice));
+      HALO_GPU_CHECK(
+          hipMemcpy(out.back().as<void>(), out.front().as<void>(), bytes, hipMemcpyDeviceToDevice));
     }
     return out;
   }
@@ -1219,9 +1219,8 @@ struct GemvSession::Impl {
     int shift = -1;
     for (int b = 0; b < 31; ++b)
       if ((1u << b) == per_scale) shift = b;
-    gemv4_kernel<kNf4, MT, R><<<grid, kGemvThreads>>>(a.as<std::uint16_t>(), packed, scale,
-                                                      per_scale, shift, table, c.as<float>(), m, n,
-                                                      k, s);
+    gemv4_kernel<kNf4, MT, R><<<grid, kGemvThreads>>>(
+        a.as<std::uint16_t>(), packed, scale, per_scale, shift, table, c.as<float>(), m, n, k, s);
     HALO_GPU_CHECK_LAUNCH();
   }
   template <bool kNf4> void launch_format(const uint4* packed, const float* scale, int group) {
@@ -1268,8 +1267,8 @@ struct GemvSession::Impl {
 GemvSession::GemvSession(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint16_t* a,
                          const std::uint16_t* w, std::uint64_t rotate_bytes)
     : impl_(std::make_unique<Impl>()) {
-  if (m < 1 || m > kGemvMaxM || n <= 0 || k <= 0 || n % 16 != 0 || k % 32 != 0 ||
-      n > (1LL << 24) || k > (1LL << 24) || n * k > (1LL << 31)) {
+  if (m < 1 || m > kGemvMaxM || n <= 0 || k <= 0 || n % 16 != 0 || k % 32 != 0 || n > (1LL << 24) ||
+      k > (1LL << 24) || n * k > (1LL << 31)) {
     throw GpuError("GEMV shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                    std::to_string(k) + " unsupported: need 1 <= M <= 64, N%16 == 0, K%32 == 0");
   }
@@ -1310,8 +1309,7 @@ void GemvSession::upload_int4(const std::uint8_t* packed, const float* scales,
   if (group_size == 0 || group_size % 32 != 0)
     throw GpuError("fused GEMV needs an int4 group size that is a multiple of 32");
   const std::size_t bytes = static_cast<std::size_t>(impl_->n) * impl_->k / 2;
-  impl_->int4_packed =
-      Impl::replicate(packed, bytes, Impl::copies_for(impl_->rotate_bytes, bytes));
+  impl_->int4_packed = Impl::replicate(packed, bytes, Impl::copies_for(impl_->rotate_bytes, bytes));
   impl_->int4_scales = Buffer(scale_count * sizeof(float));
   impl_->int4_scales.upload(scales, scale_count * sizeof(float));
   impl_->int4_group = static_cast<int>(group_size);

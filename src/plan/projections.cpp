@@ -52,10 +52,10 @@ std::vector<Projection> projections(const ModelConfig& m) {
   return out;
 }
 
-std::string bench_linears_argument(const std::vector<Projection>& ps, bool& padded) {
+std::string bench_linears_argument(const std::vector<Projection>& projections, bool& padded) {
   padded = false;
   std::string arg;
-  for (const Projection& p : ps) {
+  for (const Projection& p : projections) {
     const std::int64_t n = round_up(p.out_features, 16);
     const std::int64_t k = round_up(p.in_features, 32);
     padded = padded || n != p.out_features || k != p.in_features;
