@@ -623,11 +623,16 @@ GemvResult run_gemv_shape(const Options& o, const GemmShape& shape, const std::s
                    const std::vector<double>& ms) {
     const Summary s = rec.record_rate(key + ".gbps", key, bytes, ms, what);
     const double gbps = halo_bench::per_second_giga(bytes, s.median);
-    facts.set_ok(key + ".pct_of_stream", 100.0 * gbps / stream_gbps,
-                 "bytes moved / median time / STREAM triad of this run (" +
-                     std::to_string(stream_gbps) + " GB/s)");
-    std::printf("  %-44s %8.1f GB/s %5.1f%% of STREAM (median %.4f ms)\n", what.c_str(), gbps,
-                100.0 * gbps / stream_gbps, s.median);
+    if (stream_gbps > 0.0) {
+      facts.set_ok(key + ".pct_of_stream", 100.0 * gbps / stream_gbps,
+                   "bytes moved / median time / STREAM triad of this run (" +
+                       std::to_string(stream_gbps) + " GB/s)");
+      std::printf("  %-44s %8.1f GB/s %5.1f%% of STREAM (median %.4f ms)\n", what.c_str(), gbps,
+                  100.0 * gbps / stream_gbps, s.median);
+    } else {
+      facts.set_error(key + ".pct_of_stream", "no STREAM triad of this run to compare with");
+      std::printf("  %-44s %8.1f GB/s (median %.4f ms)\n", what.c_str(), gbps, s.median);
+    }
     return s.median;
   };
 
@@ -680,8 +685,18 @@ QuantWeights quantize_both(const std::vector<float>& w, int int4_group) {
                       halo_bench::quantize_int4(w, static_cast<std::size_t>(int4_group))};
 }
 
+/// stream_triad_for_roofline, or 0 with an error fact when the triad cannot be measured.
+double stream_triad_or_zero(const Options& o, FactSet& facts) {
+  try {
+    return stream_triad_for_roofline(o, facts);
+  } catch (const gpu::GpuError& e) {
+    facts.set_error("bench.gemv.stream_triad_gbps", e.what());
+    return 0.0;
+  }
+}
+
 void run_gemv_part(const Options& o, const Plan& plan, FactSet& facts) {
-  const double stream_gbps = stream_triad_for_roofline(o, facts);
+  const double stream_gbps = stream_triad_or_zero(o, facts);
   std::printf("Fused 4-bit GEMV (generation regime), roofline = STREAM triad %.1f GB/s\n",
               stream_gbps);
   std::optional<double> worst[2];
@@ -929,7 +944,7 @@ void run_model_part(const Options& o, const Plan& plan, FactSet& facts) {
       facts.set_missing(key, "vendor BLAS not built: BF16 has no PyTorch-equivalent reference");
     return;
   }
-  const double stream_gbps = stream_triad_for_roofline(o, facts);
+  const double stream_gbps = stream_triad_or_zero(o, facts);
   const std::string int4_name = "int4g" + std::to_string(o.int4_group);
   const std::string formats[2] = {"nf4", int4_name};
   const std::string labels[2] = {"NF4", "int4 g" + std::to_string(o.int4_group)};
