@@ -3,6 +3,10 @@
 # the GPU it finds (CUDA or HIP), then runs every part and writes logs, facts and a summary to $OUT.
 #
 #   OUT=/some/dir bash bench/gpu-session.sh          # from the repository root
+#   bash bench/gpu-session.sh --stage-deps            # on a machine with the -dev packages:
+#       copies the header-only build dependencies (nlohmann-json3-dev, libcli11-dev: headers and
+#       CMake configs, ~1.5 MB) into .deps/ (git-ignored), for a bare GPU machine without them;
+#       carry .deps there and the build uses it (CMAKE_PREFIX_PATH).
 #
 # Parts, each with its own log and facts file in $OUT:
 #   1 stream+gemm+int4   BabelStream, BF16 own kernel vs vendor BLAS, NF4/int4 paths at 4096^3
@@ -21,8 +25,23 @@
 # Exit status: 0 when every part ran and exited 0, 1 otherwise (the summary says which).
 set -uo pipefail
 
-: "${OUT:?set OUT to the directory for results}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1:-}" = --stage-deps ]; then
+  rm -rf "$repo/.deps"
+  mkdir -p "$repo/.deps/include" "$repo/.deps/share/cmake"
+  for pkg in nlohmann:nlohmann_json CLI:CLI11; do
+    inc="${pkg%%:*}"
+    cfg="${pkg##*:}"
+    if ! cp -r "/usr/include/$inc" "$repo/.deps/include/" ||
+      ! cp -r "/usr/share/cmake/$cfg" "$repo/.deps/share/cmake/"; then
+      echo "missing /usr/include/$inc or /usr/share/cmake/$cfg (install nlohmann-json3-dev libcli11-dev)"
+      exit 1
+    fi
+  done
+  echo "staged $(du -sh "$repo/.deps" | cut -f1) in $repo/.deps"
+  exit 0
+fi
+: "${OUT:?set OUT to the directory for results}"
 build="${BUILD:-/tmp/halo-bench-gpu-build}"
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 4)}"
 reps="${REPS:-10}"
@@ -68,7 +87,9 @@ set(CMAKE_CXX_STANDARD_REQUIRED ON)
 add_subdirectory("$repo/bench" bench)
 CMAKE
 start=$SECONDS
-if ! { cmake -S "$top" -B "$build/b" -DCMAKE_BUILD_TYPE=Release -DHALO_BUILD_TESTS=OFF "${cmake_backend[@]}" &&
+deps=()
+[ -d "$repo/.deps/share/cmake" ] && deps=("-DCMAKE_PREFIX_PATH=$repo/.deps")
+if ! { cmake -S "$top" -B "$build/b" -DCMAKE_BUILD_TYPE=Release -DHALO_BUILD_TESTS=OFF "${deps[@]}" "${cmake_backend[@]}" &&
   cmake --build "$build/b" -j "$jobs" --target halo-bench; } >"$OUT/build.log" 2>&1; then
   say "build FAILED (see build.log)"
   tail -30 "$OUT/build.log"
