@@ -120,6 +120,87 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// Fused 4-bit GEMV/GEMM for the generation regime (M = 1..64 activation rows): the packed
+/// weights are streamed once with 128-bit loads, dequantized in registers and reduced across K
+/// (see bench_kernels.cpp `gemv4_kernel` and docs/bench.md "Fused 4-bit GEMV"). Also times the
+/// vendor BLAS on the bf16 weight at the same M for the comparison. Requires 1 <= M <= 64,
+/// N % 16 == 0, K % 32 == 0, int4 group size and NF4 block size multiples of 32 (GpuError
+/// otherwise; halo-bench validates them before it opens the device).
+class GemvSession {
+public:
+  /// Uploads A (M*K bf16 bits); W (N*K bf16 bits) may be null when no BLAS run is wanted. Each
+  /// weight (bf16 and packed) is held in as many device copies as make `rotate_bytes` (choose
+  /// several times the last-level cache), and each timed repetition launches once per copy, so
+  /// every launch streams its weight from DRAM and launch latency overlaps as in a decoder step.
+  GemvSession(std::int64_t m, std::int64_t n, std::int64_t k, const std::uint16_t* a,
+              const std::uint16_t* w, std::uint64_t rotate_bytes);
+  ~GemvSession();
+  GemvSession(const GemvSession&) = delete;
+  GemvSession& operator=(const GemvSession&) = delete;
+
+  /// Same layouts as GemmSession::upload_nf4 / upload_int4.
+  void upload_nf4(const std::uint8_t* packed, const float* absmax, std::size_t absmax_count,
+                  std::size_t block_size, const float* table16);
+  void upload_int4(const std::uint8_t* packed, const float* scales, std::size_t scale_count,
+                   std::size_t group_size);
+  /// Vendor BLAS bf16 GEMM at this M (fp32 accumulate and output); ms per GEMM.
+  std::vector<double> time_blas_bf16(int warmup, int reps);
+  /// The fused kernel; ms per launch.
+  std::vector<double> time_fused(QuantFormat format, int warmup, int reps);
+  /// Launch configuration of the fused kernel, e.g. "mt8 r4 k-splits/block 2, 256 threads, 64
+  /// weight copies rotated".
+  std::string fused_config(QuantFormat format) const;
+  /// Bytes the fused kernel must move at least: packed weights + scales + A (bf16) + C (fp32).
+  double fused_bytes(QuantFormat format) const;
+
+  void poison_output();
+  std::vector<float> gather_output(const std::vector<std::int64_t>& flat_indices);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What the runtime calls the memory that totalGlobalMem reports: "HSA pool (...)" on HIP,
+/// "CUDA device global memory (...)" on CUDA.
+const char* memory_pool_term() noexcept;
+
+/// Host memory and copy call of one integrity round trip.
+enum class CopyPath {
+  pageable,    ///< malloc'd host memory, hipMemcpy (the runtime stages it)
+  pinned,      ///< hipHostMalloc'd host memory, hipMemcpy
+  pinned_async ///< hipHostMalloc'd host memory, hipMemcpyAsync on a created stream, then sync
+};
+
+/// Result of one host->device->host round trip of `bytes` bytes of a known pattern.
+struct RoundTrip {
+  bool ok = false;
+  /// First differing byte offset and where it was seen: "h2d" (checked on the device right after
+  /// the upload), "d2h" (device-written pattern read back), "round trip"; empty when ok.
+  std::uint64_t first_bad_offset = 0;
+  std::string stage;
+  std::uint32_t expected_word = 0; ///< the 32-bit word around first_bad_offset, expected
+  std::uint32_t got_word = 0;      ///< and seen
+  std::uint64_t bad_words = 0;     ///< differing 32-bit words in that stage
+  double seconds = 0.0;
+};
+
+/// Copies a pattern (halo_bench/pattern.hpp, `pattern_kind`, `seed`) host->device, checks it on
+/// the device, writes the device-generated pattern back device->host and checks it on the host,
+/// then copies the uploaded buffer back and compares it byte for byte with what was sent.
+RoundTrip run_round_trip(CopyPath path, std::uint64_t bytes, int pattern_kind, std::uint32_t seed);
+
+/// On-device fp32 -> bf16 conversion with the runtime's own bf16 type (CUDA `__float2bfloat16`,
+/// HIP `__float2bfloat16` from hip_bf16.h, or `hip_bfloat16::round_to_bfloat16` on older ROCm),
+/// and bf16 -> fp32 widening. Returns (bf16 bits of every input, fp32 bits of every widened bf16).
+struct DeviceConversion {
+  std::vector<std::uint16_t> to_bf16;
+  std::vector<std::uint32_t> widened;
+  std::string function; ///< which device conversion ran
+};
+DeviceConversion convert_on_device(const std::vector<std::uint32_t>& fp32_bits,
+                                   const std::vector<std::uint16_t>& bf16_bits);
+
 /// Name of the GEMM inner loop compiled for the current device: "wmma-gfx11" (RDNA3/3.5
 /// __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32), "mfma-cdna" (gfx90a/gfx94x
 /// __builtin_amdgcn_mfma_f32_16x16x16bf16_1k), "wmma-sm80" (nvcuda::wmma bf16) or "tiled-simt".

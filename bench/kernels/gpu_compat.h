@@ -38,8 +38,15 @@
 #define hipHostFree cudaFreeHost
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStreamCreate cudaStreamCreate
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipGetDevice cudaGetDevice
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipMemset cudaMemset
 #define hipMemGetInfo cudaMemGetInfo
 #define hipStream_t cudaStream_t
@@ -50,10 +57,25 @@
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
 #define HALO_GPU_EVENT_NAME "cudaEvent"
+/// What the runtime calls the memory totalGlobalMem reports (CUDA: the device's global memory).
+#define HALO_GPU_POOL_TERM "CUDA device global memory (cudaDeviceProp::totalGlobalMem)"
 #else
 #include <hip/hip_runtime.h>
 #define HALO_GPU_EVENT_NAME "hipEvent"
+/// What the runtime calls the memory totalGlobalMem reports (HIP takes it from the agent's HSA
+/// memory pool: hip/amd_detail device properties, ROCclr device.cpp).
+#define HALO_GPU_POOL_TERM "HSA pool (hipDeviceProp_t::totalGlobalMem)"
 #endif
+
+/// XOR shuffle inside a group of 32 lanes: a whole CUDA warp, a whole RDNA wave32 or one half of
+/// a CDNA wave64 (HIP's __shfl_xor with width 32 stays inside each 32-lane half).
+__device__ __forceinline__ float halo_shfl_xor32(float value, int lane_mask) {
+#if defined(__CUDACC__)
+  return __shfl_xor_sync(0xffffffffu, value, lane_mask, 32);
+#else
+  return __shfl_xor(value, lane_mask, 32);
+#endif
+}
 
 /// Throws halo_bench::gpu::GpuError (declared in bench_gpu.hpp) when a runtime call fails.
 #define HALO_GPU_CHECK(call)                                                                       \

@@ -92,6 +92,34 @@ struct ParamCount {
 /// Counts the parameters of `m`.
 ParamCount count_parameters(const ModelConfig& m);
 
+/// One weight matrix a token passes through in the forward pass, as `halo-doctor bench --model`
+/// times it (docs/bench.md "Model"). Names are the modules of transformers' modeling_<type>.py.
+struct Projection {
+  std::string name;              ///< "q_proj", "qkv_proj" (Phi-3), "c_attn" (GPT-2), "lm_head"
+  std::int64_t out_features = 0; ///< rows of the nn.Linear weight (N of the GEMM)
+  std::int64_t in_features = 0;  ///< columns (K of the GEMM, the reduction)
+  std::int64_t count = 0;        ///< occurrences per forward pass: num_layers, 1 for lm_head
+  /// false where bitsandbytes keeps the module in bf16 under load_in_4bit: the LM head
+  /// (transformers integrations/bitsandbytes.py get_keys_to_not_convert keeps the output
+  /// embedding unquantized).
+  bool quantized = true;
+};
+
+/// The projections of a dense decoder, per modeling_<model_type>.py: Llama-style q/k/v/o_proj and
+/// gate/up/down_proj; Phi-3 fused qkv_proj and gate_up_proj; GPT-2 c_attn, c_proj, c_fc and the
+/// MLP's c_proj (Conv1D, same GEMM shapes); then lm_head (vocab x hidden, computed also when tied
+/// to the embedding). Throws InputError for a mixture-of-experts model (its experts see a share
+/// of the tokens each; not modelled yet).
+std::vector<Projection> projections(const ModelConfig& m);
+
+/// The halo-bench argument for `projections`: "NAME:NxK:COUNT[:bf16],..." with N rounded up to a
+/// multiple of 16 and K to a multiple of 32 (the kernels' tiles; `padded` says whether any was).
+std::string bench_linears_argument(const std::vector<Projection>& projections, bool& padded);
+
+/// Tokens of one training GEMM: micro_batch x seq_len rounded up to a multiple of 16, at most
+/// 1,048,576 (InputError beyond).
+std::int64_t training_gemm_tokens(std::int64_t micro_batch, std::int64_t seq_len);
+
 /// Fine-tuning method.
 enum class Method { full, lora, qlora };
 std::string to_string(Method m);

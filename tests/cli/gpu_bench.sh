@@ -12,7 +12,9 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bench" --json "$tmp/bench.json" --reps 3 --warmup 1 --sizes 1024x1024x1024 --stream-mib 256 \
-  --transfer-mib 64 --only stream,gemm,int4 >"$tmp/out" 2>&1
+  --transfer-mib 64 --only stream,gemm,int4,gemv,integrity --gemv-m 1,5,16,64 \
+  --gemv-nk 1024x1024,512x2048 --gemv-rotate-mib 64 --integrity-sizes 4K,1M,64M \
+  --no-sdma-child >"$tmp/out" 2>&1
 code=$?
 if [ "$code" = 3 ]; then
   echo "SKIP: no GPU: $(tail -1 "$tmp/out")"
@@ -27,9 +29,13 @@ if grep -q '"status": "error"' "$tmp/bench.json"; then
   grep -B1 -A3 '"status": "error"' "$tmp/bench.json"
   fail=1
 fi
-for key in bench.stream.device.triad_gbps bench.gemm.bf16.tflops bench.int4.best_ratio_to_bf16; do
+for key in bench.stream.device.triad_gbps bench.gemm.bf16.tflops bench.int4.best_ratio_to_bf16 \
+  bench.gemv.nf4.min_pct_of_stream bench.integrity.ok; do
   grep -q "\"$key\"" "$tmp/bench.json" || { echo "FAIL: $key missing"; fail=1; }
 done
-"$doctor" check --add-facts "$tmp/bench.json" --only bench-int4-slower,bench-bandwidth-low --fail-on never --color never ||
+# Every transfer must have been intact on a healthy machine.
+/usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["facts"]["bench.integrity.ok"]; sys.exit(0 if f["status"] == "ok" and f["value"] is True else 1)' \
+  "$tmp/bench.json" || { echo "FAIL: bench.integrity.ok is not true"; fail=1; }
+"$doctor" check --add-facts "$tmp/bench.json" --only bench-int4-slower,bench-bandwidth-low,gpu-transfer-corrupt --fail-on never --color never ||
   { echo "FAIL: check --add-facts"; fail=1; }
 exit $fail

@@ -134,4 +134,28 @@ PY
 "$bin" plan --facts "$tmp/facts.json" --model $M/llama-3-8b --method full --load-dtype bfloat16 --batch 1 --seq 2048 \
   --gradient-checkpointing true --format json >"$tmp/replay.json"
 if [ "$(verdict "$tmp/replay.json")" = "does not fit" ]; then echo "ok plan --facts"; else echo "FAIL: plan --facts"; fail=1; fi
+# halo-doctor bench --model results merged into plan: the measured verdicts show beside the estimate
+# (rule plan-bench-model-speed), only for the model they were measured for.
+cat >"$tmp/bench.json" <<'JSON'
+{"schema_version": 1, "tool": {"name": "halo-bench", "version": "0.1.0"}, "facts": {
+"bench.model.name": {"status": "ok", "value": "llama-3-8b", "source": "halo-bench model part"},
+"bench.model.training.nf4.speedup": {"status": "ok", "value": 0.53, "source": "halo-bench model part"},
+"bench.model.training.verdict": {"status": "ok", "value": "training step GEMMs (M = 2048 tokens): NF4 (dequantize + rocblas) is 1.9x slower than BF16", "source": "halo-bench model part"},
+"bench.model.generation.verdict": {"status": "ok", "value": "generation (M = 1): NF4 (fused 4-bit GEMV) is 2.7x faster than BF16", "source": "halo-bench model part"}}}
+JSON
+"$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/llama-3-8b --config $T/axolotl-llama3-qlora.yml \
+  --add-facts "$tmp/bench.json" --format json >"$tmp/bench-plan.json"
+"$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/mistral-7b-v0.1 --method qlora \
+  --add-facts "$tmp/bench.json" --format json >"$tmp/bench-other.json"
+python3 - "$tmp/bench-plan.json" "$tmp/bench-other.json" <<'PY' || fail=1
+import json, sys
+def rule(path):
+    return {r["id"]: r for r in json.load(open(path))["report"]["results"]}["plan-bench-model-speed"]
+r = rule(sys.argv[1])
+assert r["status"] == "fail" and r["severity"] == "info", r
+assert "1.9x slower" in r["message"] and "2.7x faster" in r["message"], r["message"]
+other = rule(sys.argv[2])
+assert other["status"] == "skip" and "another model" in other["message"], other
+print("ok plan --add-facts bench.json: " + r["message"])
+PY
 exit $fail
