@@ -82,6 +82,12 @@ std::string str(std::string_view s) {
   return std::string(s);
 }
 
+/// The environment variables this probe reads (Probe::env_reads; a capture bundle keeps these).
+constexpr std::string_view kEnvVirtualEnv = "VIRTUAL_ENV";
+constexpr std::string_view kEnvCondaPrefix = "CONDA_PREFIX";
+constexpr std::string_view kEnvPath = "PATH";
+constexpr std::string_view kEnvLdLibraryPath = "LD_LIBRARY_PATH";
+
 /// VIRTUAL_ENV and CONDA_PREFIX from the environment training will see.
 struct PythonEnvVars {
   std::string virtual_env;
@@ -114,12 +120,16 @@ PythonEnvVars read_env(const Root& root) {
           entry[name.size()] == '=' && entry[name.size() + 1] == '/')
         dst = std::string(entry.substr(name.size() + 1));
     };
-    take("VIRTUAL_ENV", out.virtual_env);
-    take("CONDA_PREFIX", out.conda_prefix);
-    if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
-    constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
-    if (entry.substr(0, kLd.size()) == kLd)
-      out.ld_library_path = std::string(entry.substr(kLd.size()));
+    take(kEnvVirtualEnv, out.virtual_env);
+    take(kEnvCondaPrefix, out.conda_prefix);
+    auto value_of = [&](std::string_view name) -> std::optional<std::string> {
+      if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+          entry[name.size()] == '=')
+        return std::string(entry.substr(name.size() + 1));
+      return std::nullopt;
+    };
+    if (auto v = value_of(kEnvPath)) out.path = *v;
+    if (auto v = value_of(kEnvLdLibraryPath)) out.ld_library_path = *v;
   }
   return out;
 }
@@ -878,7 +888,7 @@ std::unique_ptr<Probe> make_framework_probe() {
        "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
       {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
   };
-  return std::make_unique<BasicProbe>(
+  auto probe = std::make_unique<BasicProbe>(
       "framework", std::move(decls),
       "without running Python (docs/framework.md): the site directory of the environment training "
       "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
@@ -930,6 +940,9 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torchaudio/version.py",
           "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
+  probe->set_env_reads({std::string(kEnvVirtualEnv), std::string(kEnvCondaPrefix),
+                        std::string(kEnvPath), std::string(kEnvLdLibraryPath)});
+  return probe;
 }
 
 } // namespace halo::probes
