@@ -388,9 +388,10 @@ private:
     } else {
       out = fmt::format("redacted-serial-{}", n);
     }
-    // The same value anywhere else (dmesg, ROCr's GPU-<hex>, another file) gets it too.
-    if (v.size() >= 6) scrub_[v] = out;
-    if (num) {
+    // The same value anywhere else (dmesg, ROCr's GPU-<hex>, another file) gets it too; short
+    // values only in their own file (a 4-digit number would match inside unrelated numbers).
+    if (v.size() >= (num ? 10U : 6U)) scrub_[v] = out;
+    if (num && fmt::format("{}", *num).size() >= 10) {
       const std::string hex = fmt::format("{:016x}", *num);
       const std::string hex_to = fmt::format("{:016x}", n);
       scrub_[hex] = hex_to;
@@ -398,8 +399,7 @@ private:
       std::transform(upper.begin(), upper.end(), upper.begin(),
                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
       scrub_[upper] = hex_to;
-      if (const std::string dec = fmt::format("{}", *num); dec.size() >= 6)
-        scrub_[dec] = fmt::format("{}", n);
+      scrub_[fmt::format("{}", *num)] = fmt::format("{}", n);
     }
     return out;
   }

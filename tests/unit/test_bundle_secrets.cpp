@@ -114,11 +114,11 @@ TEST_CASE("every probe that reads /proc/self/environ declares the variables it r
   std::vector<std::string> all;
   for (const auto& p : reg.probes()) {
     const auto reads = p->reads();
-    const bool environ = std::any_of(reads.begin(), reads.end(), [](const std::string& r) {
+    const bool reads_environ = std::any_of(reads.begin(), reads.end(), [](const std::string& r) {
       return r.rfind("/proc/self/environ", 0) == 0;
     });
     INFO(p->id());
-    CHECK(environ == !p->env_reads().empty());
+    CHECK(reads_environ == !p->env_reads().empty());
     for (const auto& n : p->env_reads())
       all.push_back(n);
   }
