@@ -366,7 +366,7 @@ private:
   /// N or N in hex with the original's width; UUID-shaped text as a UUID ending in N; other
   /// text as `redacted-serial-N`. An empty or all-zero value identifies nothing and is kept.
   std::string pseudonym(const std::string& v, IdForm form) {
-    if (v.find_first_not_of("0 ") == std::string::npos) return v;
+    if (v.find_first_not_of("0 ") == std::string::npos || placeholder(v)) return v;
     std::optional<std::uint64_t> num;
     if (form != IdForm::text) {
       std::uint64_t n = 0;
@@ -402,6 +402,21 @@ private:
       scrub_[fmt::format("{}", *num)] = fmt::format("{}", n);
     }
     return out;
+  }
+
+  /// The text firmware leaves in DMI fields nobody filled in (dmidecode's "junk" strings): it
+  /// identifies no machine, and replacing it everywhere would change other fields that hold the
+  /// same text (a board_vendor of "Default string").
+  static bool placeholder(std::string_view v) {
+    std::string low(v);
+    std::transform(low.begin(), low.end(), low.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* p : {"to be filled by o.e.m.", "default string", "not specified",
+                          "not applicable", "none", "n/a", "unknown", "system serial number",
+                          "chassis serial number", "base board serial number", "0123456789",
+                          "123456789", "03000200-0400-0500-0006-000700080009"})
+      if (low == p) return true;
+    return v.find_first_not_of(v.front()) == std::string_view::npos; // "FFFFFFFF", "........"
   }
 
   /// A fact value naming an identifier: ROCr's `GPU-<hex>` keeps its form, anything else is text.
