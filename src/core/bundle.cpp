@@ -133,6 +133,13 @@ bool secret_name(std::string_view name) {
   return false;
 }
 
+/// A process environment (environ(7) as procfs shows it: /proc/self/environ, and any
+/// /proc/<pid>/environ a probe might read one day): NUL-separated NAME=VALUE, kept by allow-list.
+bool environ_file(const std::string& abs) {
+  return abs.ends_with("/environ") &&
+         (abs.starts_with("/proc/") || abs.starts_with("/run/host/proc/"));
+}
+
 /// Container secret mounts (Docker and Kubernetes: /run/secrets, the service-account token
 /// under /var/run/secrets/kubernetes.io/serviceaccount): a probe may test that they exist, but
 /// their files are bearer tokens, so a bundle stores the directory and never a file's bytes.
@@ -248,7 +255,7 @@ public:
   /// files, kfd `unique_id` lines) and the secrets of the environment, so the second pass can
   /// remove them wherever else they occur.
   void learn(const std::string& abs, const std::string& text) {
-    if (abs == "/proc/self/environ" || abs == "/run/host/proc/self/environ") {
+    if (environ_file(abs)) {
       for (const auto& v : split(text, '\0')) {
         const auto eq = v.find('=');
         if (eq == std::string::npos) continue;
@@ -277,7 +284,7 @@ public:
   /// Second pass: the file's text as stored in the bundle.
   std::string apply(const std::string& abs, std::string text) {
     const std::string before = text;
-    if (abs == "/proc/self/environ" || abs == "/run/host/proc/self/environ") text = environ(text);
+    if (environ_file(abs)) text = environ(text);
     if (on_) {
       if (abs == "/proc/sys/kernel/hostname")
         text = "redacted-host\n";

@@ -90,6 +90,10 @@ for i in $(seq 1 12); do
   printf '%s=%s\0' "$name" "$v" >>"$env_file"
   echo "unknown variable $name|$v" >>"$secrets"
 done
+# Another process's environment holds the same (no probe reads one; if one ever does, it is an
+# environ like /proc/self/environ).
+mkdir -p "$root/proc/1"
+cp "$env_file" "$root/proc/1/environ"
 # DMI, PCI, NVMe, GPU and kfd identifiers.
 mkdir -p "$root/sys/class/dmi/id" "$root/sys/class/nvme/nvme0"
 for f in product_serial board_serial chassis_serial board_asset_tag chassis_asset_tag; do
