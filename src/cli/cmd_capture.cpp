@@ -78,8 +78,9 @@ int run(const CaptureCliOptions& opts) {
   std::cout << fmt::format(
       "{}: {} files, {} links, {} missing, {} denied, {} skipped; {}\n", o.output, m.files.size(),
       m.links.size(), m.missing.size(), m.denied.size(), m.skipped.size(),
-      opt.redact ? fmt::format("{} redactions (--no-redact keeps them)", m.redacted.size())
-                 : std::string("not redacted"));
+      opt.redact
+          ? fmt::format("{} redactions (.halo/manifest.json lists them)", m.redacted.size())
+          : fmt::format("identities not redacted; {} redactions of secrets", m.redacted.size()));
   return exit_code::ok;
 }
 } // namespace
