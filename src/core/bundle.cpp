@@ -127,10 +127,11 @@ bool secret_name(std::string_view name) {
   std::string up(name);
   std::transform(up.begin(), up.end(), up.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY",
-                        "PRIVATE_KEY", "ACCESS_KEY", "AUTH"})
-    if (up.find(w) != std::string::npos) return true;
-  return false;
+  static constexpr std::array<std::string_view, 10> kWords = {
+      "TOKEN",   "SECRET",      "PASSWORD",   "PASSWD", "CREDENTIAL",
+      "API_KEY", "PRIVATE_KEY", "ACCESS_KEY", "APIKEY", "AUTH"};
+  return std::any_of(kWords.begin(), kWords.end(),
+                     [&](std::string_view w) { return up.find(w) != std::string::npos; });
 }
 
 /// A process environment (environ(7) as procfs shows it: /proc/self/environ, and any
@@ -144,12 +145,12 @@ bool environ_file(const std::string& abs) {
 /// under /var/run/secrets/kubernetes.io/serviceaccount): a probe may test that they exist, but
 /// their files are bearer tokens, so a bundle stores the directory and never a file's bytes.
 bool secret_mount(const std::string& abs) {
-  for (const std::string_view base :
-       {"/run/secrets", "/var/run/secrets", "/run/host/run/secrets", "/run/host/var/run/secrets"})
-    if (abs == base ||
-        (abs.starts_with(base) && abs.size() > base.size() && abs[base.size()] == '/'))
-      return true;
-  return false;
+  static constexpr std::array<std::string_view, 4> kMounts = {
+      "/run/secrets", "/var/run/secrets", "/run/host/run/secrets", "/run/host/var/run/secrets"};
+  return std::any_of(kMounts.begin(), kMounts.end(), [&](std::string_view base) {
+    return abs == base ||
+           (abs.starts_with(base) && abs.size() > base.size() && abs[base.size()] == '/');
+  });
 }
 
 /// How an identifier file writes its value, so its pseudonym is written the same way and the same
@@ -317,8 +318,9 @@ public:
       const bool id_key = k.find("uuid") != std::string::npos ||
                           k.find("serial") != std::string::npos ||
                           k.find("unique_id") != std::string::npos;
-      auto fix = [&](std::string v) {
-        if (on_ && id_key && f.ok()) return pseudonym_in(v);
+      const bool ok = f.ok();
+      auto fix = [&](const std::string& v) {
+        if (on_ && id_key && ok) return pseudonym_in(v);
         return scrub(on_ ? home(v) : v);
       };
       if (auto* v = std::get_if<std::string>(&r.value)) *v = fix(*v);
