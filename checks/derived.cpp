@@ -1259,14 +1259,15 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     auto put = [&](const std::string& key, std::optional<std::int64_t> v, const std::string& src) {
       if (v) {
         facts.put_ok(key + "_pages", *v, src);
-        // Saturate: the kernel accepts any unsigned long, far beyond RAM (see
-        // ttm-limit-overcommit).
-        constexpr std::int64_t kMaxPages =
-            std::numeric_limits<std::int64_t>::max() / units::kTtmPageBytes;
-        facts.put_ok(key + "_bytes",
-                     *v > kMaxPages ? std::numeric_limits<std::int64_t>::max()
-                                    : *v * units::kTtmPageBytes,
-                     src);
+        // The kernel accepts any unsigned long (ttm_tt.c: module_param_named(pages_limit, ...,
+        // ulong)), far beyond RAM: pages x 4096 in checked arithmetic, and a product beyond 64
+        // bits is an error naming where it was set, never a wrapped value. ttm-limit-overcommit
+        // then cannot pass (the _pages fact exists, the _bytes comparison is unknown).
+        if (const auto bytes = units::checked_bytes(*v, units::kTtmPageBytes))
+          facts.put_ok(key + "_bytes", *bytes, src);
+        else
+          facts.put_status(key + "_bytes", Status::error, src,
+                           units::overflow_reason(*v, "pages", units::kTtmPageBytes));
       } else if (!src.empty()) {
         for (const char* u : {"_pages", "_bytes"})
           facts.put_status(key + u, Status::error, src,
@@ -1308,10 +1309,18 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     const std::int64_t gib = *total / units::kGiB - opt.reserve_gib;
     const std::string src =
         fmt::format("derived: floor(MemTotal in GiB) - reserve {} GiB", opt.reserve_gib);
-    if (gib > 0) {
+    // gib <= MemTotal / 2^30, so neither product can overflow; checked all the same.
+    const auto pages = units::checked_bytes(gib, units::kPagesPerGiB);
+    const auto bytes = units::checked_bytes(gib, units::kGiB);
+    if (gib > 0 && pages && bytes) {
       facts.put_ok("ttm.recommended_gib", gib, src);
-      facts.put_ok("ttm.recommended_pages", gib * units::kPagesPerGiB, src);
-      facts.put_ok("ttm.recommended_bytes", gib * units::kGiB, src);
+      facts.put_ok("ttm.recommended_pages", *pages, src);
+      facts.put_ok("ttm.recommended_bytes", *bytes, src);
+    } else if (gib > 0) {
+      for (const char* k :
+           {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
+        facts.put_status(k, Status::error, facts.find("mem.total_bytes")->source,
+                         units::overflow_reason(gib, "GiB", units::kGiB));
     } else {
       for (const char* k :
            {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
@@ -1341,7 +1350,12 @@ void derive_gttsize(FactSet& facts) {
   facts.put_ok("amdgpu.gttsize_set", set, src.empty() ? "derived: not configured" : src);
   if (set) {
     facts.put_ok("amdgpu.gttsize_mib", *v, src);
-    facts.put_ok("amdgpu.gttsize_bytes", *v * units::kMiB, src);
+    // kstrtoint: at most 2^31 MiB, which fits; checked like every byte product.
+    if (const auto bytes = units::checked_bytes(*v, units::kMiB))
+      facts.put_ok("amdgpu.gttsize_bytes", *bytes, src);
+    else
+      facts.put_status("amdgpu.gttsize_bytes", Status::error, src,
+                       units::overflow_reason(*v, "MiB", units::kMiB));
   } else {
     facts.put_status("amdgpu.gttsize_mib", Status::missing, kDerived, "amdgpu.gttsize is not set");
     facts.put_status("amdgpu.gttsize_bytes", Status::missing, kDerived,

@@ -4,26 +4,36 @@
 #include "gfx.hpp"
 #include "probes.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 namespace halo::probes {
 namespace {
 
+/// The variables this probe reads (Probe::env_reads): exact names or `PREFIX*`. Also the
+/// capture bundle's allow-list for the environment: nothing else is kept there.
+const std::vector<std::string>& env_names() {
+  static const std::vector<std::string> names{
+      "HSA_*", "HIP_*", "ROCR_*", "GPU_*", "ROCBLAS_*", "TORCH_BLAS_*", "HCC_*", "PYTORCH_ROCM_*",
+      "PYTORCH_TUNABLEOP_*", "MIOPEN_*", "NCCL_*", "RCCL_*",
+      // flash_attn's backend choice (flash_attn/flash_attn_interface.py) and PyTorch's AOTriton
+      // tier switch (sdp_utils.cpp)
+      "FLASH_ATTENTION_*", "TORCH_ROCM_AOTRITON_*", "PYTORCH_HIP_ALLOC_CONF",
+      "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ROCM_PATH", "CUDA_VISIBLE_DEVICES",
+      // SUDO_UID: under sudo, device access is judged for the invoking user
+      // (checks/device_access.cpp).
+      "SUDO_UID",
+      "CONTAINER_ID", // distrobox (distrobox-enter)
+      // debugging switches (derived env.debug_settings)
+      "AMD_SERIALIZE_KERNEL", "AMD_SERIALIZE_COPY", "AMD_LOG_LEVEL",
+      "PYTORCH_NO_CUDA_MEMORY_CACHING", "PYTORCH_NO_HIP_MEMORY_CACHING"};
+  return names;
+}
+
 bool wanted(const std::string& name) {
-  for (const char* p : {"HSA_", "HIP_", "ROCR_", "GPU_", "ROCBLAS_", "TORCH_BLAS_", "HCC_",
-                        "PYTORCH_ROCM_", "PYTORCH_TUNABLEOP_", "MIOPEN_", "NCCL_", "RCCL_",
-                        // flash_attn's backend choice (flash_attn/flash_attn_interface.py) and
-                        // PyTorch's AOTriton tier switch (sdp_utils.cpp)
-                        "FLASH_ATTENTION_", "TORCH_ROCM_AOTRITON_"})
-    if (name.rfind(p, 0) == 0) return true;
-  // SUDO_UID: under sudo, device access is judged for the invoking user (checks/device_access.cpp).
-  return name == "PYTORCH_HIP_ALLOC_CONF" || name == "PYTORCH_CUDA_ALLOC_CONF" ||
-         name == "PYTORCH_ALLOC_CONF" || name == "ROCM_PATH" || name == "CUDA_VISIBLE_DEVICES" ||
-         name == "SUDO_UID" || name == "CONTAINER_ID" || // distrobox (distrobox-enter)
-         // debugging switches (derived env.debug_settings)
-         name == "AMD_SERIALIZE_KERNEL" || name == "AMD_SERIALIZE_COPY" ||
-         name == "AMD_LOG_LEVEL" || name == "PYTORCH_NO_CUDA_MEMORY_CACHING" ||
-         name == "PYTORCH_NO_HIP_MEMORY_CACHING";
+  return env_name_matches(name, env_names());
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
@@ -74,16 +84,14 @@ std::unique_ptr<Probe> make_environment_probe() {
        "the gfx target `HSA_OVERRIDE_GFX_VERSION` names (`11.0.0` -> `gfx1100`); an error when it "
        "names none"},
   };
-  return std::make_unique<BasicProbe>(
+  auto probe = std::make_unique<BasicProbe>(
       "environment", std::move(decls),
-      "`/proc/self/environ`: the variables named HSA_*, HIP_*, ROCR_*, GPU_*, ROCBLAS_*, "
-      "TORCH_BLAS_*, HCC_*, PYTORCH_ROCM_*, PYTORCH_TUNABLEOP_*, MIOPEN_*, NCCL_*, RCCL_*, "
-      "FLASH_ATTENTION_* (flash_attn's backend) and TORCH_ROCM_AOTRITON_*, and "
-      "PYTORCH_ALLOC_CONF, PYTORCH_{CUDA,HIP}_ALLOC_CONF, ROCM_PATH, CUDA_VISIBLE_DEVICES, "
-      "CONTAINER_ID (distrobox), SUDO_UID (device access under sudo), and the debugging switches "
-      "AMD_SERIALIZE_KERNEL, AMD_SERIALIZE_COPY, AMD_LOG_LEVEL, "
-      "PYTORCH_NO_{CUDA,HIP}_MEMORY_CACHING.",
+      fmt::format("`/proc/self/environ`: the variables {} (`*`: any name with that prefix). The "
+                  "same list is what a capture bundle keeps of the environment (docs/security.md).",
+                  fmt::join(env_names(), ", ")),
       std::vector<std::string>{"/proc/self/environ"}, collect);
+  probe->set_env_reads(env_names());
+  return probe;
 }
 
 } // namespace halo::probes

@@ -88,6 +88,16 @@ std::string str(std::string_view s) {
   return std::string(s);
 }
 
+/// The environment variables this probe reads (Probe::env_reads; a capture bundle keeps these).
+constexpr std::string_view kEnvVirtualEnv = "VIRTUAL_ENV";
+constexpr std::string_view kEnvCondaPrefix = "CONDA_PREFIX";
+constexpr std::string_view kEnvPath = "PATH";
+constexpr std::string_view kEnvLdLibraryPath = "LD_LIBRARY_PATH";
+constexpr std::string_view kEnvHome = "HOME";
+constexpr std::string_view kEnvPythonUserBase = "PYTHONUSERBASE";
+constexpr std::string_view kEnvPythonNoUserSite = "PYTHONNOUSERSITE";
+constexpr std::string_view kEnvBnbRocmVersion = "BNB_ROCM_VERSION";
+
 /// VIRTUAL_ENV and CONDA_PREFIX from the environment training will see.
 struct PythonEnvVars {
   std::string virtual_env;
@@ -127,19 +137,22 @@ PythonEnvVars read_env(const Root& root) {
           entry[name.size()] == '=' && entry[name.size() + 1] == '/')
         dst = std::string(entry.substr(name.size() + 1));
     };
-    take("VIRTUAL_ENV", out.virtual_env);
-    take("CONDA_PREFIX", out.conda_prefix);
-    take("HOME", out.home);
-    take("PYTHONUSERBASE", out.python_user_base);
+    take(kEnvVirtualEnv, out.virtual_env);
+    take(kEnvCondaPrefix, out.conda_prefix);
+    take(kEnvHome, out.home);
+    take(kEnvPythonUserBase, out.python_user_base);
+    auto value_of = [&](std::string_view name) -> std::optional<std::string> {
+      if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+          entry[name.size()] == '=')
+        return std::string(entry.substr(name.size() + 1));
+      return std::nullopt;
+    };
     // Python's -s flag: "PYTHONNOUSERSITE: If this is set, Python won't add the user
     // site-packages directory to sys.path" (a non-empty string, Python/initconfig.c).
-    if (entry.starts_with("PYTHONNOUSERSITE=") && entry.size() > 17) out.no_user_site = true;
-    if (entry.starts_with("BNB_ROCM_VERSION="))
-      out.bnb_rocm_version = std::string(entry.substr(17));
-    if (entry.starts_with("PATH=")) out.path = std::string(entry.substr(5));
-    constexpr std::string_view kLd = "LD_LIBRARY_PATH=";
-    if (entry.substr(0, kLd.size()) == kLd)
-      out.ld_library_path = std::string(entry.substr(kLd.size()));
+    if (auto v = value_of(kEnvPythonNoUserSite); v && !v->empty()) out.no_user_site = true;
+    if (auto v = value_of(kEnvBnbRocmVersion)) out.bnb_rocm_version = *v;
+    if (auto v = value_of(kEnvPath)) out.path = *v;
+    if (auto v = value_of(kEnvLdLibraryPath)) out.ld_library_path = *v;
   }
   return out;
 }
@@ -1120,7 +1133,7 @@ std::unique_ptr<Probe> make_framework_probe() {
       {str(kAudioBuild), string, "",
        "the same for torchaudio (`lib/libtorchaudio.so`, older `_torchaudio.so`)"},
   };
-  return std::make_unique<BasicProbe>(
+  auto probe = std::make_unique<BasicProbe>(
       "framework", std::move(decls),
       "without running Python (docs/framework.md): the site directory of the environment training "
       "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
@@ -1172,6 +1185,11 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torchaudio/version.py",
           "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
+  probe->set_env_reads({std::string(kEnvVirtualEnv), std::string(kEnvCondaPrefix),
+                        std::string(kEnvPath), std::string(kEnvLdLibraryPath),
+                        std::string(kEnvHome), std::string(kEnvPythonUserBase),
+                        std::string(kEnvPythonNoUserSite), std::string(kEnvBnbRocmVersion)});
+  return probe;
 }
 
 } // namespace halo::probes

@@ -2,6 +2,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/units.hpp>
+
 #include <fmt/format.h>
 
 namespace halo::probes {
@@ -24,8 +26,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       std::string rest = line.substr(field.size() + 1);
       auto kb = rest.find("kB");
       auto v = parse_int(rest.substr(0, kb));
-      if (v && kb != std::string::npos && *v > 0)
-        facts.put_ok(key, *v * 1024, r.path);
+      const auto bytes = v ? units::checked_bytes(*v, units::kKiB) : std::nullopt;
+      if (v && kb != std::string::npos && *v > 0 && bytes)
+        facts.put_ok(key, *bytes, r.path);
+      else if (v && kb != std::string::npos && *v > 0)
+        facts.put_status(
+            key, Status::error, r.path,
+            fmt::format("{}: {}", field, units::overflow_reason(*v, "KiB", units::kKiB)));
       else
         facts.put_status(key, Status::error, r.path, fmt::format("malformed line '{}'", line));
     }

@@ -33,7 +33,10 @@ public:
   std::vector<std::string> inputs() const override { return inputs_; }
   std::string source() const override { return source_; }
   std::vector<std::string> reads() const override { return reads_; }
+  std::vector<std::string> env_reads() const override { return env_reads_; }
   void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
+  /// Declares the environment variables the probe reads (Probe::env_reads).
+  void set_env_reads(std::vector<std::string> names) { env_reads_ = std::move(names); }
 
 private:
   std::string id_;
@@ -41,6 +44,7 @@ private:
   std::vector<std::string> inputs_;
   std::string source_;
   std::vector<std::string> reads_;
+  std::vector<std::string> env_reads_;
   Collect collect_;
 };
 

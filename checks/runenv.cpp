@@ -25,11 +25,32 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <charconv>
 #include <optional>
 
 namespace halo::probes {
 namespace {
+
+/// The DMI strings systemd-detect-virt compares (virt.c detect_vm_dmi_vendor), and only those:
+/// /sys/class/dmi/id also holds product_serial, board_serial, chassis_serial and product_uuid,
+/// which identify the machine and are never read, so a capture bundle never holds them.
+constexpr std::array<const char*, 5> kDmiFiles = {"product_name", "sys_vendor", "board_vendor",
+                                                  "bios_vendor", "product_version"};
+
+std::vector<std::string> reads() {
+  std::vector<std::string> out{"/.dockerenv",
+                               "/run/.toolboxenv",
+                               "/run/.containerenv",
+                               "/run/systemd/container",
+                               "/var/run/secrets/kubernetes.io/serviceaccount",
+                               "/proc/1/cgroup",
+                               "/proc/self/status",
+                               "/proc/cpuinfo"};
+  for (const char* f : kDmiFiles)
+    out.push_back(std::string("/sys/class/dmi/id/") + f);
+  return out;
+}
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
@@ -95,8 +116,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("runenv.seccomp_mode", r.status, r.path, r.reason);
     facts.put_status("runenv.cap_sys_nice", r.status, r.path, r.reason);
   }
-  for (const char* f :
-       {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
+  for (const char* f : kDmiFiles) {
     const std::string path = std::string("/sys/class/dmi/id/") + f;
     if (ReadResult r = root.read_trimmed(path); r.ok())
       facts.put_ok(std::string("runenv.dmi.") + f, r.text.substr(0, 128), r.path);
@@ -167,13 +187,10 @@ std::unique_ptr<Probe> make_runenv_probe() {
       "container markers: `/.dockerenv`, `/run/.toolboxenv`, `/run/.containerenv`, "
       "`/run/systemd/container`, the Kubernetes service-account mount, `/proc/1/cgroup`; "
       "`/proc/self/status` `Seccomp:` (0 none, 1 strict, 2 filter) and bit 23 of `CapEff:` "
-      "(proc(5), linux/capability.h); `/sys/class/dmi/id/*`; the `hypervisor` flag of "
-      "`/proc/cpuinfo` (CPUID.1:ECX bit 31).",
-      std::vector<std::string>{"/.dockerenv", "/run/.toolboxenv", "/run/.containerenv",
-                               "/run/systemd/container",
-                               "/var/run/secrets/kubernetes.io/serviceaccount", "/proc/1/cgroup",
-                               "/proc/self/status", "/sys/class/dmi/id/*", "/proc/cpuinfo"},
-      collect);
+      "(proc(5), linux/capability.h); `/sys/class/dmi/id/{product_name,sys_vendor,board_vendor,"
+      "bios_vendor,product_version}` (never the serials or product_uuid); the `hypervisor` flag "
+      "of `/proc/cpuinfo` (CPUID.1:ECX bit 31).",
+      reads(), collect);
 }
 
 } // namespace halo::probes

@@ -39,8 +39,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     for (const char* p : kParams) {
       auto v = put_int(facts, root, pre + "." + p + "_pages", dir + "/parameters/" + p);
       const Fact* f = facts.find(pre + "." + p + "_pages");
-      if (v)
-        facts.put_ok(pre + "." + p + "_bytes", *v * units::kTtmPageBytes, f->source);
+      // pages x 4096 in checked arithmetic: the kernel takes any unsigned long (module_param
+      // ulong in ttm_tt.c / ttm_pool.c), so a sysfs value can be far beyond 2^63 bytes; that is
+      // an error naming the file, never a wrapped (or negative) byte count.
+      const auto bytes = v ? units::checked_bytes(*v, units::kTtmPageBytes) : std::nullopt;
+      if (bytes)
+        facts.put_ok(pre + "." + p + "_bytes", *bytes, f->source);
+      else if (v)
+        facts.put_status(pre + "." + p + "_bytes", Status::error, f->source,
+                         units::overflow_reason(*v, "pages", units::kTtmPageBytes));
       else
         facts.put_status(pre + "." + p + "_bytes", f->status, f->source, f->reason);
     }

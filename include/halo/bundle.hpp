@@ -11,13 +11,21 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace halo {
 
-/// What `capture` writes and how.
+/// What `capture` writes and how. Secrets are never stored, whatever the options: of
+/// /proc/self/environ only the variables some probe declares (Probe::env_reads) keep their
+/// values (the others become `NAME=<dropped>`), URL credentials in those are masked
+/// (mask_url_credentials), variables named like credentials (TOKEN, SECRET, PASSWORD, ...) are
+/// masked, and files under container secret mounts (/run/secrets, /var/run/secrets) are stored
+/// empty. docs/security.md lists it all with the tests that prove it.
 struct CaptureOptions {
-  /// Replace host name, human user names and serial numbers/UUIDs (`--no-redact` turns it off).
+  /// Replace the host name, human user names (user1, user2, ...) and serial numbers/UUIDs (stable
+  /// pseudonyms: the same value, the same pseudonym within a bundle) (`--no-redact` turns it
+  /// off).
   bool redact = true;
   /// Largest file copied; longer files are listed in the manifest as skipped.
   std::size_t max_file_bytes = std::size_t{1024} * 1024;
@@ -45,6 +53,12 @@ inline constexpr const char* kBundleRuntimeFacts = ".halo/runtime-facts.json";
 /// its entries (the probe lists it); one matched by a glob is kept as an empty directory (the
 /// probe tests its existence); `.../driver` symlinks are kept as links (Root::link_name).
 std::vector<std::string> expand_probe_reads(const ProbeRegistry& reg, const Root& root);
+
+/// `value` with the userinfo of every URL in it replaced: `https://user:pass@proxy:3128` ->
+/// `https://<masked>@proxy:3128`. A URL starts at `://` and ends at white space or one of
+/// `,;"'<>`; its userinfo is everything up to the last `@` in it (an unescaped `/` or `@` in a
+/// password masks more, never less).
+std::string mask_url_credentials(std::string_view value);
 
 /// Writes a capture bundle of `root` to `out_path` (gzip-compressed tar, atomically). `facts` are
 /// the facts probed from the same root; those of the runtime probes are stored for replay.

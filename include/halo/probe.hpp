@@ -89,6 +89,11 @@ enum class FactType {
   list,    ///< `std::vector<std::string>`: names, lines or entries ("kernel.cmdline.names").
 };
 
+/// True when environment variable `name` matches one of `patterns`, in the syntax of
+/// Probe::env_reads: an exact name, or a prefix followed by `*` ("HSA_*" matches
+/// "HSA_ENABLE_SDMA").
+bool env_name_matches(std::string_view name, std::span<const std::string> patterns);
+
 /// The word the docs use for a FactType: "bool", "int", "number", "string", "list".
 std::string_view fact_type_name(FactType t);
 
@@ -140,6 +145,12 @@ public:
   virtual std::vector<std::string> inputs() const { return {}; }
   /// Absolute paths or globs this probe reads (documentation and capture bundles).
   virtual std::vector<std::string> reads() const = 0;
+  /// The environment variables this probe reads from `/proc/self/environ`: exact names
+  /// ("VIRTUAL_ENV") or prefixes ending in `*` ("HSA_*"). This declaration is the capture
+  /// bundle's allow-list: `capture` keeps the values of exactly these variables and stores every
+  /// other one as `NAME=<dropped>` (src/core/bundle.cpp, docs/security.md), so a probe that reads
+  /// a new variable declares it here and nowhere else. Default: none.
+  virtual std::vector<std::string> env_reads() const { return {}; }
   /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
   virtual void collect(const ProbeContext& ctx, FactSet& facts) const = 0;
 };

@@ -4,6 +4,7 @@
 #include "common.hpp"
 
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/plan.hpp>
 #include <halo/result.hpp>
 #include <halo/sanitize.hpp>
@@ -18,7 +19,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <optional>
 #include <string_view>
 
@@ -46,13 +46,13 @@ int exec_bench(const std::vector<std::string>& args) {
     spdlog::error("cannot run {}: {}", c.string(), std::strerror(errno));
     return exit_code::internal;
   }
-  std::cerr
-      << "halo-doctor bench: the GPU benchmark (halo-bench) is not built next to halo-doctor.\n"
-         "Build it on the GPU machine with its ROCm or CUDA toolchain:\n"
-         "  cmake -S . -B build -DHALO_BENCH=hip -DCMAKE_HIP_ARCHITECTURES=gfx1151   # or "
-         "-DHALO_BENCH=cuda\n"
-         "  cmake --build build -j && sudo cmake --install build\n"
-         "See docs/bench.md.\n";
+  write_stderr_text(
+      "halo-doctor bench: the GPU benchmark (halo-bench) is not built next to halo-doctor.\n"
+      "Build it on the GPU machine with its ROCm or CUDA toolchain:\n"
+      "  cmake -S . -B build -DHALO_BENCH=hip -DCMAKE_HIP_ARCHITECTURES=gfx1151   # or "
+      "-DHALO_BENCH=cuda\n"
+      "  cmake --build build -j && sudo cmake --install build\n"
+      "See docs/bench.md.\n");
   return exit_code::usage;
 }
 } // namespace
@@ -118,13 +118,13 @@ std::vector<std::string> model_arguments(std::vector<std::string> args) {
   std::string name;
   for (const char c : plan->model.name.substr(0, 128))
     name += (c > 0x20 && c < 0x7f) ? c : '_';
-  std::cerr << fmt::format(
+  write_stderr_text(fmt::format(
       "halo-doctor bench: {} ({}): {} projections, training GEMM M = {} tokens (micro-batch {} "
       "from {}, sequence {} from {}){}\n",
       terminal_safe(name), terminal_safe(plan->model.path), ps.size(), tokens,
       plan->settings.micro_batch.value, terminal_safe(plan->settings.micro_batch.origin.text),
       plan->settings.seq_len.value, terminal_safe(plan->settings.seq_len.origin.text),
-      padded ? "; some dimensions rounded up to the kernels' multiples (N 16, K 32)" : "");
+      padded ? "; some dimensions rounded up to the kernels' multiples (N 16, K 32)" : ""));
   const bool has_only = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--only" || a.rfind("--only=", 0) == 0;
   });

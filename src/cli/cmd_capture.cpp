@@ -67,12 +67,21 @@ int run(const CaptureCliOptions& opts) {
   CaptureOptions opt;
   opt.redact = !o.no_redact;
   opt.tool_version = fmt::format("{} (git {})", kVersion, kGitRevision);
+  if (o.no_redact)
+    write_stderr_text(
+        "halo-doctor capture: warning: --no-redact keeps the host name, user names (in "
+        "/etc/passwd, /etc/group, home directories and the kept environment variables), "
+        "serial numbers and UUIDs (DMI, PCI, NVMe, GPU unique_id, ROCr GPU UUIDs) as "
+        "they are: share the bundle only with whom you would tell those. Secrets are "
+        "still not stored (environment variables no probe reads, URL credentials, "
+        "container secret mounts).\n");
   const CaptureManifest m = write_capture_bundle(reg, root, facts, opt, o.output);
   write_stdout_text(fmt::format(
       "{}: {} files, {} links, {} missing, {} denied, {} skipped; {}\n", o.output, m.files.size(),
       m.links.size(), m.missing.size(), m.denied.size(), m.skipped.size(),
-      opt.redact ? fmt::format("{} redactions (--no-redact keeps them)", m.redacted.size())
-                 : std::string("not redacted")));
+      opt.redact
+          ? fmt::format("{} redactions (.halo/manifest.json lists them)", m.redacted.size())
+          : fmt::format("identities not redacted; {} redactions of secrets", m.redacted.size())));
   return exit_code::ok;
 }
 } // namespace
@@ -80,9 +89,13 @@ int run(const CaptureCliOptions& opts) {
 Runner add_capture_command(CLI::App& app) {
   auto o = std::make_shared<CaptureCliOptions>();
   auto* sub = app.add_subcommand(
-      "capture", "Write the files the probes read, device-node modes, runtime facts and a manifest "
-                 "to a .tar.gz for a bug report (host name, user names and serials redacted); "
-                 "replay it with `check --bundle FILE`");
+      "capture",
+      "Write the files the probes read, device-node modes, runtime facts and a manifest to a "
+      ".tar.gz for a bug report; replay it with `check --bundle FILE`. Never stored: the values of "
+      "environment variables no probe reads (kept as NAME=<dropped>; tokens such as HF_TOKEN go), "
+      "credentials in URLs (scheme://<masked>@host), container secret mounts. Replaced unless "
+      "--no-redact: the host name, user names (user1, ...), serial numbers and UUIDs (stable "
+      "pseudonyms). docs/security.md");
   sub->add_option("-o,--output", o->output,
                   "Bundle to write (FILE.tar.gz, written atomically); %N: the Slurm node name "
                   "($SLURMD_NODENAME, else the short host name), %h: the short host name")
@@ -90,7 +103,8 @@ Runner add_capture_command(CLI::App& app) {
   sub->add_option("--root", o->common.root,
                   "Capture the system under DIR instead of / (a fixture or a mounted host)");
   sub->add_flag("--no-redact", o->no_redact,
-                "Keep host name, user names and serial numbers as they are");
+                "Keep the host name, user names, serial numbers and UUIDs as they are (a warning "
+                "on stderr says so); secrets are still not stored");
   sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
   sub->add_option("--hsa-library", o->common.hsa_library,
                   "ROCr library (libhsa-runtime64.so.1) to load first");

@@ -15,6 +15,15 @@
 
 namespace halo {
 
+bool env_name_matches(std::string_view name, std::span<const std::string> patterns) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+    if (!p.empty() && p.back() == '*')
+      return name.size() >= p.size() - 1 &&
+             name.substr(0, p.size() - 1) == std::string_view(p).substr(0, p.size() - 1);
+    return name == p;
+  });
+}
+
 std::string_view fact_type_name(FactType t) {
   switch (t) {
   case FactType::boolean:

@@ -292,7 +292,12 @@ void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> m
               static_cast<double>(kGiB),
           max_gib));
   }
-  const std::string pages = std::to_string(gib * kPagesPerGiB);
+  const auto pages_n = units::checked_bytes(gib, kPagesPerGiB);
+  if (!pages_n)
+    throw InputError(
+        fmt::format("--ttm-limit {} GiB: {} x {} pages does not fit a signed 64-bit integer", gib,
+                    gib, kPagesPerGiB));
+  const std::string pages = std::to_string(*pages_n);
   auto is_ttm_param = [](std::string_view p) {
     return p == "pages_limit" || p == "page_pool_size";
   };

@@ -68,7 +68,7 @@ std::string human(const std::string& key, const nlohmann::json& v) {
     const auto n = v.get<std::int64_t>();
     if (ends("_bytes")) return fmt::format("{} ({})", n, units::gib(n));
     if (ends("_pages"))
-      return fmt::format("{} pages ({})", n, units::gib(n * units::kTtmPageBytes));
+      return fmt::format("{} pages ({})", n, units::pages_gib(n)); // no int64 product to wrap
   }
   return s;
 }

@@ -302,8 +302,10 @@ std::string expand_template(std::string_view tmpl, const FactSet& facts, const P
                  : (it->second.is_string() ? it->second.get<std::string>() : dump_json(it->second));
     } else if (fn == "gib" || fn == "pages_gib") {
       auto n = facts.get_number(key);
-      out += n ? units::gib(static_cast<std::int64_t>(
-                     *n * (fn == "pages_gib" ? static_cast<double>(units::kTtmPageBytes) : 1.0)))
+      // In floating point throughout: a pages_limit of 2^61 pages is 2^73 bytes, and casting
+      // that back to int64 was undefined (it printed -8589934592.00 GiB).
+      out += n ? units::gib_of(
+                     *n * (fn == "pages_gib" ? static_cast<double>(units::kTtmPageBytes) : 1.0))
                : "?";
     } else if (fn == "watts") {
       // Microwatts (hwmon power1_*) as watts: "450 W".

@@ -218,6 +218,38 @@ TEST_CASE("a unit suffix in modprobe.d is an invalid option that stops ttm and a
   CHECK(gate_exit_code(rs, FailOn::error) == exit_code::failed);
 }
 
+TEST_CASE("a pages_limit beyond 64-bit bytes is an error naming the file, never a pass",
+          "[scenario][issue32]") {
+  // tests/fixtures/strix-halo-ttm-overflow: strix-halo-default-ttm with 2^61 pages planted in
+  // sysfs and modprobe.d. Before: pages x 4096 wrapped to 0 bytes and ttm-limit-overcommit
+  // passed with "-8589934592.00 GiB".
+  const FactSet facts = probe_root(fixture("strix-halo-ttm-overflow"), 4, {});
+  const Fact* active = facts.find("ttm.pages_limit_bytes");
+  REQUIRE(active != nullptr);
+  CHECK(active->status == Status::error);
+  CHECK(active->source == "/sys/module/ttm/parameters/pages_limit");
+  CHECK_THAT(active->reason,
+             Catch::Contains("2305843009213693952 pages x 4096 bytes does not fit"));
+  CHECK(facts.get_int("ttm.pages_limit_pages") == std::int64_t{1} << 61);
+  const Fact* configured = facts.find("ttm.configured.pages_limit_bytes");
+  REQUIRE(configured != nullptr);
+  CHECK(configured->status == Status::error);
+  CHECK(configured->source == "/etc/modprobe.d/ttm.conf:1");
+  auto rs = run(fixture("strix-halo-ttm-overflow"));
+  for (const char* id : {"ttm-limit-overcommit", "ttm-limit-low", "ttm-page-pool-mismatch"}) {
+    INFO(id);
+    const Result& r = get(rs, id);
+    CHECK(r.status == Outcome::error);
+    CHECK_THAT(r.message,
+               Catch::Contains("ttm.pages_limit_bytes (error: 2305843009213693952 pages"));
+    CHECK_THAT(r.message, !Catch::Contains("-8589934592"));
+  }
+  // The same root with the plain default limit: the rule passes there, so the error above is
+  // the planted value's doing.
+  CHECK(get(run(fixture("strix-halo-default-ttm")), "ttm-limit-overcommit").status ==
+        Outcome::pass);
+}
+
 TEST_CASE("a GPU that never reached KFD: gfx target from the PCI id, unbound GPU named",
           "[scenario][issue11]") {
   auto rs = run(fixture("strix-halo-kernel-too-old"));
