@@ -80,7 +80,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   for (const auto& it : p->estimate.items)
     facts.put_ok(fmt::format("plan.memory.{}_bytes", it.key), it.bytes, "derived: " + it.basis);
   facts.put_ok("plan.memory.required_bytes", p->estimate.required_bytes,
-               "derived: the sum of plan.memory.*_bytes (docs/plan.md)");
+               "derived: the sum of plan.memory.*_bytes, peak at " + p->estimate.peak_phase +
+                   " (docs/plan.md)");
+  facts.put_ok("plan.memory.required_low_bytes", p->estimate.low_bytes,
+               "derived: allocated at the peak + the smallest GPU context (docs/plan.md)");
+  facts.put_ok("plan.memory.required_high_bytes", p->estimate.high_bytes,
+               "derived: the estimate + one more block of the largest transient + the largest "
+               "context (docs/plan.md)");
+  facts.put_ok("plan.memory.allocated_bytes", p->estimate.allocated_bytes,
+               "derived: torch.cuda.max_memory_allocated() at the peak (docs/plan.md)");
   facts.put_ok("plan.memory.lora_required_bytes", p->lora_required_bytes,
                "derived: the same run as bf16 LoRA (docs/plan.md)");
   facts.put_ok("plan.trainable_parameters", p->estimate.trainable_params,
@@ -131,9 +139,12 @@ std::unique_ptr<Probe> make_plan_probe() {
        "keys the configuration has that the doctor does not know and that are close to no known "
        "key"},
       {"plan.memory.*", integer, "bytes",
-       "one line of the per-GPU memory estimate: `weights`, `gradients`, `adapters`, `optimizer`, "
-       "`activations`, `logits`, `runtime`, `fragmentation` (`plan.memory.<item>_bytes`), their "
-       "sum `required_bytes`, and `lora_required_bytes`, the same run as bf16 LoRA"},
+       "one line of the per-GPU memory estimate at the peak: `weights`, `gradients`, `adapters`, "
+       "`optimizer`, `optimizer_step`, `activations`, `logits`, `attention_backward`, "
+       "`tied_embedding_grads`, `allocator_reserve`, `runtime` (`plan.memory.<item>_bytes`), "
+       "their sum `required_bytes` (the device-level peak) with its band `required_low_bytes` .. "
+       "`required_high_bytes`, `allocated_bytes` (PyTorch's allocated peak), and "
+       "`lora_required_bytes`, the same run as bf16 LoRA"},
       {"plan.trainable_parameters", integer, "count", "all parameters (full) or the LoRA adapters"},
   };
   return std::make_unique<BasicProbe>(

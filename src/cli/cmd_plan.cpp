@@ -8,6 +8,7 @@
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
@@ -99,7 +100,9 @@ int run(Options& o, const CLI::Option* reserve_flag) {
 
   const std::string text =
       o.format == "json"
-          ? plan_json_report(data, ctx).dump(2) + "\n"
+          // Strings from the user's files may hold bytes that are not UTF-8: escaped as \xNN
+          // (dump_json), as check's reports do, never nlohmann's type_error 316 (exit 70).
+          ? dump_json(plan_json_report(data, ctx), 2) + "\n"
           : plan_text_report(data, ctx,
                              TextOptions{o.output.empty() && use_color(o.color), false, false});
   write_output(o.output, text);

@@ -5,6 +5,7 @@
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
 #include <halo/rules.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/color.h>
 #include <fmt/format.h>
@@ -176,11 +177,19 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
       keys += (keys.empty() ? "" : ", ") + k;
     line(fmt::format("  not read: {}", keys));
   }
+  for (const auto& n : p.settings.notes)
+    line("  note: " + n);
   line("");
   line(bold("memory per GPU") + "  (docs/plan.md)");
-  for (const auto& it : p.estimate.items)
+  for (const auto& it : p.estimate.items) {
     line(fmt::format("  {:<52} {:>9.2f} GiB  {}", it.what, gib(it.bytes), it.basis));
-  line(fmt::format("  {:<52} {:>9.2f} GiB", "total", gib(p.estimate.required_bytes)));
+    if (!it.source.empty()) line(fmt::format("  {:<52} {:>13}  source: {}", "", "", it.source));
+  }
+  line(fmt::format("  {:<52} {:>9.2f} GiB  peak: {}", "total", gib(p.estimate.required_bytes),
+                   p.estimate.peak_phase));
+  line(fmt::format("  {:<52} {:>9.2f} GiB  low {:.2f} .. high {:.2f} GiB", "allocated by PyTorch",
+                   gib(p.estimate.allocated_bytes), gib(p.estimate.low_bytes),
+                   gib(p.estimate.high_bytes)));
   line("");
   const Fact* cap = d.facts.find(keys::plan_capacity_bytes);
   if (capacity) {
@@ -217,6 +226,9 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
                                 : ""));
   }
   line("");
+  // Model names, paths and keys come from the user's files: escaped for the terminal
+  // (include/halo/sanitize.hpp), as the findings that text_report adds are.
+  out = terminal_safe(out, opt.color);
   out += text_report(d.results, ctx, opt);
   return out;
 }
@@ -258,11 +270,21 @@ nlohmann::json plan_json_report(const PlanReportData& d, const ReportContext& ct
   j["run"] = {{"config_paths", p.settings.config_path},
               {"config_format", p.settings.config_format},
               {"settings", settings},
-              {"ignored_keys", p.settings.ignored_keys}};
+              {"ignored_keys", p.settings.ignored_keys},
+              {"notes", p.settings.notes}};
   nlohmann::json items = nlohmann::json::array();
   for (const auto& it : p.estimate.items)
-    items.push_back({{"key", it.key}, {"what", it.what}, {"bytes", it.bytes}, {"basis", it.basis}});
-  j["memory"] = {{"items", items}, {"required_bytes", p.estimate.required_bytes}};
+    items.push_back({{"key", it.key},
+                     {"what", it.what},
+                     {"bytes", it.bytes},
+                     {"basis", it.basis},
+                     {"source", it.source}});
+  j["memory"] = {{"items", items},
+                 {"required_bytes", p.estimate.required_bytes},
+                 {"low_bytes", p.estimate.low_bytes},
+                 {"high_bytes", p.estimate.high_bytes},
+                 {"allocated_bytes", p.estimate.allocated_bytes},
+                 {"peak_phase", p.estimate.peak_phase}};
   const auto capacity = d.facts.get_int(keys::plan_capacity_bytes);
   const auto fix = d.facts.get_int(keys::plan_capacity_with_ttm_fix_bytes);
   const auto gpu = d.facts.get_int(keys::plan_gpu);
