@@ -217,6 +217,32 @@ struct Alternative {
   std::int64_t required_bytes = 0;
 };
 
+/// `plan --measure`: the run measured on this machine's GPU 0 by the user's own torch,
+/// transformers and peft (checks/plan_measure.py, run in a child with a time limit). Bytes.
+struct Measurement {
+  /// "ok", "not_measured" (no torch, transformers, peft or GPU; the reason says which), "oom",
+  /// "error" (the child crashed, hung, or answered nonsense).
+  std::string status;
+  std::string reason;      ///< why it is not "ok", in words
+  std::string python;      ///< the interpreter that ran it and how it was chosen
+  std::string torch;       ///< torch.__version__
+  std::string device;      ///< torch.cuda.get_device_name(0)
+  bool hip = false;        ///< torch.version.hip is set (ROCm)
+  bool reduced = false;    ///< measured as 2- and 4-layer copies and extrapolated
+  std::int64_t layers = 0; ///< the model's decoder layers
+  /// torch.cuda.max_memory_allocated() of the full model; extrapolated linearly in the layer
+  /// count from the 2- and 4-layer copies when `reduced`.
+  std::int64_t peak_allocated = 0;
+  /// torch.cuda.max_memory_reserved(): measured for the full model; when `reduced` the
+  /// allocated figure plus the estimate's allocator reserve (reserved memory does not scale
+  /// with depth, so it is never extrapolated).
+  std::int64_t peak_reserved = 0;
+  std::int64_t context_bytes = 0; ///< mem_get_info's used less reserved: context, kernels
+  std::int64_t device_bytes = 0;  ///< peak_reserved + context_bytes: what the run needs
+  double step_s = 0;              ///< the last step's time (full model only)
+  std::string detail;             ///< the per-depth figures, for the report
+};
+
 /// Everything `plan` reads and computes before it sees the machine.
 struct Plan {
   ModelConfig model;
@@ -228,6 +254,8 @@ struct Plan {
   std::vector<Alternative> alternatives;
   /// The estimate of the same run as bf16 LoRA (used to tell whether QLoRA is needed).
   std::int64_t lora_required_bytes = 0;
+  /// `plan --measure`'s result; absent without --measure.
+  std::optional<Measurement> measured;
 };
 
 /// Reads the model and the training configuration and computes the estimate.

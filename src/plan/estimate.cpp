@@ -488,7 +488,7 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   };
   auto at_peak = [&](double v, double full_size) {
     return v == full_size ? std::string()
-           : v == 0       ? fmt::format(" (not alive at the peak, {:.2f} GiB otherwise)",
+           : v == 0       ? fmt::format("not alive at the peak ({:.2f} GiB when alive); ",
                                         full_size / (1024.0 * 1024 * 1024))
                           : std::string();
   };
@@ -511,13 +511,17 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   {
     const double g_at = peak->grads;
     const double adapters_w = full ? 0 : 4 * A;
-    add(gkey, gwhat + at_peak(g_at, Gs), adapters_w + g_at,
-        full ? fmt::format("{} B/param; alive from the backward to zero_grad(set_to_none){}", pb,
-                           s.grad_accum.value > 1 ? ", across accumulated micro-batches" : "") +
-                   shard_text(G, Gs)
-             : fmt::format("r x (in+out) per adapted module; 4 B weight (in the weights' place) "
-                           "+ 4 B gradient when alive{}",
-                           shard_text(G, Gs)),
+    add(gkey, gwhat, adapters_w + g_at,
+        (full        ? at_peak(g_at, Gs)
+         : g_at == 0 ? std::string("gradients not alive at the peak; ")
+                     : std::string()) +
+            (full ? fmt::format(
+                        "{} B/param; alive from the backward to zero_grad(set_to_none){}", pb,
+                        s.grad_accum.value > 1 ? ", across accumulated micro-batches" : "") +
+                        shard_text(G, Gs)
+                  : fmt::format("r x (in+out) per adapted module; 4 B weight + 4 B gradient when "
+                                "alive{}",
+                                shard_text(G, Gs))),
         full ? "torch/optim/optimizer.py zero_grad(set_to_none=True); transformers Trainer "
                "training_step"
              : "peft/tuners/lora/layer.py LoraLayer.update_layer (lora_A, lora_B)");
@@ -529,34 +533,31 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       : has("adafactor") ? "transformers optimization.py Adafactor._get_options/step"
                          : "torch/optim/adamw.py AdamW._init_group (exp_avg, exp_avg_sq)");
   if (T_opt > 0 || peak->temp > 0)
-    add("optimizer_step", "optimizer step temporaries" + at_peak(peak->temp, T), peak->temp,
-        t_basis,
+    add("optimizer_step", "optimizer step temporaries", peak->temp,
+        at_peak(peak->temp, T) + t_basis,
         has("adafactor") ? "transformers optimization.py Adafactor.step"
                          : "torch/optim/adamw.py _multi_tensor_adamw");
   add("activations",
-      fmt::format("activations kept for the backward (micro-batch {} x {} tokens)",
-                  s.micro_batch.value, s.seq_len.value) +
-          at_peak(peak->act, act),
-      peak->act + peak->recomp, act_basis,
+      fmt::format("activations (micro-batch {} x {} tokens)", s.micro_batch.value, s.seq_len.value),
+      peak->act + peak->recomp, at_peak(peak->act, act) + act_basis,
       "transformers models/llama/modeling_llama.py (LlamaDecoderLayer); autograd saved tensors");
   add("logits",
       std::string(s.chunked_loss.value ? "logits and loss, one chunk of 8 upcast at a time"
-                                       : "logits and loss: fp32 log-softmax and its backward") +
-          at_peak(peak->logit, logits),
-      peak->logit, logits_basis,
+                                       : "logits and loss: fp32 log-softmax, its backward"),
+      peak->logit, at_peak(peak->logit, logits) + logits_basis,
       s.chunked_loss.value ? "torchtune modules/loss/ce_chunked_output_loss.py"
                            : "transformers loss/loss_utils.py ForCausalLMLoss; aten "
                              "log_softmax_backward_data");
   if (attn_bwd > 0)
-    add("attention_backward",
-        "eager attention backward of one layer" + at_peak(peak->attn, attn_bwd), peak->attn,
-        "b x heads x s x s x (2 + 4 + 4) B: probability gradient, fp32 cast, "
-        "softmax_backward result",
+    add("attention_backward", "eager attention backward of one layer", peak->attn,
+        at_peak(peak->attn, attn_bwd) +
+            "b x heads x s x s x (2 + 4 + 4) B: probability gradient, fp32 cast, "
+            "softmax_backward result",
         "transformers modeling_llama.py eager_attention_forward (softmax dtype=float32)");
   if (tied_extra > 0)
-    add("tied_embedding_grads", "tied embedding gradients summed" + at_peak(peak->tied, tied_extra),
-        peak->tied,
-        "2 x V x h: the embedding's gradient and the out-of-place sum with the LM head's",
+    add("tied_embedding_grads", "tied embedding gradients summed", peak->tied,
+        at_peak(peak->tied, tied_extra) +
+            "2 x V x h: the embedding's gradient and the out-of-place sum with the LM head's",
         "torch/csrc/autograd/input_buffer.cpp InputBuffer::add");
   const double allocated = peak_bytes;
   e.allocated_bytes = to_bytes(allocated);
@@ -570,20 +571,22 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   // last fp32 request finds only the freed 16-bit block (half its size): one block of the
   // largest transient is reserved beyond what is allocated. With checkpointing in a full
   // fine-tune the gradients are made while the only large free blocks are the loss path's (the
-  // kept activations are layer inputs, the recomputed ones are reused layer after layer); they
-  // split those blocks and live until zero_grad, so the next step's loss path needs new segments
-  // for up to the gradients' size. Before it reports out of memory the allocator frees every
-  // unsplit cached block and retries (release_cached_blocks): the low end of the band.
+  // kept activations are layer inputs, the recomputed ones are reused layer after layer); best
+  // fit fills a split block's remainder before it splits another, and the optimizer states made
+  // in step 1 stay where the gradients were, so the next step's loss path needs a new segment for
+  // about one more block (at most the gradients' size). Before it reports out of memory the
+  // allocator frees every unsplit cached block and retries (release_cached_blocks): the low end of
+  // the band.
   const double block = s.chunked_loss.value ? elems * 4 / 8 : elems * 4;
   double reserve = round_large(block);
   std::string reserve_basis =
       fmt::format("one block of the largest transient ({:.2f} GiB: b x s x V x 4 B{})",
                   block / (1024.0 * 1024 * 1024), s.chunked_loss.value ? " / 8" : "");
   if (s.gradient_checkpointing.value && full) {
-    const double pinned = std::min(Gs, 3 * block);
+    const double pinned = std::min(Gs, block);
     reserve += round_large(pinned);
     reserve_basis += fmt::format(" + {:.2f} GiB of loss blocks split by gradients made during the "
-                                 "checkpointed backward (min(gradients, 3 blocks))",
+                                 "checkpointed backward (min(gradients, one block))",
                                  pinned / (1024.0 * 1024 * 1024));
   }
   if (attn_bwd > 0) {
@@ -593,10 +596,10 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       reserve_basis += "; eager attention's fp32 probabilities are the larger block";
     }
   }
-  add("allocator_reserve", "caching allocator: reserved beyond allocated", reserve, reserve_basis,
+  add("allocator_reserve", "caching allocator reserve beyond allocated", reserve, reserve_basis,
       "c10/cuda/CUDACachingAllocator.cpp (get_free_block best fit, alloc_block, "
       "release_cached_blocks)");
-  add("runtime", "GPU context (CUDA or HIP), kernels, library handles", kContext,
+  add("runtime", "GPU context (HIP or CUDA), kernels, libraries", kContext,
       "outside the caching allocator: 0.5 to 1.3 GB; lazy module loading keeps it under 1 GiB",
       "CUDA_MODULE_LOADING=LAZY (CUDA 11.7+); HIP code objects; HF model_memory_anatomy.md");
   for (const auto& it : e.items)
