@@ -197,7 +197,7 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
                                           mm->torch, mm->hip ? ", ROCm" : "", mm->python));
       const auto side = [&](const char* what, std::int64_t est, std::int64_t meas) {
         line(fmt::format(
-            "  {:<30} estimate {:>8.2f} GiB   measured {:>8.2f} GiB  ({:+.1f} %)", what, gib(est),
+            "  {:<34} estimate {:>8.2f} GiB   measured {:>8.2f} GiB  ({:+.1f} %)", what, gib(est),
             gib(meas),
             meas > 0 ? 100.0 * static_cast<double>(est - meas) / static_cast<double>(meas) : 0.0));
       };
