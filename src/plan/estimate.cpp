@@ -323,6 +323,10 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
     opt_basis = fmt::format("{} state(s) x {} B per adapter parameter", opt.states, sb);
   }
   const double Ptrain = full ? P : A;
+  // bitsandbytes' paged optimizers keep their states in CUDA/HIP managed memory
+  // (bitsandbytes/functional.py get_paged, cudaMallocManaged): on the GPU until the driver pages
+  // them out under pressure, outside torch's caching allocator. Counted on the GPU.
+  if (has("paged")) opt_basis += "; paged (managed memory, evictable under pressure)";
   // The optimizer step's temporaries (torch/optim/adamw.py): the foreach implementation
   // (TrainingArguments adamw_torch: foreach by default on CUDA/ROCm) computes
   // exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs) for all parameters at once, a
@@ -334,7 +338,8 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   // optimizer_update_8bit_blockwise) have none of note.
   const double sb_eff = opt.bytes_per_state > 0 ? opt.bytes_per_state : (full ? wb : 4);
   std::string t_basis;
-  if (has("fused") || optim == "sgd" || has("8bit") || has("4bit")) {
+  if (has("fused") || optim == "sgd" || has("8bit") || has("4bit") || has("bnb") || has("paged") ||
+      has("lion")) {
     T_opt = 0;
     t_basis = "none: a fused or block-wise kernel updates in place";
   } else if (has("adafactor")) {
@@ -465,8 +470,7 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   };
   const std::vector<Phase> phases = {
       {"the loss backward (step 2)", Gacc, act, 0, logits, 0, 0, 0},
-      {"the attention backward of the last layer (step 2)", Gacc, act, recompute, 0, attn_bwd, 0,
-       0},
+      {"the backward of the last layer (step 2)", Gacc, act, recompute, 0, attn_bwd, 0, 0},
       {"the end of the backward (step 2)", Gs, 0, 0, 0, 0, tied_extra, 0},
       {"the optimizer step", Gs, 0, 0, 0, 0, 0, T},
   };
