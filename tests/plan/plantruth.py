@@ -22,6 +22,7 @@ import tempfile
 
 LOW, HIGH = -5.0, 10.0
 MEASURED = "measured/h200-2026-11-27.jsonl"
+DEPTH = "measured/depth-h200-2026-11-27.jsonl"
 # Cases the estimate is known to miss, with the reason and the looser bound they must still meet
 # (docs/plan.md "Checked against measurements"). Keep this list short and explained.
 KNOWN = {
@@ -115,6 +116,52 @@ def main():
             fail = 1
     print(f"{rows} cases; target {LOW:+.0f} % .. {HIGH:+.0f} % of the measured device-level peak, "
           "measured peak inside the band")
+    fail |= depth_check(binary, truth, fixture, measured)
+    return fail
+
+
+def depth_check(binary, truth, fixture, measured):
+    """plan --measure's reduced-depth path on real numbers: an interpreter that answers with the 2- and
+    4-layer runs of measured/depth-h200-2026-11-27.jsonl; plan's extrapolated allocated peak must be
+    within 5 % of the full model's measured one (the issue's 0.0 .. -3.3 %)."""
+    path = os.path.join(truth, DEPTH)
+    if not os.path.isfile(path):
+        print(f"SKIP depth check: {path} absent")
+        return 0
+    depth = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line) if line.strip() else {}
+            if r.get("mode") == "trainer" and r.get("status") == "ok":
+                base, _, layers = r["case"].rpartition("-L")
+                depth.setdefault(base, {})[int(layers)] = r
+    fail = 0
+    gib = float(1 << 30)
+    for name, runs in sorted(depth.items()):
+        if 2 not in runs or 4 not in runs or name not in measured:
+            continue
+        answer = {"status": "ok", "reduced": True, "torch": "replayed", "device": "replayed from " + DEPTH,
+                  "runs": [{"layers": n, "peak_allocated": runs[n]["peak_allocated"],
+                            "peak_reserved": runs[n]["peak_reserved"],
+                            "non_allocator_bytes": runs[n]["non_allocator_bytes"],
+                            "step_times_s": runs[n]["step_times_s"]} for n in (2, 4)]}
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "python")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(answer) + "\nEOF\n")
+            os.chmod(fake, 0o755)
+            case_dir = os.path.join(truth, "configs", name)
+            cmd = [binary, "plan", "--root", fixture, "--no-runtime", "--format", "json", "--fail-on", "never",
+                   "--model", os.path.join(case_dir, "config.json"), "--measure", "--python", fake] + plan_args(case_dir)
+            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60).stdout
+        m = json.loads(out)["memory"]["measured"]
+        real = measured[name]["peak_allocated"]
+        err = (m["peak_allocated_bytes"] - real) / real * 100
+        ok = m["status"] == "ok" and m["reduced"] and abs(err) <= 5.0
+        fail |= not ok
+        print(f"{'' if ok else 'FAIL '}--measure 2/4 layers -> {name:40s} allocated {m['peak_allocated_bytes'] / gib:6.2f} "
+              f"GiB, measured full {real / gib:6.2f} GiB ({err:+.1f} %); device {m['device_bytes'] / gib:6.2f} GiB "
+              f"vs {measured[name]['peak_device_estimate'] / gib:6.2f}")
     return fail
 
 
