@@ -249,7 +249,8 @@ struct Plan {
   ParamCount params;
   TrainSettings settings;
   Estimate estimate;
-  /// The run with one change each (checkpointing, micro-batch 1, 8-bit AdamW, LoRA, QLoRA),
+  /// The run with one change each (checkpointing, micro-batch 1, fused AdamW when foreach AdamW's
+  /// temporaries set the peak, 8-bit AdamW, LoRA, QLoRA),
   /// for those that apply, each cumulative on the previous one.
   std::vector<Alternative> alternatives;
   /// The estimate of the same run as bf16 LoRA (used to tell whether QLoRA is needed).

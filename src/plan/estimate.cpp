@@ -666,6 +666,13 @@ Plan make_plan(const std::string& model_path, const std::vector<std::string>& co
     push(fmt::format("micro-batch 1 with gradient_accumulation_steps {} (same effective batch)",
                      accum));
   }
+  // foreach AdamW's _foreach_sqrt temporary (one state's size) is gone with the fused kernel
+  // (torch/optim/adamw.py _fused_adamw); worth it when the optimizer step is the peak.
+  if (alt.method.value == Method::full && alt.optim.value == "adamw_torch" &&
+      estimate_memory(plan.model, plan.params, alt).peak_phase == "the optimizer step") {
+    alt.optim.value = "adamw_torch_fused";
+    push("optim: adamw_torch_fused (no foreach temporaries in the optimizer step)");
+  }
   if (alt.method.value == Method::full && !is_8bit_optim(alt.optim.value)) {
     alt.optim.value = "adamw_bnb_8bit";
     push("optim: adamw_bnb_8bit (bitsandbytes 8-bit AdamW)");
