@@ -45,7 +45,9 @@ std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
 plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
   plan::Measurement m;
   m.layers = p.model.num_layers;
-  const auto [python, how] = choose_python(given);
+  const auto chosen = choose_python(given);
+  const std::string& python = chosen.first;
+  const std::string& how = chosen.second;
   m.python = python.empty() ? how : fmt::format("{} ({})", python, how);
   if (python.empty() || !executable(python)) {
     m.status = "not_measured";
