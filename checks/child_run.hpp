@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace halo::probes {
@@ -35,5 +36,13 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
 /// How the child ended, in words: "killed after the 10 s time limit", "crashed with signal 11
 /// (Segmentation fault)", "exited with status 1", "ended normally".
 std::string describe_end(const ChildRun& run, double timeout_s);
+
+/// True when `path` is a regular file this process may execute.
+bool executable(const std::string& path);
+
+/// The interpreter the training run uses and how it was chosen (checks/framework_deep.cpp):
+/// `given` (--python) when set, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else
+/// python3 on PATH; {"", reason} when there is none.
+std::pair<std::string, std::string> choose_python(const std::string& given);
 
 } // namespace halo::probes

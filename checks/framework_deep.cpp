@@ -100,26 +100,6 @@ void all_status(FactSet& facts, Status st, const std::string& src, const std::st
     facts.put_status(k, st, src, why);
 }
 
-bool executable(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-/// The interpreter and how it was chosen.
-std::pair<std::string, std::string> choose_python(const ProbeOptions& o) {
-  if (!o.python.empty()) return {o.python, "--python"};
-  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-    if (const char* v = std::getenv(var); v != nullptr && *v == '/') {
-      const std::string p = std::string(v) + "/bin/python";
-      if (executable(p)) return {p, std::string("$") + var + "/bin/python"};
-    }
-  if (const char* path = std::getenv("PATH"); path != nullptr)
-    for (const auto& dir : split_list(path, ':', 64))
-      if (!dir.empty() && dir.front() == '/' && executable(dir + "/python3"))
-        return {dir + "/python3", "python3 on PATH"};
-  return {"", "no python3 on PATH"};
-}
-
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const ProbeOptions& o = ctx.options;
   if (!o.framework_deep) {
@@ -134,7 +114,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                                "not one under --root");
     return;
   }
-  const auto chosen = choose_python(o);
+  const auto chosen = choose_python(o.python);
   const std::string& python = chosen.first;
   const std::string& basis = chosen.second;
   if (python.empty() || !executable(python)) {
@@ -244,6 +224,25 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 }
 
 } // namespace
+
+bool executable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::pair<std::string, std::string> choose_python(const std::string& given) {
+  if (!given.empty()) return {given, "--python"};
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* v = std::getenv(var); v != nullptr && *v == '/') {
+      const std::string p = std::string(v) + "/bin/python";
+      if (executable(p)) return {p, std::string("$") + var + "/bin/python"};
+    }
+  if (const char* path = std::getenv("PATH"); path != nullptr)
+    for (const auto& dir : split_list(path, ':', 64))
+      if (!dir.empty() && dir.front() == '/' && executable(dir + "/python3"))
+        return {dir + "/python3", "python3 on PATH"};
+  return {"", "no python3 on PATH"};
+}
 
 std::unique_ptr<Probe> make_framework_deep_probe() {
   return std::make_unique<BasicProbe>(

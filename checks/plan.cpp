@@ -79,8 +79,42 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                s.config_path.empty() ? std::string("no --config") : s.config_path);
   for (const auto& it : p->estimate.items)
     facts.put_ok(fmt::format("plan.memory.{}_bytes", it.key), it.bytes, "derived: " + it.basis);
-  facts.put_ok("plan.memory.required_bytes", p->estimate.required_bytes,
-               "derived: the sum of plan.memory.*_bytes (docs/plan.md)");
+  // With plan --measure the fit is judged by the measured peak (reserved + context), not the
+  // estimate: the estimate's items stay as facts beside it.
+  if (const auto& mm = p->measured; mm && mm->status == "ok") {
+    const std::string src =
+        fmt::format("measured: plan --measure, {} on {} (torch {}){}", mm->python, mm->device,
+                    mm->torch, mm->reduced ? ", 2/4-layer copies extrapolated" : "");
+    facts.put_ok("plan.measure.status", mm->status, src);
+    facts.put_ok("plan.measure.device_bytes", mm->device_bytes, src);
+    facts.put_ok("plan.memory.required_bytes", mm->device_bytes, src);
+    facts.put_ok("plan.memory.required_high_bytes", mm->device_bytes, src);
+    facts.put_ok("plan.memory.required_low_bytes", mm->peak_allocated + mm->context_bytes, src);
+    facts.put_ok("plan.memory.estimate_bytes", p->estimate.required_bytes,
+                 "derived: the estimate (docs/plan.md)");
+    facts.put_ok("plan.memory.allocated_bytes", mm->peak_allocated, src);
+  } else {
+    if (mm) {
+      facts.put_ok("plan.measure.status", mm->status, "plan --measure: " + mm->python);
+      facts.put_status("plan.measure.device_bytes", Status::missing, "plan --measure",
+                       "not measured: " + mm->reason);
+    } else {
+      facts.put_status("plan.measure.status", Status::missing, "halo-doctor plan",
+                       "run plan --measure to measure the run on this GPU");
+      facts.put_status("plan.measure.device_bytes", Status::missing, "halo-doctor plan",
+                       "run plan --measure to measure the run on this GPU");
+    }
+    facts.put_ok("plan.memory.required_bytes", p->estimate.required_bytes,
+                 "derived: the sum of plan.memory.*_bytes, peak at " + p->estimate.peak_phase +
+                     " (docs/plan.md)");
+    facts.put_ok("plan.memory.required_low_bytes", p->estimate.low_bytes,
+                 "derived: allocated at the peak + the smallest GPU context (docs/plan.md)");
+    facts.put_ok("plan.memory.required_high_bytes", p->estimate.high_bytes,
+                 "derived: the estimate + one more block of the largest transient + the largest "
+                 "context (docs/plan.md)");
+    facts.put_ok("plan.memory.allocated_bytes", p->estimate.allocated_bytes,
+                 "derived: torch.cuda.max_memory_allocated() at the peak (docs/plan.md)");
+  }
   facts.put_ok("plan.memory.lora_required_bytes", p->lora_required_bytes,
                "derived: the same run as bf16 LoRA (docs/plan.md)");
   facts.put_ok("plan.trainable_parameters", p->estimate.trainable_params,
@@ -131,10 +165,19 @@ std::unique_ptr<Probe> make_plan_probe() {
        "keys the configuration has that the doctor does not know and that are close to no known "
        "key"},
       {"plan.memory.*", integer, "bytes",
-       "one line of the per-GPU memory estimate: `weights`, `gradients`, `adapters`, `optimizer`, "
-       "`activations`, `logits`, `runtime`, `fragmentation` (`plan.memory.<item>_bytes`), their "
-       "sum `required_bytes`, and `lora_required_bytes`, the same run as bf16 LoRA"},
+       "one line of the per-GPU memory estimate at the peak: `weights`, `gradients`, `adapters`, "
+       "`optimizer`, `optimizer_step`, `activations`, `logits`, `attention_backward`, "
+       "`tied_embedding_grads`, `allocator_reserve`, `runtime` (`plan.memory.<item>_bytes`), "
+       "their sum `required_bytes` (the device-level peak) with its band `required_low_bytes` .. "
+       "`required_high_bytes`, `allocated_bytes` (PyTorch's allocated peak), and "
+       "`lora_required_bytes`, the same run as bf16 LoRA"},
       {"plan.trainable_parameters", integer, "count", "all parameters (full) or the LoRA adapters"},
+      {"plan.measure.status", string, "",
+       "`plan --measure`: `ok`, `not_measured` (no torch, transformers, peft or GPU), `oom`, "
+       "`error`; missing without --measure"},
+      {"plan.measure.device_bytes", integer, "bytes",
+       "the measured device-level peak (max reserved + context; allocated extrapolated from 2- "
+       "and 4-layer copies plus the modelled reserve for a model too large to run whole)"},
   };
   return std::make_unique<BasicProbe>(
       "plan", std::move(decls),

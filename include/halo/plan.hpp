@@ -51,6 +51,8 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool tie_from_default = false; ///< absent from the file: the model class's default
   std::string torch_dtype;       ///< "bfloat16", "float16", "float32" or empty
+  /// `final_logit_softcapping` (Gemma 2), 0 when absent or null.
+  double final_logit_softcapping = 0;
   // Mixture of experts (Mixtral: num_local_experts/num_experts_per_tok; Qwen2-MoE/Qwen3-MoE:
   // num_experts, moe_intermediate_size, shared_expert_intermediate_size).
   std::int64_t num_experts = 0;
@@ -150,6 +152,9 @@ struct TrainSettings {
   Setting<bool> gradient_checkpointing;
   Setting<std::string> optim; ///< TrainingArguments.optim spelling ("adamw_torch", ...)
   Setting<std::int64_t> lora_r;
+  /// LoRA dropout probability (PEFT LoraConfig.lora_dropout, default 0.0): above 0 each adapted
+  /// module keeps a dropout mask of its input for the backward (torch native_dropout).
+  Setting<double> lora_dropout;
   Setting<std::vector<std::string>> lora_targets; ///< module names, or {"all-linear"}
   Setting<Attention> attention;
   Setting<std::int64_t> dataloader_workers;
@@ -166,6 +171,9 @@ struct TrainSettings {
   Setting<bool> offload_params;
   /// Keys the file has that the doctor does not know and that are close to no known key.
   std::vector<std::string> ignored_keys;
+  /// Things the reader did that the user should know: a key given twice ("FILE:LINE: duplicate
+  /// key 'bf16' (also at line 3): the last value is used, ..."), as PyYAML and json do.
+  std::vector<std::string> notes;
 };
 
 /// True when the run loads or optimises through bitsandbytes: 4-bit QLoRA through transformers'
@@ -195,26 +203,40 @@ struct Overrides {
 TrainSettings load_train_settings(const std::vector<std::string>& paths,
                                   const Overrides& overrides);
 
-/// One line of the memory estimate, in bytes.
+/// One line of the memory estimate, in bytes: what the item holds at the run's peak (an item
+/// that exists but is not alive at the peak, e.g. gradients during the loss of step 2, shows 0
+/// bytes and says so in `basis`), so that the items add up to the peak.
 struct Item {
   std::string key;  ///< fact suffix: "weights", "gradients", "optimizer", ...
   std::string what; ///< for people: "weights (bf16, 2 B/param)"
   std::int64_t bytes = 0;
-  std::string basis; ///< the formula, in one line
+  std::string basis;  ///< the formula, in one line
+  std::string source; ///< the upstream source file and function the item follows
 };
 
 /// The itemised memory one GPU needs for the run (per device: data-parallel replicas each hold
-/// the whole model). `required_bytes` is the sum of `items`.
+/// the whole model), modelled as the frameworks allocate (docs/plan.md "Memory"): the peak is
+/// the largest of the step's phases (the loss backward, the attention backward, the end of the
+/// backward, the optimizer step), in step 2, when the optimizer states made in step 1 exist.
+/// `required_bytes` is the sum of `items`: the device-level peak (allocated + the caching
+/// allocator's reserve + the GPU context). `low_bytes`..`high_bytes` is its band.
 struct Estimate {
   std::vector<Item> items;
   std::int64_t required_bytes = 0;
+  /// The band: low = what PyTorch allocates at the peak plus the smallest context (the caching
+  /// allocator frees every unsplit cached block and retries before it reports out of memory,
+  /// CUDACachingAllocator.cpp); high = the estimate plus one more block of the largest transient
+  /// and the largest context.
+  std::int64_t low_bytes = 0;
+  std::int64_t high_bytes = 0;
+  /// torch.cuda.max_memory_allocated() at the peak (the items less reserve and context).
+  std::int64_t allocated_bytes = 0;
+  std::string peak_phase; ///< "the loss backward of step 2", ...
   std::int64_t trainable_params = 0;
   std::int64_t activations_per_sequence_bytes = 0;
 };
 
-/// The memory estimate (docs/plan.md "Memory"): HF's model-memory anatomy for weights,
-/// gradients and optimizer states; Korthikanti et al. 2022 for activations; QLoRA (Dettmers et
-/// al. 2023) for NF4 with its block constants.
+/// The memory estimate (docs/plan.md "Memory").
 Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainSettings& s);
 
 /// One change that would make the run need less memory, with the estimate after it.
@@ -223,17 +245,46 @@ struct Alternative {
   std::int64_t required_bytes = 0;
 };
 
+/// `plan --measure`: the run measured on this machine's GPU 0 by the user's own torch,
+/// transformers and peft (checks/plan_measure.py, run in a child with a time limit). Bytes.
+struct Measurement {
+  /// "ok", "not_measured" (no torch, transformers, peft or GPU; the reason says which), "oom",
+  /// "error" (the child crashed, hung, or answered nonsense).
+  std::string status;
+  std::string reason;      ///< why it is not "ok", in words
+  std::string python;      ///< the interpreter that ran it and how it was chosen
+  std::string torch;       ///< torch.__version__
+  std::string device;      ///< torch.cuda.get_device_name(0)
+  bool hip = false;        ///< torch.version.hip is set (ROCm)
+  bool reduced = false;    ///< measured as 2- and 4-layer copies and extrapolated
+  std::int64_t layers = 0; ///< the model's decoder layers
+  /// torch.cuda.max_memory_allocated() of the full model; extrapolated linearly in the layer
+  /// count from the 2- and 4-layer copies when `reduced`.
+  std::int64_t peak_allocated = 0;
+  /// torch.cuda.max_memory_reserved(): measured for the full model; when `reduced` the
+  /// allocated figure plus the estimate's allocator reserve (reserved memory does not scale
+  /// with depth, so it is never extrapolated).
+  std::int64_t peak_reserved = 0;
+  std::int64_t context_bytes = 0; ///< mem_get_info's used less reserved: context, kernels
+  std::int64_t device_bytes = 0;  ///< peak_reserved + context_bytes: what the run needs
+  double step_s = 0;              ///< the last step's time (full model only)
+  std::string detail;             ///< the per-depth figures, for the report
+};
+
 /// Everything `plan` reads and computes before it sees the machine.
 struct Plan {
   ModelConfig model;
   ParamCount params;
   TrainSettings settings;
   Estimate estimate;
-  /// The run with one change each (checkpointing, micro-batch 1, 8-bit AdamW, LoRA, QLoRA),
+  /// The run with one change each (checkpointing, micro-batch 1, fused AdamW when foreach AdamW's
+  /// temporaries set the peak, 8-bit AdamW, LoRA, QLoRA),
   /// for those that apply, each cumulative on the previous one.
   std::vector<Alternative> alternatives;
   /// The estimate of the same run as bf16 LoRA (used to tell whether QLoRA is needed).
   std::int64_t lora_required_bytes = 0;
+  /// `plan --measure`'s result; absent without --measure.
+  std::optional<Measurement> measured;
 };
 
 /// Reads the model and the training configuration and computes the estimate.

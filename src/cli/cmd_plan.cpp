@@ -4,6 +4,7 @@
 // estimate, the verdict and the findings are reported.
 #include "commands.hpp"
 #include "common.hpp"
+#include "plan_measure.hpp"
 
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
@@ -76,12 +77,21 @@ struct Options {
   std::string color = "auto";
   std::string policy_file;
   std::string output;
+  bool measure = false;
+  double measure_timeout_s = 600.0;
 };
 
 int run(Options& o, const CLI::Option* reserve_flag) {
   if (o.plan.model.empty())
     throw InputError("plan needs --model (a model directory or config.json)");
   o.common.plan = build_plan(o.plan);
+  if (o.measure) {
+    // The run on this machine's GPU with the user's own frameworks (checks/plan_measure.hpp); it
+    // never throws: what could not be measured is a status with its reason.
+    auto measured = std::make_shared<plan::Plan>(*o.common.plan);
+    measured->measured = probes::measure_plan(*measured, o.common.python, o.measure_timeout_s);
+    o.common.plan = measured;
+  }
   // The plan rules, unless --only names others.
   const auto plan_rules = [](const RuleSet& rs, const Policy*) {
     std::vector<std::string> ids;
@@ -98,6 +108,8 @@ int run(Options& o, const CLI::Option* reserve_flag) {
 
   const ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
 
+  // Strings from the user's files may hold bytes that are not UTF-8: escaped as \xNN
+  // (dump_json), as check's reports do, never nlohmann's type_error 316 (exit 70).
   if (o.format == "json")
     write_output(o.output, dump_json(plan_json_report(data, ctx), 2) + "\n");
   else
@@ -127,6 +139,13 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
+  sub->add_flag("--measure", o->measure,
+                "Also run the training run for a few steps on this machine's GPU with the "
+                "interpreter --python names (random weights, nothing downloaded) and judge the "
+                "fit by the measured peak (docs/plan.md)");
+  sub->add_option("--measure-timeout", o->measure_timeout_s,
+                  "Seconds the measuring child may take before it is killed (--measure)")
+      ->check(CLI::Range(5.0, 3600.0));
   const CLI::Option* reserve = sub->get_option("--reserve");
   return [sub, o, reserve]() {
     if (!*sub) return -1;

@@ -247,6 +247,11 @@ ModelConfig load_model(const std::string& path) {
     m.tie_word_embeddings = default_tie(m.model_type);
     m.tie_from_default = true;
   }
+  // Gemma 2's final-logit soft-capping (modeling_gemma2.py Gemma2ForCausalLM.forward: logits /
+  // cap, tanh, * cap): three more b x s x V tensors, one of them kept for the backward.
+  if (const auto cap = j->find("final_logit_softcapping");
+      cap != j->end() && cap->is_number() && cap->get<double>() > 0)
+    m.final_logit_softcapping = cap->get<double>();
   m.num_experts = first_int(*j, {"num_local_experts", "num_experts", "n_routed_experts"}, 0,
                             kMaxExperts, origin, pos, prefix)
                       .value_or(0);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -96,6 +97,7 @@ struct Doc {
   std::string path;
   YAML::Node root;
   std::string format;
+  std::vector<std::string> notes; ///< duplicate keys (note_duplicates)
 
   std::string at(const YAML::Node& n) const {
     const YAML::Mark m = n.Mark();
@@ -107,12 +109,35 @@ struct Doc {
   }
 };
 
-/// A scalar child, or an undefined node.
+/// A child of a mapping, or an undefined node. A key given twice takes its last value, as the
+/// frameworks' own readers do: PyYAML's SafeLoader (constructor.py construct_mapping fills a dict
+/// key by key, so a later key overwrites; axolotl and torchtune load with yaml.safe_load) and
+/// Python's json module (json.loads builds a dict: HfArgumentParser.parse_json_file). yaml-cpp
+/// keeps both entries, so the last match is returned; read_doc notes the duplicate.
 YAML::Node child(const YAML::Node& map, std::string_view key) {
-  if (!map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  YAML::Node found(YAML::NodeType::Undefined);
+  if (!map.IsMap()) return found;
   for (const auto& kv : map)
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
-  return YAML::Node(YAML::NodeType::Undefined);
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) found = kv.second;
+  return found;
+}
+
+/// Notes a key that a mapping (or a mapping inside it) gives more than once: "FILE:LINE:
+/// duplicate key 'bf16' (also at line 3): the last value is used, as PyYAML and Python's json do".
+void note_duplicates(const std::string& path, const YAML::Node& map, const std::string& prefix,
+                     int depth, std::vector<std::string>& notes) {
+  if (!map.IsMap() || depth > 4) return;
+  std::map<std::string, int, std::less<>> first_line;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string& k = kv.first.Scalar();
+    const int line = kv.first.Mark().is_null() ? 0 : kv.first.Mark().line + 1;
+    if (auto [it, fresh] = first_line.emplace(k, line); !fresh)
+      notes.push_back(fmt::format("{}:{}: duplicate key '{}{}' (also at line {}): the last value "
+                                  "is used, as PyYAML and Python's json do",
+                                  path, line, prefix, k, it->second));
+    if (kv.second.IsMap()) note_duplicates(path, kv.second, prefix + k + ".", depth + 1, notes);
+  }
 }
 
 bool present(const YAML::Node& n) {
@@ -134,6 +159,14 @@ std::int64_t as_int(const Doc& doc, const YAML::Node& n, std::string_view key, s
   if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v) || v < lo || v > hi)
     doc.fail(n, fmt::format("{}: '{}' is not a whole number from {} to {}", key,
                             n.IsScalar() ? n.Scalar() : "?", lo, hi));
+  return v;
+}
+
+double as_probability(const Doc& doc, const YAML::Node& n, std::string_view key) {
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= 0.0) || !(v < 1.0))
+    doc.fail(n, fmt::format("{}: '{}' is not a probability from 0 to below 1", key,
+                            n.IsScalar() ? n.Scalar() : "?"));
   return v;
 }
 
@@ -159,6 +192,7 @@ Doc read_doc(const std::string& path) {
     throw InputError(fmt::format("{}:1: not a training configuration (expected a mapping of "
                                  "keys to values)",
                                  path));
+  note_duplicates(path, doc.root, "", 0, doc.notes);
   // The format, from keys only that format has.
   auto has = [&](std::string_view k) { return child(doc.root, k).IsDefined(); };
   bool torchtune = false;
@@ -338,6 +372,8 @@ void read_axolotl(const Doc& d, TrainSettings& s) {
     s.lora_r = {as_int(d, n, "lora_r", 1, kMaxRank), d.origin(n)};
   if (auto n = child(r, "lora_target_modules"); present(n))
     s.lora_targets = {string_list(d, n, "lora_target_modules"), d.origin(n)};
+  if (auto n = child(r, "lora_dropout"); present(n))
+    s.lora_dropout = {as_probability(d, n, "lora_dropout"), d.origin(n)};
   if (auto n = child(r, "lora_target_linear"); present(n) && as_bool(d, n, "lora_target_linear"))
     s.lora_targets = {{"all-linear"}, d.origin(n)};
   if (auto n = child(r, "bf16"); present(n)) {
@@ -453,6 +489,8 @@ void read_torchtune(const Doc& d, TrainSettings& s) {
     }
     if (auto n = child(model, "lora_rank"); present(n))
       s.lora_r = {as_int(d, n, "model.lora_rank", 1, kMaxRank), d.origin(n)};
+    if (auto n = child(model, "lora_dropout"); present(n))
+      s.lora_dropout = {as_probability(d, n, "model.lora_dropout"), d.origin(n)};
     // torchtune's module names: q_proj, k_proj, v_proj, output_proj; the MLP's w1, w2, w3.
     std::vector<std::string> targets;
     YAML::Node where;
@@ -480,6 +518,8 @@ void read_peft(const Doc& d, TrainSettings& s) {
   if (auto n = child(r, "r"); present(n)) s.lora_r = {as_int(d, n, "r", 1, kMaxRank), d.origin(n)};
   if (auto n = child(r, "target_modules"); present(n))
     s.lora_targets = {string_list(d, n, "target_modules"), d.origin(n)};
+  if (auto n = child(r, "lora_dropout"); present(n))
+    s.lora_dropout = {as_probability(d, n, "lora_dropout"), d.origin(n)};
 }
 
 /// DeepSpeed's config JSON: the micro-batch, accumulation and precision when they are numbers;
@@ -590,6 +630,7 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
   s.gradient_checkpointing = {false, from_default("gradient_checkpointing default (false)")};
   s.optim = {"adamw_torch", from_default("TrainingArguments.optim default (adamw_torch)")};
   s.lora_r = {8, from_default("PEFT LoraConfig.r default (8)")};
+  s.lora_dropout = {0.0, from_default("PEFT LoraConfig.lora_dropout default (0.0)")};
   s.lora_targets = {{"q_proj", "v_proj"},
                     from_default("PEFT's default target modules for Llama-style models")};
   s.attention = {Attention::sdpa, from_default("transformers' default attn_implementation "
@@ -604,6 +645,7 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
 
   for (const auto& path : paths) {
     const Doc doc = read_doc(path);
+    s.notes.insert(s.notes.end(), doc.notes.begin(), doc.notes.end());
     s.config_path = s.config_path.empty() ? path : s.config_path + ", " + path;
     s.config_format = s.config_format == "none" ? doc.format : s.config_format + "+" + doc.format;
     try {

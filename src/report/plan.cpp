@@ -5,6 +5,7 @@
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
 #include <halo/rules.hpp>
+#include <halo/sanitize.hpp>
 
 #include <fmt/color.h>
 #include <fmt/format.h>
@@ -176,11 +177,41 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
       keys += (keys.empty() ? "" : ", ") + k;
     line(fmt::format("  not read: {}", keys));
   }
+  for (const auto& n : p.settings.notes)
+    line("  note: " + n);
   line("");
   line(bold("memory per GPU") + "  (docs/plan.md)");
-  for (const auto& it : p.estimate.items)
+  for (const auto& it : p.estimate.items) {
     line(fmt::format("  {:<52} {:>9.2f} GiB  {}", it.what, gib(it.bytes), it.basis));
-  line(fmt::format("  {:<52} {:>9.2f} GiB", "total", gib(p.estimate.required_bytes)));
+    if (!it.source.empty()) line(fmt::format("  {:<52} {:>13}  source: {}", "", "", it.source));
+  }
+  line(fmt::format("  {:<52} {:>9.2f} GiB  peak: {}", "total", gib(p.estimate.required_bytes),
+                   p.estimate.peak_phase));
+  line(fmt::format("  {:<52} {:>9.2f} GiB  low {:.2f} .. high {:.2f} GiB", "allocated by PyTorch",
+                   gib(p.estimate.allocated_bytes), gib(p.estimate.low_bytes),
+                   gib(p.estimate.high_bytes)));
+  if (const auto& mm = p.measured) {
+    line("");
+    if (mm->status == "ok") {
+      line(bold("measured") + fmt::format("  plan --measure on {} (torch {}{}), {}", mm->device,
+                                          mm->torch, mm->hip ? ", ROCm" : "", mm->python));
+      const auto side = [&](const char* what, std::int64_t est, std::int64_t meas) {
+        line(fmt::format(
+            "  {:<34} estimate {:>8.2f} GiB   measured {:>8.2f} GiB  ({:+.1f} %)", what, gib(est),
+            gib(meas),
+            meas > 0 ? 100.0 * static_cast<double>(est - meas) / static_cast<double>(meas) : 0.0));
+      };
+      side("allocated (max_memory_allocated)", p.estimate.allocated_bytes, mm->peak_allocated);
+      side("device peak (reserved + context)", p.estimate.required_bytes, mm->device_bytes);
+      line(fmt::format("  {}{}", mm->detail,
+                       mm->step_s > 0 ? fmt::format("; step time {:.2f} s", mm->step_s)
+                                      : std::string()));
+      line("  the verdict is judged by the measurement");
+    } else {
+      line(bold("measured") + fmt::format("  not measured ({}): {}", mm->status, mm->reason));
+      line("  the verdict is judged by the estimate");
+    }
+  }
   line("");
   const Fact* cap = d.facts.find(keys::plan_capacity_bytes);
   if (capacity) {
@@ -193,10 +224,11 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
   }
   const std::string verdict = plan_verdict(d.results);
   std::string vline = fmt::format("{}  {}", bold("verdict"), verdict);
+  const std::int64_t judged = p.measured && p.measured->status == "ok" ? p.measured->device_bytes
+                                                                       : p.estimate.required_bytes;
   if (capacity && *capacity > 0)
-    vline += fmt::format(
-        ": needs {:.2f} of {:.2f} GiB ({:.0f} %)", gib(p.estimate.required_bytes), gib(*capacity),
-        100.0 * static_cast<double>(p.estimate.required_bytes) / static_cast<double>(*capacity));
+    vline += fmt::format(": needs {:.2f} of {:.2f} GiB ({:.0f} %)", gib(judged), gib(*capacity),
+                         100.0 * static_cast<double>(judged) / static_cast<double>(*capacity));
   line(vline);
   if (d.limits && d.limits->max_micro_batch == 0) {
     line(fmt::format("  no micro-batch of {} tokens fits", p.settings.seq_len.value));
@@ -217,6 +249,9 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
                                 : ""));
   }
   line("");
+  // Model names, paths and keys come from the user's files: escaped for the terminal
+  // (include/halo/sanitize.hpp), as the findings that text_report adds are.
+  out = terminal_safe(out, opt.color);
   out += text_report(d.results, ctx, opt);
   return out;
 }
@@ -258,11 +293,35 @@ nlohmann::json plan_json_report(const PlanReportData& d, const ReportContext& ct
   j["run"] = {{"config_paths", p.settings.config_path},
               {"config_format", p.settings.config_format},
               {"settings", settings},
-              {"ignored_keys", p.settings.ignored_keys}};
+              {"ignored_keys", p.settings.ignored_keys},
+              {"notes", p.settings.notes}};
   nlohmann::json items = nlohmann::json::array();
   for (const auto& it : p.estimate.items)
-    items.push_back({{"key", it.key}, {"what", it.what}, {"bytes", it.bytes}, {"basis", it.basis}});
-  j["memory"] = {{"items", items}, {"required_bytes", p.estimate.required_bytes}};
+    items.push_back({{"key", it.key},
+                     {"what", it.what},
+                     {"bytes", it.bytes},
+                     {"basis", it.basis},
+                     {"source", it.source}});
+  j["memory"] = {{"items", items},
+                 {"required_bytes", p.estimate.required_bytes},
+                 {"low_bytes", p.estimate.low_bytes},
+                 {"high_bytes", p.estimate.high_bytes},
+                 {"allocated_bytes", p.estimate.allocated_bytes},
+                 {"peak_phase", p.estimate.peak_phase}};
+  if (const auto& mm = p.measured)
+    j["memory"]["measured"] = {{"status", mm->status},
+                               {"reason", mm->reason},
+                               {"python", mm->python},
+                               {"torch", mm->torch},
+                               {"device", mm->device},
+                               {"hip", mm->hip},
+                               {"reduced", mm->reduced},
+                               {"peak_allocated_bytes", mm->peak_allocated},
+                               {"peak_reserved_bytes", mm->peak_reserved},
+                               {"context_bytes", mm->context_bytes},
+                               {"device_bytes", mm->device_bytes},
+                               {"step_s", mm->step_s},
+                               {"detail", mm->detail}};
   const auto capacity = d.facts.get_int(keys::plan_capacity_bytes);
   const auto fix = d.facts.get_int(keys::plan_capacity_with_ttm_fix_bytes);
   const auto gpu = d.facts.get_int(keys::plan_gpu);

@@ -17,6 +17,7 @@ for f in bin/halo-doctor share/man/man1/halo-doctor.1 share/bash-completion/comp
   lib/systemd/system/halo-doctor.service lib/systemd/system/halo-doctor.timer \
   share/halo-doctor/examples/policy.json share/halo-doctor/examples/npd-halo-doctor.json \
   share/halo-doctor/examples/halo-doctor-alerts.yml share/halo-doctor/examples/slurm.env \
+  share/halo-doctor/plan_measure.py \
   libexec/halo-doctor/slurm-health-check libexec/halo-doctor/slurm-prolog libexec/halo-doctor/slurm-epilog \
   share/doc/halo-doctor/slurm.md; do
   [ -e "$tmp/usr/$f" ] || bad "not installed: $f"

@@ -92,6 +92,35 @@ r = [x for x in d["report"]["results"] if x["id"] == "plan-unknown-config-keys"]
 assert r["status"] == "fail" and r["severity"] == "info", r
 print("ok misspelled TrainingArguments key: " + r["message"])
 PY
+# Issue 32 section 4: a key given twice takes its LAST value, as PyYAML (axolotl's yaml.safe_load)
+# and Python's json (HfArgumentParser) do, with a note naming both lines; YAML and JSON alike.
+printf 'base_model: x\nsequence_len: 512\nmicro_batch_size: 2\nsequence_len: 4096\n' >"$tmp/dup.yml"
+printf '{"per_device_train_batch_size": 2,\n "per_device_train_batch_size": 6}\n' >"$tmp/dup.json"
+for f in dup.yml dup.json; do
+  "$bin" plan --root $F/strix-halo-fixed --no-runtime --model $M/llama-3-8b --config "$tmp/$f" --format json >"$tmp/$f.out"
+  python3 - "$tmp/$f.out" "$f" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1])); s = d["run"]["settings"]; notes = d["run"]["notes"]
+if sys.argv[2] == "dup.yml":
+    assert s["seq_len"]["value"] == 4096 and s["seq_len"]["origin"]["text"].endswith("dup.yml:4"), s["seq_len"]
+    assert any("dup.yml:4: duplicate key 'sequence_len' (also at line 2)" in n for n in notes), notes
+else:
+    assert s["micro_batch"]["value"] == 6 and s["micro_batch"]["origin"]["text"].endswith("dup.json:2"), s["micro_batch"]
+    assert any("dup.json:2: duplicate key 'per_device_train_batch_size' (also at line 1)" in n for n in notes), notes
+print("ok duplicate key, last value wins: " + notes[0])
+PY
+done
+"$bin" plan --root $F/strix-halo-fixed --no-runtime --model $M/llama-3-8b --config "$tmp/dup.yml" --color never >"$tmp/dup.txt" 2>&1
+grep -qF "note: $tmp/dup.yml:4: duplicate key 'sequence_len'" "$tmp/dup.txt" || { echo "FAIL: duplicate-key note missing from the text report"; fail=1; }
+# Bytes that are not UTF-8 in a YAML value: escaped as \xNN in the JSON report (never exit 70).
+printf 'base_model: x\nsequence_len: 512\nweird_\xff\xfe_key: 1\n' >"$tmp/bytes.yml"
+"$bin" plan --root $F/strix-halo-fixed --no-runtime --model $M/llama-3-8b --config "$tmp/bytes.yml" --format json >"$tmp/bytes.json" 2>"$tmp/bytes.err"
+code=$?
+if [ "$code" = 70 ] || ! python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert any('\\\\xFF\\\\xFE' in k for k in d['run']['ignored_keys']), d['run']['ignored_keys']" "$tmp/bytes.json"; then
+  echo "FAIL: non-UTF-8 YAML: exit $code"; cat "$tmp/bytes.err"; fail=1
+else
+  echo "ok non-UTF-8 bytes in YAML escaped in the JSON report (exit $code)"
+fi
 mkdir -p "$tmp/tokenizer"; printf '{"do_lower_case": true, "vocab_size": 30522}\n' >"$tmp/tokenizer/config.json"
 expect_error "not a model config" "neither model_type nor architectures" \
   plan --root $F/strix-halo-fixed --model "$tmp/tokenizer"

@@ -1,0 +1,197 @@
+// halo-doctor plan --measure (checks/plan_measure.hpp): runs checks/plan_measure.py under the
+// user's interpreter in a forked child with a time limit (checks/child_run.hpp), stdin and stderr
+// on /dev/null, and reads its JSON lines. The measuring itself is PyTorch's documented API:
+// torch.cuda.max_memory_allocated(), max_memory_reserved(), mem_get_info().
+#include "plan_measure.hpp"
+
+#include "child_run.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+#include <limits>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::size_t kMaxOutputBytes = std::size_t{256} * 1024;
+constexpr int kSteps = 3; // step 1 makes the optimizer states; the peak is in step 2 or later
+
+std::optional<std::int64_t> non_negative(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number_integer()) return std::nullopt;
+  const auto v = j[key].get<std::int64_t>();
+  if (v < 0) return std::nullopt;
+  return v;
+}
+
+std::string str(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>().substr(0, 300)
+                                               : std::string();
+}
+
+std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
+  for (const auto& it : p.estimate.items)
+    if (it.key == key) return it.bytes;
+  return 0;
+}
+
+} // namespace
+
+plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
+  plan::Measurement m;
+  m.layers = p.model.num_layers;
+  const auto chosen = choose_python(given);
+  const std::string& python = chosen.first;
+  const std::string& how = chosen.second;
+  m.python = python.empty() ? how : fmt::format("{} ({})", python, how);
+  if (python.empty() || !executable(python)) {
+    m.status = "not_measured";
+    m.reason =
+        python.empty() ? "no Python interpreter: " + how : python + " is not an executable file";
+    return m;
+  }
+  const plan::TrainSettings& s = p.settings;
+  nlohmann::json spec = {
+      {"config_dir", std::filesystem::path(p.model.path).parent_path().string()},
+      {"method", plan::to_string(s.method.value)},
+      {"micro_batch", s.micro_batch.value},
+      {"seq_len", s.seq_len.value},
+      {"grad_accum", s.grad_accum.value},
+      {"optim", s.optim.value},
+      {"gradient_checkpointing", s.gradient_checkpointing.value},
+      {"attention", plan::to_string(s.attention.value)},
+      {"load_dtype", s.load_dtype.value},
+      {"bf16", s.bf16.value},
+      {"fp16", s.fp16.value},
+      {"lora_r", s.lora_r.value},
+      {"lora_targets", s.lora_targets.value},
+      {"lora_dropout", s.lora_dropout.value},
+      {"steps", kSteps},
+      {"estimate_bytes", p.estimate.required_bytes},
+  };
+  if (s.method.value == plan::Method::qlora) {
+    m.status = "not_measured";
+    m.reason = "QLoRA is not measured (it needs bitsandbytes' 4-bit layers); the estimate stands";
+    return m;
+  }
+  const std::string spec_text = spec.dump();
+  const std::string script(plan_measure_script());
+  const ChildRun run = run_in_child(
+      [&](int fd) {
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+          ::dup2(null, 0);
+          ::dup2(null, 2);
+        }
+        ::dup2(fd, 1);
+        const std::array<const char*, 5> argv = {python.c_str(), "-c", script.c_str(),
+                                                 spec_text.c_str(), nullptr};
+        // execv(2) takes char* const[]; it does not modify the strings.
+        ::execv(
+            python.c_str(),
+            const_cast<char* const*>(argv.data())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        write_all(fd, "{\"status\": \"exec_error\"}\n");
+      },
+      timeout_s, kMaxOutputBytes);
+  if (!run.started) {
+    m.status = "error";
+    m.reason = "could not start it: " + run.start_error;
+    return m;
+  }
+  // The answer is the last line that is a JSON object with a status.
+  nlohmann::json j;
+  for (auto it = run.lines.rbegin(); it != run.lines.rend() && j.is_null(); ++it) {
+    auto parsed = nlohmann::json::parse(*it, nullptr, false);
+    if (parsed.is_object() && parsed.contains("status") && parsed["status"].is_string())
+      j = std::move(parsed);
+  }
+  if (j.is_null() || str(j, "status") == "exec_error") {
+    m.status = "error";
+    m.reason =
+        fmt::format("the measuring script gave no answer ({})", describe_end(run, timeout_s));
+    return m;
+  }
+  m.status = str(j, "status");
+  m.reason = str(j, "reason");
+  m.torch = str(j, "torch");
+  m.device = str(j, "device").substr(0, 80);
+  m.hip = j.contains("hip") && j["hip"].is_string();
+  if (m.status == "oom") {
+    m.reason = fmt::format("out of memory{}: {}",
+                           non_negative(j, "layers").value_or(0) > 0
+                               ? fmt::format(" with {} layers", j["layers"].get<std::int64_t>())
+                               : std::string(),
+                           m.reason);
+    return m;
+  }
+  if (m.status != "ok") {
+    if (m.status != "not_measured" && m.status != "error") {
+      m.reason = fmt::format("unknown status '{}' ({})", m.status, m.reason);
+      m.status = "error";
+    }
+    return m;
+  }
+  // The runs: one of the full model, or the 2- and 4-layer copies.
+  struct Run {
+    std::int64_t layers, allocated, reserved, context;
+    double step_s;
+  };
+  std::vector<Run> runs;
+  if (j.contains("runs") && j["runs"].is_array())
+    for (const auto& r : j["runs"]) {
+      if (!r.is_object()) continue;
+      const auto layers = non_negative(r, "layers");
+      const auto alloc = non_negative(r, "peak_allocated");
+      const auto resv = non_negative(r, "peak_reserved");
+      const auto ctx = non_negative(r, "non_allocator_bytes");
+      double step = 0;
+      if (r.contains("step_times_s") && r["step_times_s"].is_array() &&
+          !r["step_times_s"].empty() && r["step_times_s"].back().is_number())
+        step = r["step_times_s"].back().get<double>();
+      if (!layers || !alloc || !resv || *resv < *alloc) continue;
+      runs.push_back({*layers, *alloc, *resv, ctx.value_or(0), step});
+    }
+  m.reduced = j.value("reduced", false);
+  const auto fail = [&m](const std::string& why) {
+    m.status = "error";
+    m.reason = why;
+    return m;
+  };
+  if (!m.reduced) {
+    if (runs.size() != 1) return fail("the answer holds no usable measurement of the model");
+    m.peak_allocated = runs[0].allocated;
+    m.peak_reserved = runs[0].reserved;
+    m.context_bytes = runs[0].context;
+    m.step_s = runs[0].step_s;
+    m.detail = fmt::format("{} layers measured", runs[0].layers);
+  } else {
+    if (runs.size() != 2 || runs[0].layers == runs[1].layers)
+      return fail("the reduced-depth answer does not hold two depths");
+    const Run& a = runs[0].layers < runs[1].layers ? runs[0] : runs[1];
+    const Run& b = runs[0].layers < runs[1].layers ? runs[1] : runs[0];
+    // Allocated memory grows linearly in the layer count (each layer adds its weights,
+    // gradients, states and kept activations); reserved memory does not (the caching
+    // allocator's segments), so the estimate's reserve goes on top of the extrapolation.
+    const double per_layer =
+        static_cast<double>(b.allocated - a.allocated) / static_cast<double>(b.layers - a.layers);
+    const double full =
+        static_cast<double>(a.allocated) + per_layer * static_cast<double>(m.layers - a.layers);
+    if (!(full > 0) || full > 9.0e18) return fail("the extrapolation is out of range");
+    m.peak_allocated = static_cast<std::int64_t>(full);
+    m.peak_reserved = m.peak_allocated + item_bytes(p, "allocator_reserve");
+    m.context_bytes = std::max(a.context, b.context);
+    m.detail = fmt::format("{} and {} layers measured ({:.2f} and {:.2f} GiB allocated), "
+                           "extrapolated to {} layers; the reserve is the estimate's",
+                           a.layers, b.layers, static_cast<double>(a.allocated) / (1 << 30),
+                           static_cast<double>(b.allocated) / (1 << 30), m.layers);
+  }
+  m.device_bytes = m.peak_reserved + m.context_bytes;
+  return m;
+}
+
+} // namespace halo::probes

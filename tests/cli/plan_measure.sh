@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# halo-doctor plan --measure (issue 34): the protocol with checks/plan_measure.py, against recorded
+# and misbehaving interpreters (tests/replay/python/plan-measure-*.sh, hangs.sh, crashes.sh) and
+# Debian's real python3 (no transformers, no GPU here: "not measured" with the reason). The verdict is
+# judged by the measurement when there is one. Usage: plan_measure.sh HALO_DOCTOR REPO_ROOT
+set -u
+bin=$(realpath "$1")
+repo=$(realpath "$2")
+cd "$repo" || exit 1
+py=/usr/bin/python3
+replay=$repo/tests/replay/python
+M=tests/plan/models
+F=tests/fixtures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+run() { # name, interpreter, extra args...
+  local name=$1 interp=$2; shift 2
+  "$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/llama-3-8b --method lora --batch 1 \
+    --seq 2048 --gradient-checkpointing true --measure --python "$interp" --format json "$@" >"$tmp/$name.json" 2>"$tmp/$name.err"
+  echo $? >"$tmp/$name.rc"
+}
+check() { # name, python assertions on d (the report), m (its measured object), rc
+  "$py" - "$tmp/$1.json" "$(cat "$tmp/$1.rc")" "$1" <<PY || fail=1
+import json, sys
+d = json.load(open(sys.argv[1])); rc = int(sys.argv[2]); name = sys.argv[3]
+m = d["memory"]["measured"]
+$2
+print("ok", name + ":", m["status"], (m["reason"] or m["detail"])[:110])
+PY
+}
+
+# 1. A GPU that ran the whole model: the measurement is shown beside the estimate and judges the
+#    fit (the estimate of this LoRA run fits in 62.54 GiB; the measured 65.7 GiB does not).
+HALO_FAKE_SPEC_OUT=$tmp/spec.json run ok "$replay/plan-measure-ok.sh"
+check ok '
+assert m["status"] == "ok" and not m["reduced"], m
+assert m["device_bytes"] == 70000000000 + 536870912 and m["peak_allocated_bytes"] == 66000000000, m
+assert m["hip"] is True and m["device"] == "AMD Radeon Graphics", m
+assert d["memory"]["required_bytes"] < 62 * 2**30, "the estimate alone would fit"
+assert d["verdict"] == "does not fit" and rc == 1, (d["verdict"], rc)
+fit = [r for r in d["report"]["results"] if r["id"] == "plan-memory-fit"][0]
+assert "65.7" in fit["message"] or "65.69" in fit["message"], fit["message"]'
+"$py" - "$tmp/spec.json" <<'PY' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["method"] == "lora" and s["micro_batch"] == 1 and s["seq_len"] == 2048, s
+assert s["gradient_checkpointing"] is True and s["steps"] >= 2 and s["attention"] == "sdpa", s
+assert s["config_dir"].endswith("tests/plan/models/llama-3-8b"), s["config_dir"]
+assert s["estimate_bytes"] > 0, s
+print("ok the spec carries the run's knobs:", {k: s[k] for k in ("method", "micro_batch", "seq_len", "optim")})
+PY
+"$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/llama-3-8b --method lora --batch 1 --seq 2048 \
+  --gradient-checkpointing true --measure --python "$replay/plan-measure-ok.sh" --color never >"$tmp/ok.txt" 2>&1
+if ! grep -Eq 'device peak \(reserved \+ context\) +estimate +[0-9.]+ GiB +measured +65.69 GiB' "$tmp/ok.txt" ||
+  ! grep -q "judged by the measurement" "$tmp/ok.txt"; then
+  echo "FAIL: the text report does not show estimate and measurement side by side"; cat "$tmp/ok.txt"; fail=1
+fi
+
+# 2. 2- and 4-layer copies: allocated extrapolated linearly to 32 layers, the modelled reserve on top.
+run reduced "$replay/plan-measure-reduced.sh"
+check reduced '
+assert m["status"] == "ok" and m["reduced"], m
+gib = 2**30
+assert m["peak_allocated_bytes"] == 10 * gib + (32 - 2) * gib, m["peak_allocated_bytes"]
+reserve = [i["bytes"] for i in d["memory"]["items"] if i["key"] == "allocator_reserve"][0]
+assert m["peak_reserved_bytes"] == m["peak_allocated_bytes"] + reserve, (m, reserve)
+assert m["device_bytes"] == m["peak_reserved_bytes"] + 805306368, m
+assert "extrapolated to 32 layers" in m["detail"], m["detail"]'
+
+# 3. Out of memory, a hang (killed at the time limit), a crash, output that is not the protocol, a
+#    missing interpreter: each a status with its reason, the estimate judges, never a crash.
+run oom "$replay/plan-measure-oom.sh"
+check oom 'assert m["status"] == "oom" and "out of memory" in m["reason"] and d["verdict"] == "fits", (m, d["verdict"])'
+start=$(date +%s)
+run hang "$replay/hangs.sh" --measure-timeout 5
+[ $(( $(date +%s) - start )) -lt 30 ] || { echo "FAIL: the hanging interpreter was not killed in time"; fail=1; }
+check hang 'assert m["status"] == "error" and "5 s time limit" in m["reason"], m'
+run crash "$replay/crashes.sh"
+check crash 'assert m["status"] == "error" and "signal 11" in m["reason"], m'
+run garbage "$replay/plan-measure-garbage.sh"
+check garbage 'assert m["status"] == "error" and "gave no answer" in m["reason"], m'
+run none "$tmp/no-such-python"
+check none 'assert m["status"] == "not_measured" and "is not an executable file" in m["reason"] and rc == 0, (m, rc)'
+
+# 4. Debian's real python3 here: no transformers/peft or no GPU, "not measured" and why.
+if [ -x /usr/bin/python3 ]; then
+  run real /usr/bin/python3
+  check real '
+assert m["status"] == "not_measured", m
+assert "transformers" in m["reason"] or "torch" in m["reason"] or "no GPU" in m["reason"], m["reason"]
+assert d["verdict"] == "fits" and rc == 0, (d["verdict"], rc)'
+fi
+
+# 5. The measuring script ships clean (pyflakes) and is the one compiled in.
+if command -v pyflakes3 >/dev/null; then
+  pyflakes3 checks/plan_measure.py || { echo "FAIL: pyflakes3 checks/plan_measure.py"; fail=1; }
+fi
+exit $fail

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""plan's memory estimate against real training steps (issue 34).
+
+  plantruth.py HALO_DOCTOR REPO_ROOT [--table]
+
+Runs `halo-doctor plan --format json` for every case under ../shared/plantruth/configs (relative to
+the repository root) and compares its estimate (memory.required_bytes: allocated + allocator reserve
++ GPU context) with the device-level peak measured for the same run by the real transformers
+Trainer (`peak_device_estimate`, trainer mode, in ../shared/plantruth/measured/h200-2026-11-27.jsonl:
+max_memory_reserved() + what the allocator does not see). The measurements are read here, at test
+time; no number is copied into this file. Each case must be within -5 % .. +10 %, and the measured
+peak must lie inside the estimate's band (low_bytes .. high_bytes).
+
+Skips (exit 77) with the reason when ../shared/plantruth is absent (a checkout without the shared
+measurements).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LOW, HIGH = -5.0, 10.0
+MEASURED = "measured/h200-2026-11-27.jsonl"
+DEPTH = "measured/depth-h200-2026-11-27.jsonl"
+# Cases the estimate is known to miss, with the reason and the looser bound they must still meet
+# (docs/plan.md "Checked against measurements"). Keep this list short and explained.
+KNOWN = {
+    "c03-qwen2.5-0.5b-full-b4-s2048": (
+        15.0, "the allocator reused the loss path's cached blocks here (reserved only 2 % over "
+        "allocated); the reserve item counts one fp32 logits block"),
+}
+
+
+def plan_args(case_dir):
+    """The case's knobs as plan's options, the way plantruth/predict.sh passes them."""
+    with open(os.path.join(case_dir, "case.json")) as f:
+        c = json.load(f)
+    args = ["--method", c["method"], "--batch", str(c["batch"]), "--seq", str(c["seq"]),
+            "--gradient-checkpointing", "true" if c["gradient_checkpointing"] else "false",
+            "--optim", c["optim"], "--load-dtype", c["load_dtype"]]
+    if c["method"] != "full":
+        args += ["--lora-r", str(c["lora_r"])]
+    if "gradient_accumulation_steps" in c:
+        args += ["--grad-accum", str(c["gradient_accumulation_steps"])]
+    cfgs = ["--config", os.path.join(case_dir, "args.json")]
+    adapter = os.path.join(case_dir, "adapter_config.json")
+    if os.path.exists(adapter):
+        cfgs += ["--config", adapter]
+    return cfgs + args
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    binary, repo = sys.argv[1], sys.argv[2]
+    table_only = "--table" in sys.argv[3:]
+    truth = os.path.normpath(os.path.join(repo, "..", "shared", "plantruth"))
+    measured_path = os.path.join(truth, MEASURED)
+    if not os.path.isfile(measured_path) or not os.path.isdir(os.path.join(truth, "configs")):
+        print(f"SKIP: {measured_path} or its configs/ are absent (no shared plantruth checkout)")
+        return 77
+    measured = {}
+    env = {}
+    with open(measured_path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if r.get("case") == "_env":
+                env = r
+            elif r.get("mode") == "trainer" and r.get("status") == "ok":
+                measured[r["case"]] = r
+    if not measured:
+        print(f"FAIL: no trainer-mode measurement in {measured_path}")
+        return 1
+    print("measured on: " + ", ".join(f"{k} {env[k]}" for k in ("device", "torch", "transformers", "peft") if k in env))
+    fixture = os.path.join(repo, "tests", "fixtures", "strix-halo-fixed")
+    fail = 0
+    rows = 0
+    print(f"{'case':44s} {'estimate':>9s} {'measured':>9s} {'err %':>7s} {'alloc est':>9s} {'alloc':>7s}  band (GiB)")
+    gib = float(1 << 30)
+    for name in sorted(os.listdir(os.path.join(truth, "configs"))):
+        case_dir = os.path.join(truth, "configs", name)
+        if not os.path.isfile(os.path.join(case_dir, "case.json")):
+            continue
+        if name not in measured:
+            print(f"FAIL {name}: no trainer-mode measurement")
+            fail = 1
+            continue
+        with tempfile.TemporaryFile() as out:
+            cmd = [binary, "plan", "--root", fixture, "--no-runtime", "--format", "json", "--fail-on", "never",
+                   "--model", os.path.join(case_dir, "config.json")] + plan_args(case_dir)
+            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, timeout=60).returncode
+            out.seek(0)
+            try:
+                p = json.load(out)
+            except ValueError:
+                print(f"FAIL {name}: plan exit {rc}, no JSON")
+                fail = 1
+                continue
+        m = measured[name]
+        real = m["peak_device_estimate"]
+        est = p["memory"]["required_bytes"]
+        err = (est - real) / real * 100
+        lo, hi = p["memory"]["low_bytes"], p["memory"]["high_bytes"]
+        high = KNOWN.get(name, (HIGH, ""))[0]
+        ok = LOW <= err <= high and lo <= real <= hi
+        rows += 1
+        note = f"  known: {KNOWN[name][1]}" if name in KNOWN else ""
+        print(f"{'' if ok else 'FAIL '}{name:44s} {est / gib:9.2f} {real / gib:9.2f} {err:+7.1f} "
+              f"{p['memory']['allocated_bytes'] / gib:9.2f} {m['peak_allocated'] / gib:7.2f}  "
+              f"{lo / gib:.2f} .. {hi / gib:.2f}  peak: {p['memory']['peak_phase']}{note}")
+        if not ok and not table_only:
+            fail = 1
+    print(f"{rows} cases; target {LOW:+.0f} % .. {HIGH:+.0f} % of the measured device-level peak, "
+          "measured peak inside the band")
+    fail |= depth_check(binary, truth, fixture, measured)
+    return fail
+
+
+def depth_check(binary, truth, fixture, measured):
+    """plan --measure's reduced-depth path on real numbers: an interpreter that answers with the 2- and
+    4-layer runs of measured/depth-h200-2026-11-27.jsonl; plan's extrapolated allocated peak must be
+    within 5 % of the full model's measured one (the issue's 0.0 .. -3.3 %)."""
+    path = os.path.join(truth, DEPTH)
+    if not os.path.isfile(path):
+        print(f"SKIP depth check: {path} absent")
+        return 0
+    depth = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line) if line.strip() else {}
+            if r.get("mode") == "trainer" and r.get("status") == "ok":
+                base, _, layers = r["case"].rpartition("-L")
+                depth.setdefault(base, {})[int(layers)] = r
+    fail = 0
+    gib = float(1 << 30)
+    for name, runs in sorted(depth.items()):
+        if 2 not in runs or 4 not in runs or name not in measured:
+            continue
+        answer = {"status": "ok", "reduced": True, "torch": "replayed", "device": "replayed from " + DEPTH,
+                  "runs": [{"layers": n, "peak_allocated": runs[n]["peak_allocated"],
+                            "peak_reserved": runs[n]["peak_reserved"],
+                            "non_allocator_bytes": runs[n]["non_allocator_bytes"],
+                            "step_times_s": runs[n]["step_times_s"]} for n in (2, 4)]}
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "python")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(answer) + "\nEOF\n")
+            os.chmod(fake, 0o755)
+            case_dir = os.path.join(truth, "configs", name)
+            cmd = [binary, "plan", "--root", fixture, "--no-runtime", "--format", "json", "--fail-on", "never",
+                   "--model", os.path.join(case_dir, "config.json"), "--measure", "--python", fake] + plan_args(case_dir)
+            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60).stdout
+        m = json.loads(out)["memory"]["measured"]
+        real = measured[name]["peak_allocated"]
+        err = (m["peak_allocated_bytes"] - real) / real * 100
+        ok = m["status"] == "ok" and m["reduced"] and abs(err) <= 5.0
+        fail |= not ok
+        print(f"{'' if ok else 'FAIL '}--measure 2/4 layers -> {name:40s} allocated {m['peak_allocated_bytes'] / gib:6.2f} "
+              f"GiB, measured full {real / gib:6.2f} GiB ({err:+.1f} %); device {m['device_bytes'] / gib:6.2f} GiB "
+              f"vs {measured[name]['peak_device_estimate'] / gib:6.2f}")
+    return fail
+
+
+if __name__ == "__main__":
+    sys.exit(main())
