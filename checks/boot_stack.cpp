@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the boot stack, i.e. which tool owns the kernel command line and which one builds the
 // initramfs. Detection follows reference/doctor-conventions.md section 5.2: NixOS (os-release
 // ID=nixos), ostree (/run/ostree-booted), kernelstub, systemd-boot with kernel-install, GRUB with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the amdgpu module file modprobe would load for the running kernel, and its signature
 // (issue 21: why amdgpu is not driving a GPU). Under Secure Boot the kernel refuses an unsigned
 // module or one signed with a key it does not know (kernel/module/signing.c module_sig_check():

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sets up, builds and runs `halo-doctor check` on this machine. Extra arguments go to check.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what halo-doctor needs to build and test on Debian 12 (bookworm), as root.
 # Safe to run again: apt-get skips what is already installed.
 set -euo pipefail

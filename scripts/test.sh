@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sets up, builds and runs the whole test suite (unit, probe, scenario, golden and CLI tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."

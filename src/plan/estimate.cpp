@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory estimate of a training run (include/halo/plan.hpp; docs/plan.md "Memory" gives every
 // formula with its source).
 //   - Weights, gradients, optimizer states: Hugging Face, "Model training anatomy"

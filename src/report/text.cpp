@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The text report for people, the facts listing, the catalogue and explain.
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>

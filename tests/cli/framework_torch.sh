@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The static framework probe against a real interpreter's torch (issue 14): Debian 12's python3-torch
 # (1.13.1+dfsg, a CPU build; its torch/version.py says __version__ = '1.13.0a0', hip = None), found in
 # /usr/lib/python3/dist-packages on the live root without running Python. Its facts, merged with

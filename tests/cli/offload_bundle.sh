@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The wheel's gfx targets from libtorch_hip.so (issue 14), against the real LLVM tools: Debian's
 # clang++-19 compiles HIP translation units for chosen targets (compressed with --offload-compress
 # as pytorch.org wheels are since PyTorch PR 147761, and uncompressed as older wheels), links them
