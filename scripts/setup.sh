@@ -77,6 +77,7 @@ valijson_headers() {
     (cd "$tmp" && apt-get download -q libvalijson-dev >/dev/null)
   fi
   rm -rf "$deps"
+  mkdir -p "$deps"
   dpkg-deb -x "$tmp"/libvalijson-dev_*.deb "$deps"
   rm -rf "$tmp"
   echo "setup: unpacked libvalijson-dev's headers into $deps"
