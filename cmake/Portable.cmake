@@ -15,7 +15,7 @@ function(halo_static_archive var file)
   set(${var} ${${var}} PARENT_SCOPE)
 endfunction()
 
-foreach(lib re2 yaml-cpp crypto archive nettle acl lzma zstd lz4 bz2 z elf)
+foreach(lib re2 yaml-cpp crypto archive nettle acl lzma zstd lz4 bz2 z elf xml2 icui18n icuuc icudata)
   string(MAKE_C_IDENTIFIER "HALO_A_${lib}" var)
   halo_static_archive(${var} lib${lib}.a)
 endforeach()
@@ -31,10 +31,13 @@ set(HALO_LIB_RE2 ${HALO_A_re2} Threads::Threads)
 set(HALO_LIB_YAML ${HALO_A_yaml_cpp})
 # libcrypto.a (EVP_Digest for the bundles' SHA-256) needs libdl and pthreads from glibc.
 set(HALO_LIB_CRYPTO ${HALO_A_crypto} ${CMAKE_DL_LIBS} Threads::Threads)
-# libarchive.a and what its filters and formats call (pkg-config --static --libs libarchive); the
-# linker takes only the members the doctor's calls reach (no xar, so no libxml2).
-set(HALO_LIB_ARCHIVE ${HALO_A_archive} ${HALO_A_nettle} ${HALO_A_acl} ${HALO_A_lzma} ${HALO_A_zstd}
-    ${HALO_A_lz4} ${HALO_A_bz2} ${HALO_A_z})
+# libarchive.a and what its filters and formats call (pkg-config --static --libs libarchive and
+# libxml-2.0); the linker takes only the members the doctor's calls reach. The pax writer
+# (capture) calls a helper in archive_write_set_format.o, whose table of every writer brings in
+# the xar writer and with it libxml2's text writer and ICU.
+set(HALO_LIB_ARCHIVE ${HALO_A_archive} ${HALO_A_nettle} ${HALO_A_acl} ${HALO_A_xml2} ${HALO_A_icui18n}
+    ${HALO_A_icuuc} ${HALO_A_icudata} ${HALO_A_lzma} ${HALO_A_zstd} ${HALO_A_lz4} ${HALO_A_bz2} ${HALO_A_z}
+    ${CMAKE_DL_LIBS} m)
 set(HALO_LIB_ELF ${HALO_A_elf} ${HALO_A_zstd} ${HALO_A_lzma} ${HALO_A_bz2} ${HALO_A_z})
 
 add_link_options(-static-libstdc++ -static-libgcc)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The portable release build only (HALO_PORTABLE, cmake/Portable.cmake): definitions of the two
+// The portable release build only (HALO_PORTABLE, cmake/Portable.cmake): definitions of the
 // glibc functions newer than 2.34 that Debian 12's static libgcc and libstdc++ call, so that the
 // binary runs on glibc 2.34 (RHEL/Rocky 9), which tests/cli/release.sh checks with objdump -T.
 // Defined in the executable, they satisfy the static archives' references at link time; they are
@@ -11,9 +11,12 @@
 //   which is how the unwinder itself did it before 2.35: the object whose PT_LOAD segment holds
 //   the address, its first and last mapped byte, and its PT_GNU_EH_FRAME (dlfo_eh_frame). On
 //   x86_64 the struct has no dlfo_eh_dbase (bits/dl_find_object.h DLFO_STRUCT_HAS_EH_DBASE 0).
-// - arc4random (glibc 2.36, stdlib.h): libstdc++'s std::random_device ("default" token,
-//   libstdc++-v3/src/c++11/random.cc) draws from it; this one uses getrandom(2) (glibc 2.25),
-//   retrying on EINTR, as glibc's own arc4random does when its buffer is empty.
+// - arc4random and arc4random_buf (glibc 2.36, stdlib.h): libstdc++'s std::random_device
+//   ("default" token, libstdc++-v3/src/c++11/random.cc) and libarchive (archive_random.c, which
+//   uses arc4random_buf where the C library has it) draw from them; these use getrandom(2)
+//   (glibc 2.25), retrying on EINTR, and abort when it fails otherwise, as glibc's own do.
+// All are hidden: the static archives' references bind to them inside the executable, and
+// nothing is exported that would interpose on glibc's own for libraries dlopen()ed later.
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/random.h>
@@ -60,22 +63,29 @@ int find_object(dl_phdr_info* info, std::size_t /*size*/, void* data) {
 
 } // namespace
 
-extern "C" int _dl_find_object(void* address, dl_find_object* result) noexcept { // NOLINT
-  FindObject want{reinterpret_cast<std::uintptr_t>(address), result, false};     // NOLINT
+#define HALO_HIDDEN __attribute__((visibility("hidden")))
+
+extern "C" HALO_HIDDEN int _dl_find_object(void* address,
+                                           dl_find_object* result) noexcept { // NOLINT
+  FindObject want{reinterpret_cast<std::uintptr_t>(address), result, false};  // NOLINT
   dl_iterate_phdr(find_object, &want);
   return want.found ? 0 : -1;
 }
 
-extern "C" std::uint32_t arc4random() noexcept { // NOLINT
-  std::uint32_t v = 0;
-  auto* p = reinterpret_cast<unsigned char*>(&v); // NOLINT
+extern "C" HALO_HIDDEN void arc4random_buf(void* buffer, std::size_t size) noexcept { // NOLINT
+  auto* p = static_cast<unsigned char*>(buffer);
   std::size_t got = 0;
-  while (got < sizeof v) {
-    const ssize_t n = getrandom(p + got, sizeof v - got, 0);
+  while (got < size) {
+    const ssize_t n = getrandom(p + got, size - got, 0);
     if (n > 0)
       got += static_cast<std::size_t>(n);
     else if (n < 0 && errno != EINTR)
       std::abort(); // no entropy source at all: glibc's arc4random aborts too
   }
+}
+
+extern "C" HALO_HIDDEN std::uint32_t arc4random() noexcept { // NOLINT
+  std::uint32_t v = 0;
+  arc4random_buf(&v, sizeof v);
   return v;
 }
