@@ -10,7 +10,8 @@
 # Usage: scripts/release.sh [OUTDIR]   (default: build-release/dist). Builds in build-release.
 # Needs the build set (scripts/setup.sh --build-only) plus liblz4-dev and libacl1-dev (their static
 # archives), rpm (rpmbuild) for the .rpm and python3-build, python3-wheel, python3-setuptools for
-# the wheel (scripts/setup.sh installs them); the wheel is built offline (--no-isolation).
+# the wheel (scripts/setup.sh installs them); the wheel is built offline (--no-isolation) by Debian's
+# /usr/bin/python3, whatever python3 is first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -40,7 +41,7 @@ install -m 0755 "$build/halo-doctor" "$stage/halo-doctor"
 strip "$stage/halo-doctor"
 cp LICENSE "$stage/LICENSE"
 sed "s/@VERSION@/$version/" packaging/python/pyproject.toml >"$stage/pyproject.toml"
-(cd "$stage" && python3 -m build --wheel --no-isolation --outdir "$out" .) >"$out/wheel.log" 2>&1 ||
+(cd "$stage" && /usr/bin/python3 -m build --wheel --no-isolation --outdir "$out" .) >"$out/wheel.log" 2>&1 ||
   { tail -30 "$out/wheel.log"; exit 1; }
 rm -f "$out"/*.log "$build.configure.log"
 ls -l "$out"

@@ -3,7 +3,10 @@
 any Python 3, tagged py3-none-manylinux_2_34_x86_64 (PEP 600: the binary needs glibc >= 2.34 on
 x86_64, which tests/cli/release.sh checks with objdump -T). The binary is a script of the
 distribution, so pip installs it as VENV/bin/halo-doctor, as ruff's and uv's wheels do."""
+import os
+
 from setuptools import setup
+from distutils.command.build_scripts import build_scripts  # setuptools 66 has no own
 from setuptools.dist import Distribution
 from wheel.bdist_wheel import bdist_wheel
 
@@ -11,6 +14,21 @@ from wheel.bdist_wheel import bdist_wheel
 class BinaryDistribution(Distribution):
     def has_ext_modules(self):
         return True
+
+
+class CopyBinary(build_scripts):
+    """The script is an ELF binary: copied as it is (build_scripts would read it as Python text to
+    rewrite a #! line)."""
+
+    def copy_scripts(self):
+        self.mkpath(self.build_dir)
+        outfiles = []
+        for script in self.scripts:
+            dst = os.path.join(self.build_dir, os.path.basename(script))
+            self.copy_file(script, dst)
+            os.chmod(dst, 0o755)
+            outfiles.append(dst)
+        return outfiles, outfiles
 
 
 class ManylinuxWheel(bdist_wheel):
@@ -22,4 +40,8 @@ class ManylinuxWheel(bdist_wheel):
         return "py3", "none", "manylinux_2_34_x86_64"
 
 
-setup(distclass=BinaryDistribution, cmdclass={"bdist_wheel": ManylinuxWheel}, scripts=["halo-doctor"])
+setup(
+    distclass=BinaryDistribution,
+    cmdclass={"bdist_wheel": ManylinuxWheel, "build_scripts": CopyBinary},
+    scripts=["halo-doctor"],
+)
