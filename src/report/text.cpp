@@ -334,9 +334,13 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     }
     if (!block.empty()) out += fmt::format("\n{}\n{}", p.bold(area), block);
   }
-  // Nothing to show: say what kept the rules from judging (an empty report must not read as a
-  // clean bill of health), the three commonest skip reasons with their counts.
-  if (areas.empty() && !opt.verbose) {
+  // Nothing to show and most rules skipped: say what kept them from judging (an empty report must
+  // not read as a clean bill of health), the three commonest skip reasons with their counts.
+  const auto count_of = [&](Outcome o) {
+    return std::count_if(results.begin(), results.end(),
+                         [o](const Result& r) { return r.status == o; });
+  };
+  if (areas.empty() && !opt.verbose && count_of(Outcome::skip) > count_of(Outcome::pass)) {
     std::map<std::string, int> reasons;
     for (const auto& r : results)
       if (r.status == Outcome::skip) ++reasons[r.message];
