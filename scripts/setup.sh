@@ -49,8 +49,9 @@ test_packages=(
   # tests/cli/fix_real_tools.sh (a Debian root with the real boot tools), the .deb installed into a
   # clean root (tests/cli/release.sh) and the NixOS snippet check
   mmdebstrap nix-bin
-  # tests/cli/release.sh: the wheel built offline and installed into a fresh venv
-  python3-build python3-wheel python3-setuptools python3-venv
+  # tests/cli/release.sh (scripts/release.sh): the static archives of libarchive's lz4 and acl
+  # (cmake/Portable.cmake), and the wheel built offline and installed into a fresh venv
+  liblz4-dev libacl1-dev python3-build python3-wheel python3-setuptools python3-venv
   # tests/cli/kmod_diff.py: the parsers against real kmod (modprobe -c);
   # tests/cli/module_signature.sh: modules built with gcc, signed with openssl as the kernel's
   # sign-file does, compressed with zstd and xz, indexed by depmod, compared with modinfo
