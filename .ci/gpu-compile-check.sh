@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Compile check of the halo-bench GPU microbenchmark (no GPU needed, nothing is run on a GPU).
 #   HIP, Debian hipcc/clang-15 (ROCm 5.2):          gfx90a, gfx1030
 #   HIP, clang-19 + synthetic device-lib shim:      gfx942, gfx1100, gfx1151 (compile only)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Lint gate: clang-format (.clang-format) on every tracked C++ file, and the curated clang-tidy
 # (.clang-tidy) with zero findings on the product code.
 # Usage: .ci/lint.sh BUILD_DIR   (a configured CMake build: its compile_commands.json is used,

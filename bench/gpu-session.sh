@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # One GPU session of halo-bench, end to end (docs/bench.md "GPU session"): builds halo-bench for
 # the GPU it finds (CUDA or HIP), then runs every part and writes logs, facts and a summary to $OUT.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-bench: GPU microbenchmarks behind `halo-doctor bench` (memory bandwidth, BF16 GEMM,
 // dequantized NF4/int4 GEMM, usable memory ceiling). Prints text for people and writes bench.*
 // facts (--json FILE) for `halo-doctor check --add-facts FILE`.

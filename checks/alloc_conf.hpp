@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PyTorch's caching-allocator settings string (PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF,
 // PYTORCH_HIP_ALLOC_CONF), checked as c10 parses it. Used by the derive stage (checks/derived.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the amdgpu kernel module. Reads /sys/module/amdgpu/{initstate,version,parameters/*}.
 // A module built into the kernel has /sys/module/amdgpu (for its parameters) but no
 // initstate file; rocminfo treats that case the same way (rocminfo.cc, CheckInitialState).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the boot stack, i.e. which tool owns the kernel command line and which one builds the
 // initramfs. Detection follows reference/doctor-conventions.md section 5.2: NixOS (os-release
 // ID=nixos), ostree (/run/ostree-booted), kernelstub, systemd-boot with kernel-install, GRUB with
@@ -306,7 +307,7 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
       "boot_stack", std::move(decls),
       std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
       "the host's boot loader and initramfs configuration, through the host root in a container "
-      "(docs/fix.md \"Boot-stack detection\", reference/doctor-conventions.md 5.2): os-release "
+      "(docs/fix.md \"Boot-stack detection\"): os-release "
       "`ID=nixos`, `/run/ostree-booted`, kernelstub, then exactly one of grubby, update-grub, "
       "grub-mkconfig/grub2-mkconfig, or kernel-install with `/etc/kernel/cmdline` or loader "
       "entries and no `/etc/default/grub`. A tool counts as present when it is an executable "

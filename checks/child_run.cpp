@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fork-and-pipe runner for the ROCr queries (checks/hsa.cpp, checks/hsa_child.cpp).
 #include "child_run.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running untrusted library code (ROCr) in a forked child with a time limit: whatever it does
 // (hang, crash, abort), the doctor's own process only reads lines from a pipe and goes on.
 #pragma once

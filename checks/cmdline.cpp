@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cmdline.hpp"
 
 #include <re2/re2.h>

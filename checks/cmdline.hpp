@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Parsing the kernel command line and module option strings the way the kernel and kmod do.
 // Kernel side: kernel/params.c (parse_args, next_arg, parameq), lib/kstrtox.c, lib/ctype.c.
 // kmod side: libkmod/libkmod-config.c (kmod_config_parse_kcmdline, kcmdline_parse_result).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Derived facts: joins and decisions computed from the other probes' facts, never from files.
 // This is where the hardware knowledge that needs several facts lives: which GPUs there are
 // and whether each is an APU; which TTM limit is configured for the module amdgpu really uses;

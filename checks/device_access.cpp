@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: can the current user open /dev/kfd and the GPUs' render nodes read-write, as ROCm
 // must? Identity comes from /proc/self/status (Uid:, Gid:, Groups:), names from /etc/passwd and
 // /etc/group, never from getlogin(). On the live root the kernel's own answer, access(2)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: amdgpu's DRM view of each AMD card. Reads /sys/class/drm/cardN/device/{vendor,device,
 // uevent,driver,mem_info_vram_total,mem_info_vis_vram_total,mem_info_gtt_total,
 // mem_info_vram_used,mem_info_gtt_used,current_compute_partition,current_memory_partition,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the installed GPU firmware package and its version, from the package database of the
 // host (its configuration root: the image's database says nothing about the firmware the host
 // boots). Debian and Ubuntu: /var/lib/dpkg/status, stanzas of "Package:", "Status:" and

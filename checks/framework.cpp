@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the framework layer, statically: which PyTorch the Python environment training will see
 // holds, read from files without running Python (issue 14, step 1).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: what PyTorch itself reports (`--framework-deep`, live system only). Runs the interpreter
 // training will use (`--python PATH`, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python,
 // else python3 on PATH) in a forked child with a time limit (checks/child_run.hpp), stdin and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU identity knowledge: gfx target decoding and the APU / Instinct tables.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the firmware each AMD GPU runs, without root or debugfs, from amdgpu's sysfs:
 //   /sys/class/drm/<card>/device/fw_version/<name>_fw_version  "0x%08x\n" (amdgpu_ucode.c
 //       FW_VERSION_ATTR, 0444: vce, uvd, mc, me, pfp, ce, rlc, rlc_srlc/g/s, mec, mec2, imu, sos,

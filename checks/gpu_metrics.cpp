@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: amdgpu's gpu_metrics table of each AMD GPU (/sys/class/drm/<card>/device/gpu_metrics,
 // 0444, binary, little-endian; drivers/gpu/drm/amd/include/kgd_pp_interface.h). Every version
 // starts with struct metrics_table_header {u16 structure_size; u8 format_revision;

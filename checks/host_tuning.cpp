@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: host settings a lab tunes on GPU nodes, read without root:
 //   /sys/devices/system/cpu/cpuN/cpufreq/scaling_governor   the cpufreq governor of each CPU
 //       (Documentation/admin-guide/pm/cpufreq.rst); the distinct ones are kept

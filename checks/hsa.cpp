@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: what the ROCm runtime (ROCr, the HSA runtime under HIP and PyTorch) really offers:
 // its agents and their memory pools, the numbers rocminfo prints under "HSA Agents" and
 // "Pool Info", in bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pieces of the ROCr (HSA runtime) probe that tests reach directly. The probe itself is
 // make_hsa_probe() in checks/probes.hpp; docs/hsa.md maps its facts to rocminfo's output.
 #pragma once

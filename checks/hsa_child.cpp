@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ROCr probe's child side (checks/hsa.cpp runs it in a forked child, checks/child_run.hpp):
 // load ROCr with dlopen, resolve its entry points with dlsym, call hsa_init and query the system,
 // every agent and every memory pool, writing one JSON event per line (checks/hsa_internal.hpp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internal pieces of the ROCr probe, shared by its three files and not part of its interface
 // (checks/hsa.hpp, checks/probes.hpp):
 // - checks/hsa_child.cpp: the forked child: loads ROCr (dlopen), queries it, writes events;

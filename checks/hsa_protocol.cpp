@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ROCr probe's line protocol (checks/hsa_internal.hpp): the child (checks/hsa_child.cpp)
 // writes one JSON event object per line to its pipe; the parent parses the lines it received back
 // into Events, which checks/hsa.cpp turns into facts.

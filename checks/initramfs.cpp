@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: whether the initramfs the machine boots holds the amdgpu firmware files the kernel log
 // says failed to load ("Direct firmware load for amdgpu/X failed with error -2"). amdgpu is
 // usually loaded from the initramfs, where the kernel's firmware loader looks in the image's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the running kernel's release and command line.
 // Reads /proc/sys/kernel/osrelease (uname -r) and /proc/cmdline.
 #include "cmdline.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the kernel log, for why amdgpu is not driving a GPU. On the live root it reads the
 // records in /dev/kmsg (Documentation/ABI/testing/dev-kmsg: one record per read(), "prefix;text",
 // EAGAIN at the end with O_NONBLOCK, EPIPE when a record was overwritten); under --root it reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the KFD topology, what ROCm enumerates. Reads /sys/class/kfd/kfd/topology/nodes/N/
 // properties ("name value" lines, decimal) and nodes/N/mem_banks/M/properties (heap_type:
 // 0 system, 1 frame buffer public, 2 private; size_in_bytes). CPU nodes have

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Judging modprobe.d install commands as kmod and /bin/sh run them; see kmod_install.hpp.
 // Sources: kmod libkmod/libkmod-module.c (module_do_install_commands: "$CMDLINE_OPTS"
 // replaced textually before the shell sees the command; command_do: system(cmd) with

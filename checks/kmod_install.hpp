@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a modprobe.d `install MODULE COMMAND` line does when kmod loads MODULE.
 //
 // kmod (libkmod/libkmod-module.c, kmod_module_probe_insert_module and command_do) runs COMMAND

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: what the amdgpu kernel driver tells userspace through libdrm_amdgpu on each AMD render
 // node: the VRAM, CPU-visible VRAM and GTT heaps (AMDGPU_INFO_MEMORY), the chip identity
 // (amdgpu_query_gpu_info) and the MES firmware version (AMDGPU_INFO_FW_MES), which otherwise

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: system memory from /proc/meminfo (MemTotal, MemAvailable; kB there, bytes here).
 #include "probe_util.hpp"
 #include "probes.hpp"

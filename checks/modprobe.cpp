@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: modprobe configuration, read as kmod reads it (libkmod/libkmod-config.c:
 // conf_files_list, conf_files_filter_out, kmod_config_parse; shared/util.c: freadline_wrapped,
 // underscores). See ../shared/reference/parsing-facts.md.

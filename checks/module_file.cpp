@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the amdgpu module file modprobe would load for the running kernel, and its signature
 // (issue 21: why amdgpu is not driving a GPU). Under Secure Boot the kernel refuses an unsigned
 // module or one signed with a key it does not know (kernel/module/signing.c module_sig_check():
@@ -22,12 +23,18 @@
 // space limit and a time limit, and only on a regular file of at most kMaxModuleBytes found
 // inside the root: every symbolic link on the way is followed inside the root (Root::resolve),
 // never on this machine. The child writes tab-separated lines; the parent turns them into facts.
+//
+// libkmod is loaded in the child with dlopen("libkmod.so.2") (its soname since kmod 6), never
+// linked, as libdrm and ROCr are: the doctor's only link-time dependency is glibc (the portable
+// release build, scripts/release.sh), and a system without libkmod gets an `error` fact naming
+// dlopen's reason. Only libkmod.h's declarations are used (libkmod-dev at build time).
 #include "child_run.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
 
+#include <dlfcn.h>
 #include <libkmod.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -82,6 +89,54 @@ std::string one_line(std::string_view s) {
 
 void emit(int fd, std::string_view tag, std::string_view a, std::string_view b = {}) {
   write_all(fd, fmt::format("{}\t{}\t{}\n", tag, one_line(a), one_line(b)));
+}
+
+// The libkmod entry points the child calls, resolved by load_libkmod(). Declared in this namespace
+// with the names of libkmod.h's functions, so that the calls below (and kmod_list_foreach, which
+// expands to kmod_list_next) find these pointers before the global declarations.
+// NOLINTBEGIN(readability-identifier-naming,cppcoreguidelines-avoid-non-const-global-variables)
+decltype(&::kmod_new) kmod_new = nullptr;
+decltype(&::kmod_set_log_fn) kmod_set_log_fn = nullptr;
+decltype(&::kmod_get_dirname) kmod_get_dirname = nullptr;
+decltype(&::kmod_module_new_from_lookup) kmod_module_new_from_lookup = nullptr;
+decltype(&::kmod_module_new_from_path) kmod_module_new_from_path = nullptr;
+decltype(&::kmod_module_get_module) kmod_module_get_module = nullptr;
+decltype(&::kmod_module_get_path) kmod_module_get_path = nullptr;
+decltype(&::kmod_module_get_initstate) kmod_module_get_initstate = nullptr;
+decltype(&::kmod_module_get_info) kmod_module_get_info = nullptr;
+decltype(&::kmod_module_info_get_key) kmod_module_info_get_key = nullptr;
+decltype(&::kmod_module_info_get_value) kmod_module_info_get_value = nullptr;
+decltype(&::kmod_list_next) kmod_list_next = nullptr;
+// NOLINTEND(readability-identifier-naming,cppcoreguidelines-avoid-non-const-global-variables)
+
+template <typename F> bool resolve(void* lib, F& fn, const char* name, std::string& error) {
+  fn = reinterpret_cast<F>(::dlsym(lib, name)); // NOLINT: dlsym returns an object pointer
+  if (fn == nullptr && error.empty()) error = fmt::format("libkmod.so.2 has no {}", name);
+  return fn != nullptr;
+}
+
+/// Loads libkmod.so.2 in the child and resolves the entry points above; the reason when it cannot.
+std::string load_libkmod() {
+  ::dlerror();
+  void* lib = ::dlopen("libkmod.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* e = ::dlerror();
+    return fmt::format("libkmod could not be loaded: {}", e != nullptr ? e : "dlopen failed");
+  }
+  std::string error;
+  resolve(lib, kmod_new, "kmod_new", error);
+  resolve(lib, kmod_set_log_fn, "kmod_set_log_fn", error);
+  resolve(lib, kmod_get_dirname, "kmod_get_dirname", error);
+  resolve(lib, kmod_module_new_from_lookup, "kmod_module_new_from_lookup", error);
+  resolve(lib, kmod_module_new_from_path, "kmod_module_new_from_path", error);
+  resolve(lib, kmod_module_get_module, "kmod_module_get_module", error);
+  resolve(lib, kmod_module_get_path, "kmod_module_get_path", error);
+  resolve(lib, kmod_module_get_initstate, "kmod_module_get_initstate", error);
+  resolve(lib, kmod_module_get_info, "kmod_module_get_info", error);
+  resolve(lib, kmod_module_info_get_key, "kmod_module_info_get_key", error);
+  resolve(lib, kmod_module_info_get_value, "kmod_module_info_get_value", error);
+  resolve(lib, kmod_list_next, "kmod_list_next", error);
+  return error;
 }
 
 /// libkmod's last error message (it logs to stderr by default; the child keeps it as a reason).
@@ -156,6 +211,10 @@ void child_body(int fd, const Root& root, const std::string& moddir) {
     return;
   }
   limit_child();
+  if (const std::string error = load_libkmod(); !error.empty()) {
+    emit(fd, "status", "error", error);
+    return;
+  }
   // No configuration: modprobe.d aliases are not followed (an alias for amdgpu is not a case
   // the doctor knows of), and nothing outside the root is read for them.
   const std::array<const char*, 1> no_config = {nullptr};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: automatic NUMA balancing, /proc/sys/kernel/numa_balancing (0 off, 1 on, 2 memory
 // tiering; AMD's MI300X tuning guide recommends 0), and the number of online NUMA nodes,
 // /sys/devices/system/node/online (Documentation/ABI/stable/sysfs-devices-node: a node list

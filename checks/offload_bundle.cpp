@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Offload-bundle reader: see offload_bundle.hpp for the formats and their sources.
 #include "offload_bundle.hpp"
 

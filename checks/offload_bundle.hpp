@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The gfx targets a HIP library was compiled for, read from the clang offload bundles in its
 // `.hip_fatbin` ELF section (issue 14), with bounded reads: no Python, no ROCm, no whole-file read.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the distribution, from os-release(5): /etc/os-release, else /usr/lib/os-release.
 #include "probe_util.hpp"
 #include "probes.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: AMD GPUs on the PCI bus, driver bound or not. Reads /sys/bus/pci/devices/*/{vendor,
 // class,device,numa_node} and the driver link. A GPU is vendor 0x1002 with class 0x03xxxx
 // (display controller) or 0x12xxxx (processing accelerator, Instinct), per the PCI class codes.

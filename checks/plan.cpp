@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the training run given with `plan` or `check --model` (include/halo/plan.hpp), as facts.
 // It reads no machine: the model and training configurations were read (and refused when bad)
 // before probing; this turns the plan into `plan.*` facts whose source is the file and line, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan --measure (checks/plan_measure.hpp): runs checks/plan_measure.py under the
 // user's interpreter in a forked child with a time limit (checks/child_run.hpp), stdin and stderr
 // on /dev/null, and reads its JSON lines. The measuring itself is PyTorch's documented API:

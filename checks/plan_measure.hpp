@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan --measure (issue 34): the run measured on this machine's GPU by the user's own
 // torch, transformers and peft, in a child process with a time limit (checks/child_run.hpp).
 #pragma once

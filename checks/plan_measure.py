@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """halo-doctor plan --measure: a few real training steps of the user's model on the user's GPU.
 
 Run by halo-doctor under the user's interpreter (--python) in a child process with a time limit:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe_util.hpp"
 
 #include <fmt/format.h>

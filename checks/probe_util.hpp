@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by the probe modules: turning reads into facts without losing the status.
 #pragma once
 

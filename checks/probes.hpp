@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The built-in probe modules, one per file in checks/. Each factory returns a probe whose
 // declarations()/source()/reads() document what it produces and reads (docs/facts.md is generated
 // from them: `halo-doctor facts --declared --format markdown`).

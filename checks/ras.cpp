@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: RAS (reliability, availability, serviceability) error counters of each AMD GPU, from
 // amdgpu's sysfs (drivers/gpu/drm/amd/amdgpu/amdgpu_ras.c;
 // https://docs.kernel.org/gpu/amdgpu/ras.html):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The explicit list of built-in probes. No static registration: adding a probe is one line here
 // and one file in checks/ (docs/adding-a-probe.md). The order they run in is computed from the
 // facts each declares it reads (Probe::inputs, ProbeRegistry::resolve); this list only breaks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: where the doctor runs: bare metal (or a VM), or a container, with the evidence.
 // Markers, each from its engine's documentation or source:
 //   /.dockerenv                 Docker creates it in every container (moby daemon/initlayer).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: Secure Boot and kernel lockdown, which decide whether an unsigned module (amdgpu-dkms
 // without an enrolled MOK) may load.
 //   /sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c: the UEFI global

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: the TTM memory manager's limits, for each TTM module present, and which one amdgpu
 // uses. The in-kernel driver uses `ttm`; the ROCm amdgpu-dkms package ships `amdttm` (newer
 // packages `amd_ttm`). Setting the limit on a module amdgpu does not use does nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probe: XGMI hive membership of each AMD GPU, from amdgpu's sysfs
 // (drivers/gpu/drm/amd/amdgpu/amdgpu_xgmi.c, amdgpu_xgmi_sysfs_add_dev_info; all 0444):
 //   /sys/class/drm/<card>/device/xgmi_device_id              "%llu\n", the PSP node id

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run as `cmake -DTEMPLATES_DIR=... -DOUT=... -P EmbedFixTemplates.cmake`: writes a C++ file holding
 # every src/fix/templates/*.sh as a raw string literal (the bash text of the fix scripts lives in
 # those files, shellchecked as files in CI). A first line "# shellcheck ..." is a directive for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run as `cmake -DKEYS_DIR=... -DOUT=... -P EmbedPlanKeys.cmake`: writes a C++ file holding every
 # src/plan/keys/*.txt (the keys each training-configuration format knows, one per line, lines
 # starting with '#' naming their source) as a raw string literal, for the misspelled-key check of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run as `cmake -DSCRIPT=... -DOUT=... -P EmbedPlanMeasure.cmake`: writes a C++ file holding
 # checks/plan_measure.py (the script `halo-doctor plan --measure` runs under the user's Python) as a
 # raw string literal, so the binary runs the very script that is installed beside it.

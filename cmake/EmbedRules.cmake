@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run as `cmake -DRULES_DIR=... -DOUT=... -P EmbedRules.cmake`: writes a C++ file holding every
 # rules/*.json (except schema.json) and rules/VERSION as raw string literals, so the binary works
 # without the source tree. `--rules DIR` still overrides them at run time.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Measures how long `halo-doctor check` takes on the fixture roots and on this machine, with
 # hyperfine (warm cache, 50 runs each). Usage: scripts/bench-check.sh [path/to/halo-doctor]
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fleet compare at lab scale (issue 35): N nodes' facts files made from the 8-GPU MI300X fixture
 # (mi300x-numa-4021, about 240 KB of facts each), named node0001..nodeN; every 97th node runs an
 # older kernel and every 250th has a degraded PCIe link, so the comparison has minorities to name.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What reading a wheel's gfx targets costs `halo-doctor check` (issue 14: at most 20 ms on a
 # machine with a 1 GB libtorch_hip.so). Builds two copies of the strix-halo-torch-therock-gfx1151
 # fixture: one whose libtorch_hip.so is 1 GiB (sparse on disk: 128 translation units' compressed

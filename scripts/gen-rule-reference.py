@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes docs/rule-reference.md from rules/*.json (the catalogue users pin in CI).
 
     python3 scripts/gen-rule-reference.py            # rewrite docs/rule-reference.md

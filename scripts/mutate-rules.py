@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Mutation pass over rules/: does some rule example notice a changed threshold, operator or severity?
 
 Each mutant is a copy of the rules directory with one change:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-side interface of the halo-bench GPU code (bench_kernels.cpp, compiled as HIP or CUDA).
 // Plain C++17: the driver (main.cpp) is compiled by the host C++ compiler and never sees a GPU
 // header, so the GPU translation unit is the only one that needs hipcc/clang/nvcc.

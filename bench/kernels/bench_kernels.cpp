@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-bench GPU kernels and their host wrappers. One source: compiled as HIP (clang/hipcc,
 // LANGUAGE HIP) or as CUDA (nvcc, LANGUAGE CUDA); see gpu_compat.h. C++17.
 #include "bench_gpu.hpp"

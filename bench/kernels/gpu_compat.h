@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Portability header: the halo-bench kernel source is written against the HIP API and builds
 // unchanged with nvcc. Under __CUDACC__ every hip* name used by bench_kernels.cpp maps to its
 // cuda* counterpart; bf16 is carried as raw uint16_t bits everywhere (ROCm 5.2 has no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "halo_bench/peaks.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Capture bundles: a .tar.gz holding exactly the files the probes read, device-node ownership,
 // the runtime probes' facts and a manifest, so a machine's state can be attached to a bug report
 // and replayed with `check --bundle FILE` (or `--root` on the extracted tree).

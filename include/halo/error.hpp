@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Errors that stop the program: bad user input. Everything environmental is a fact instead.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Facts: the typed, sourced observations that probes make and rules judge.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fix generator: the failing rules' structured fixes, merged into one plan, rendered as a
 // bash script (or a Nix snippet on NixOS) for this machine's boot stack. Pure functions: the doctor
 // never runs the script; a person reads it and runs it (docs/fix.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fleet comparison (issue 16): which nodes of a lab differ from the others in driver, firmware,
 // kernel, ROCm, partitions and settings, from their saved facts (`halo-doctor facts --format json`)
 // or capture bundles (`halo-doctor capture`). `halo-doctor fleet compare FILE...` prints it.

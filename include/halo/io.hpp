@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bounded reads of user-named input files and safe writes of the named outputs (issue 12).
 // Inputs are untrusted: only regular files are read, never more than a fixed number of bytes, and
 // a FIFO or a device never blocks the run. Outputs replace regular files atomically and never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan (issue 15): will this training run fit on this machine, and is its
 // configuration right for the GPU? The model comes from a Hugging Face config.json, the run from a
 // training configuration (TrainingArguments JSON, axolotl YAML, torchtune YAML, accelerate YAML)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Site policy: a lab's thresholds, severity overrides, skipped rules and waivers, kept in one JSON
 // file (`check --policy FILE`), checked against docs/policy.schema.json and described in
 // docs/policy.md.

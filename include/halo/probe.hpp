@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Probes: the modules in checks/ that turn files and API calls into facts.
 #pragma once
 

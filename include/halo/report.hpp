@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reporters: text for people, JSON (schema_version 1) for machines.
 #pragma once
 

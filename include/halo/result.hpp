@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Results: one per rule, what the reporters print and the fix generator reads.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Root: every read of the system goes through one of these, so a fixture tree or a host
 // mounted under /host is read exactly like the live system.
 #pragma once

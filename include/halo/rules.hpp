@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The declarative rule set: rules/*.json, loaded, validated and evaluated against facts.
 // The rule language is documented in docs/rules.md.
 #pragma once

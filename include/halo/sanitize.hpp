@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Escaping of untrusted text for each output format (issue 12). Facts come from files anyone may
 // have written (/proc/cmdline, environ, os-release, modprobe.d, a capture bundle), so they may hold
 // bytes that are not UTF-8, control characters and terminal escape sequences. Reports keep those

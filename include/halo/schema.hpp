@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON Schema validation of input documents (rules files, policies) with valijson, so that the
 // published schemas (rules/schema.json, docs/policy.schema.json) are the one definition of those
 // languages: a document they reject is refused, with the file, line and path of the first error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Slurm integration (`halo-doctor slurm health-check | prolog | epilog`, docs/slurm.md): what a
 // node's state says, the drain reason halo-doctor writes, the decision to drain, resume or leave
 // a node, and a bounded runner for scontrol. Every Slurm behaviour relied on is cited from

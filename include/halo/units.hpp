@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Units used across the doctor. Everything is bytes internally.
 #pragma once
 

@@ -2,13 +2,13 @@
 _halo_doctor() {
   local cur prev words cword
   _init_completion || return
-  local commands="check facts capture rules explain bench slurm plan fleet"
+  local commands="check facts fix capture rules explain bench slurm plan fleet"
   local probe="--root --facts --bundle --add-facts --reserve --no-runtime --hsa-library --runtime-timeout --host-root --framework-deep --python --framework-timeout"
   local rule="--rules --only --skip"
   local run="--model --config --method --batch --seq --grad-accum --gradient-checkpointing --optim --lora-r --load-dtype"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
-    case ${words[i]} in check | facts | capture | rules | explain | bench | slurm | plan | fleet) cmd=${words[i]}; break ;; esac
+    case ${words[i]} in check | facts | fix | capture | rules | explain | bench | slurm | plan | fleet) cmd=${words[i]}; break ;; esac
   done
   case $prev in
     --root | --rules) _filedir -d; return ;;
@@ -23,6 +23,8 @@ _halo_doctor() {
       if [ "$cmd" = plan ]; then COMPREPLY=($(compgen -W "text json" -- "$cur"))
       elif [ "$cmd" = facts ]; then COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); fi
       return ;;
+    --stack) COMPREPLY=($(compgen -W "auto grubby grub-debian grub-arch rpm-ostree kernelstub systemd-boot nixos" -- "$cur")); return ;;
+    --user) COMPREPLY=($(compgen -u -- "$cur")); return ;;
     --fail-on) COMPREPLY=($(compgen -W "error warning info never" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     -o | --output)
@@ -39,6 +41,7 @@ _halo_doctor() {
     "") COMPREPLY=($(compgen -W "$commands --version --debug --help" -- "$cur")) ;;
     check) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
     plan) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --measure --measure-timeout --help" -- "$cur")) ;;
+    fix) COMPREPLY=($(compgen -W "$probe $rule --stack --ttm-limit --user --output --help" -- "$cur")) ;;
     facts) COMPREPLY=($(compgen -W "$probe --declared --format --output --help" -- "$cur")) ;;
     capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
     slurm)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor bench: runs the separately built GPU microbenchmark (halo-bench) with the same
 // arguments. The main binary never links HIP or CUDA.
 #include "commands.hpp"

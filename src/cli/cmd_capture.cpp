@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor capture: writes the files the probes read, device-node ownership, the runtime
 // probes' facts and a manifest into one .tar.gz for a bug report; `check --bundle` replays it.
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor check: probes, then rules, then the reports; the exit code is the gate.
 #include "commands.hpp"
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor facts: every fact with its status and source (text or the JSON that --facts reads).
 #include "commands.hpp"
 #include "common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor fix: the same probes and rules as `check`, then the failing rules' structured fixes
 // merged and rendered as a script for this machine's boot stack (a Nix snippet on NixOS). The
 // doctor stays read-only: it writes the script; a person reads it and runs it (docs/fix.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor fleet compare FILE...: which nodes of a lab differ from the others (docs/fleet.md).
 // Each FILE is a node's saved facts (`halo-doctor facts --format json`) or capture bundle
 // (`halo-doctor capture`, .tar.gz), replayed as `check --facts` / `check --bundle` do.

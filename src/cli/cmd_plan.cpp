@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan: will this training run fit on this machine, and is it configured for its GPU
 // (docs/plan.md). The model and training configurations are read first (bad input: exit 2,
 // nothing probed); then the machine is probed as by `check`, the plan rules are evaluated, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor rules (the catalogue) and halo-doctor explain RULE_ID.
 #include "commands.hpp"
 #include "common.hpp"

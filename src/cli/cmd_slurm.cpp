@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor slurm health-check | prolog | epilog: the check, bounded in time, then drain or
 // resume the node through scontrol (docs/slurm.md). The decision is src/slurm (halo/slurm.hpp).
 #include "child_run.hpp"

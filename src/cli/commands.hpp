@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The subcommands. Each lives in its own src/cli/cmd_*.cpp: `add_*` registers it with CLI11 and
 // returns a function that runs it after parsing.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the halo-doctor subcommands. Only src/cli knows CLI11.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The halo-doctor command line: registers the subcommands (src/cli/cmd_*.cpp) and maps errors
 // to exit codes. Exceptions stop here.
 #include "commands.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Capture bundles with libarchive: what the probes read, written as a gzip'd tar, and extracted
 // again for replay.
 #include <halo/bundle.hpp>

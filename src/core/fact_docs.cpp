@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // docs/facts.md from the probes' fact declarations (issue 10): `halo-doctor facts --declared`.
 // tests/unit/test_fact_declarations.cpp checks that the checked-in file equals this output and that
 // every fact the fixture roots produce is declared with the type it has.

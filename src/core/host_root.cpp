@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host root inside containers (include/halo/probe.hpp: HostRoot, detect_host_root).
 #include <halo/probe.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bounded input reads and atomic, type-checked output writes (include/halo/io.hpp).
 #include <halo/error.hpp>
 #include <halo/io.hpp>

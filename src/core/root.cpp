@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <halo/root.hpp>
 
 #include <fmt/format.h>

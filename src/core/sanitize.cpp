@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Escaping of untrusted text per output format (include/halo/sanitize.hpp).
 #include <halo/sanitize.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JSON Schema validation with valijson, and line numbers for JSON pointers.
 #include <halo/error.hpp>
 #include <halo/schema.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <halo/units.hpp>
 
 #include <fmt/format.h>

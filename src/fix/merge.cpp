@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Merging the failing rules' structured fixes (docs/rules.md "fix") into one plan, validating
 // every value that will end up in a script, and the --ttm-limit override.
 #include <halo/error.hpp>

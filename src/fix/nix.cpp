@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rendering a fix plan as a NixOS configuration snippet: on NixOS /etc is generated from the
 // configuration, so halo-doctor never edits it; the person adds the snippet and runs
 // nixos-rebuild (reference/doctor-conventions.md section 5.1, NixOS options boot.kernelParams,

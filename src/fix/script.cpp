@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rendering a fix plan as a bash script for one boot stack (docs/fix.md), and the stack names.
 // The script is written for a person to read: a header per step says what and why, every value
 // is a quoted literal, and every path is under ${HALO_FIX_ROOT} so the tests can run it for real.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The writers of generated fix scripts and Nix snippets (src/fix/writer.hpp), and shell_quote.
 #include "writer.hpp"
 

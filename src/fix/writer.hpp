@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one way text reaches a generated fix script or Nix snippet (issue 32). Facts come from files
 // anyone may write (a host name, PRETTY_NAME, a file name under /etc/modprobe.d or
 // /etc/default/grub.d, a bundle from another machine), so every string that is not code written

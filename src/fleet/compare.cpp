@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fleet comparison (include/halo/fleet.hpp).
 #include <halo/fleet.hpp>
 

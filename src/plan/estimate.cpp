@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory estimate of a training run (include/halo/plan.hpp; docs/plan.md "Memory" gives every
 // item with its source). Item by item as the frameworks allocate, read from their source:
 //   - weights, gradients, optimizer states and the optimizer step's temporaries: torch.optim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Hugging Face model's shape from its config.json, and its parameter count
 // (include/halo/plan.hpp). The field names and their defaults are those of transformers'
 // configuration_<model_type>.py; the modules counted are those of modeling_<model_type>.py

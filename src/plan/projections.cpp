@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GEMM shapes of a model's forward pass (include/halo/plan.hpp `projections`), for
 // `halo-doctor bench --model` (docs/bench.md "Model").
 #include <halo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Training configurations, read the way the frameworks read them (include/halo/plan.hpp):
 // transformers' TrainingArguments (training_args.py), axolotl's YAML (src/axolotl/utils/schemas),
 // torchtune's recipe YAML (recipes/configs), accelerate's config YAML (`accelerate config`).

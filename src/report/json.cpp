@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <halo/report.hpp>
 
 namespace halo {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JUnit XML report for CI servers (Jenkins junit step, GitLab artifacts:reports:junit).
 // There is no formal JUnit standard; this follows the Ant/Jenkins shape
 // (testsuites > testsuite > properties + testcase > failure | error | skipped | system-out),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Kubernetes node-problem-detector custom-plugin format: one short message line on stdout
 // and the plugin exit-code contract (0 OK, 1 NonOK, 2 Unknown), so a node whose GPU stack is
 // misconfigured gets a node condition (docs/fleet.md, docs/examples/npd-halo-doctor.json).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The plan report (halo-doctor plan): the model, the run's settings with where each came from, the
 // itemised estimate, the verdict, the limits and the changes that need less memory, then the
 // findings as the check report prints them. Only formatting: plan::make_plan computed the estimate,

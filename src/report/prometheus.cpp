@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Prometheus text exposition format (version 0.0.4) for node_exporter's textfile
 // collector: `halo-doctor check --output prometheus:/var/lib/prometheus/node-exporter/halo.prom`.
 // Every metric is a gauge named halo_doctor_*; facts that are not ok are left out, never

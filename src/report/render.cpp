@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Dispatch from a format name to its reporter.
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>

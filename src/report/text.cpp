@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The text report for people, the facts listing, the catalogue and explain.
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
@@ -8,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 
@@ -88,6 +90,73 @@ void indent_lines(std::string& out, const std::string& text, std::string_view pr
     out += fmt::format("{}{}\n", prefix, text.substr(start, nl - start));
     start = nl + 1;
   }
+}
+
+/// "1 error", "2 warnings": a count and its noun, plural when it is not one.
+std::string counted(int n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+/// The report's last line: the findings by severity (info-level ones are notes, which gate only
+/// under --fail-on info), the other outcomes, and why the exit code is what it is
+/// (gate_exit_code: the non-waived failures at or above --fail-on; 4 when all of them wait for a
+/// reboot).
+std::string summary_line(const std::vector<Result>& results, const ReportContext& ctx,
+                         const TextOptions& opt) {
+  std::array<int, 3> by{}; // non-waived failures by Severity (info, warning, error)
+  int pass = 0, skip = 0, unchecked = 0, waived = 0, pending = 0;
+  for (const auto& r : results) {
+    if (r.status == Outcome::pass) ++pass;
+    if (r.status == Outcome::skip) ++skip;
+    if (r.status == Outcome::error) ++unchecked;
+    if (r.status != Outcome::fail) continue;
+    if (r.waived()) {
+      ++waived;
+      continue;
+    }
+    ++by.at(static_cast<std::size_t>(r.severity));
+    if (r.pending_reboot) ++pending;
+  }
+  const int errors = by[static_cast<std::size_t>(Severity::error)];
+  const int warnings = by[static_cast<std::size_t>(Severity::warning)];
+  const int notes = by[static_cast<std::size_t>(Severity::info)];
+  std::string line = fmt::format("summary: {}, {}, {}", counted(errors, "error"),
+                                 counted(warnings, "warning"), counted(notes, "note"));
+  if (pending > 0) line += fmt::format(" ({} pending reboot)", pending);
+  if (waived > 0) line += fmt::format(", {} waived", waived);
+  line += fmt::format("; {} passed, {} skipped", pass, skip);
+  if (unchecked > 0) line += fmt::format(", {} could not be checked", unchecked);
+  if (!opt.verbose && pass + skip > 0) line += " (-v lists them)";
+
+  constexpr std::array<std::string_view, 4> kFailOnNames = {"info", "warning", "error", "never"};
+  const std::string_view fail_on = kFailOnNames.at(static_cast<std::size_t>(ctx.fail_on));
+  int gating = 0;
+  if (ctx.fail_on != FailOn::never)
+    for (int sev = static_cast<int>(ctx.fail_on); sev <= static_cast<int>(Severity::error); ++sev)
+      gating += by.at(static_cast<std::size_t>(sev));
+  // The findings below the threshold, which do not gate: "2 warnings and 1 note".
+  std::vector<std::string> below;
+  if (ctx.fail_on != FailOn::never) {
+    if (ctx.fail_on == FailOn::error && warnings > 0) below.push_back(counted(warnings, "warning"));
+    if (ctx.fail_on != FailOn::info && notes > 0) below.push_back(counted(notes, "note"));
+  }
+  std::string why;
+  if (ctx.fail_on == FailOn::never)
+    why = "--fail-on never";
+  else if (ctx.exit_code == 0 && below.empty())
+    why = fmt::format("nothing failed at or above --fail-on {}", fail_on);
+  else if (ctx.exit_code == 0)
+    why = fmt::format("nothing failed at or above --fail-on {} ({} below it)", fail_on,
+                      fmt::join(below, " and "));
+  else if (ctx.exit_code == 1)
+    why = fmt::format("{} at or above --fail-on {}", counted(gating, "finding"), fail_on);
+  else if (ctx.exit_code == 4)
+    why = fmt::format("{} at or above --fail-on {} {} for a reboot",
+                      gating == 1 ? std::string("the finding") : counted(gating, "finding"),
+                      fail_on, gating == 1 ? "waits" : "wait");
+  line += fmt::format("; exit code {}", ctx.exit_code);
+  if (!why.empty()) line += ": " + why;
+  return line + "\n";
 }
 
 } // namespace
@@ -193,9 +262,22 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     }
   }
 
+  // What a person reads (issue 35): the failing and warning findings and those that could not be
+  // checked, each with its evidence and fix; the info-level findings as one-line notes; then one
+  // line of counts that says why the exit code is what it is. --verbose adds every passing and
+  // skipped rule with its evidence, and why and the sources of each finding; --quiet leaves out
+  // the notes and waived findings.
+  auto shown = [&](const Result& r) {
+    if (opt.verbose) return true;
+    if (r.status == Outcome::error) return true;
+    if (r.status != Outcome::fail) return false;
+    if (r.waived() || r.severity == Severity::info) return !opt.quiet;
+    return true;
+  };
   std::vector<std::string> areas;
   for (const auto& r : results)
-    if (std::find(areas.begin(), areas.end(), r.area) == areas.end()) areas.push_back(r.area);
+    if (shown(r) && std::find(areas.begin(), areas.end(), r.area) == areas.end())
+      areas.push_back(r.area);
   // Areas with failures first, in the order of their worst result.
   std::map<std::string, int> worst;
   for (const auto& r : results) {
@@ -208,38 +290,16 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
   for (const auto& area : areas) {
     std::vector<const Result*> rs;
     for (const auto& r : results)
-      if (r.area == area) rs.push_back(&r);
+      if (r.area == area && shown(r)) rs.push_back(&r);
     std::stable_sort(rs.begin(), rs.end(),
                      [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
     std::string block;
-    // Without --verbose, the passing (or skipped) results of one per-GPU rule share a line
-    // ("GPUs 0, 1, 2, 4: ..."): an 8-GPU node would otherwise print eight per rule.
-    std::map<std::pair<std::string, Outcome>, std::vector<const Result*>> gpu_passes;
-    auto foldable = [](const Result* r) {
-      return r->gpu && (r->status == Outcome::pass || r->status == Outcome::skip);
-    };
-    if (!opt.verbose)
-      for (const Result* r : rs)
-        if (foldable(r)) gpu_passes[{r->id, r->status}].push_back(r);
     for (const Result* r : rs) {
-      const bool detail = r->status == Outcome::fail || r->status == Outcome::error;
-      if (!detail && opt.quiet) continue;
-      if (auto it = gpu_passes.find({r->id, r->status});
-          foldable(r) && it != gpu_passes.end() && it->second.size() > 1) {
-        if (it->second.front() != r) continue;
-        std::vector<std::string> idx;
-        for (const Result* g : it->second)
-          idx.push_back(std::to_string(g->gpu->index));
-        block += fmt::format("  {} {:<28} GPUs {}: {} (--verbose: each GPU)\n", badge(*r, p), r->id,
-                             fmt::join(idx, ", "),
-                             std::all_of(it->second.begin(), it->second.end(),
-                                         [&](const Result* g) { return g->message == r->message; })
-                                 ? r->message
-                                 : std::string(to_string(r->status)));
-        continue;
-      }
-      block += fmt::format("  {} {:<28} {}{}{}\n", badge(*r, p), r->id,
-                           r->gpu ? describe_gpu(*r->gpu) + ": " : std::string(), r->message,
+      const bool note = r->status == Outcome::fail && r->severity == Severity::info;
+      const bool detail =
+          (r->status == Outcome::fail && !note && !r->waived()) || r->status == Outcome::error;
+      block += fmt::format("  {} {:<28} {}{}{}\n", note && !r->waived() ? "NOTE " : badge(*r, p),
+                           r->id, r->gpu ? describe_gpu(*r->gpu) + ": " : std::string(), r->message,
                            r->pending_reboot ? p.yellow(" [pending reboot]") : "");
       if (r->waiver)
         block += fmt::format("        waived until {} by {}: {}\n", r->waiver->expires,
@@ -255,34 +315,47 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
                                e.source.empty() ? "" : p.dim(fmt::format("  ({})", e.source)));
         }
       }
-      if (detail) {
+      if (!detail && !note) continue;
+      if (opt.verbose) {
         block += "        why:\n";
         indent_lines(block, r->why, "          ");
-        auto fix = render_fix_lines(r->fix);
-        if (!fix.empty()) {
-          block += "        fix:\n";
-          for (const auto& l : fix)
-            block += fmt::format("          {}\n", l);
-        }
-        if (!r->sources.empty()) {
-          block += "        sources:\n";
-          for (const auto& s : r->sources)
-            block += fmt::format("          {}\n", s);
-        }
       }
+      auto fix = render_fix_lines(r->fix);
+      if (!fix.empty()) {
+        block += "        fix:\n";
+        for (const auto& l : fix)
+          block += fmt::format("          {}\n", l);
+      }
+      if (opt.verbose && !r->sources.empty()) {
+        block += "        sources:\n";
+        for (const auto& s : r->sources)
+          block += fmt::format("          {}\n", s);
+      }
+      if (!opt.verbose) block += fmt::format("        why: halo-doctor explain {}\n", r->id);
     }
     if (!block.empty()) out += fmt::format("\n{}\n{}", p.bold(area), block);
   }
-
-  const Summary s = summarize(results);
-  out += fmt::format("\nsummary: {} passed, {} failed ({} error, {} warning, {} info{}{}), {} "
-                     "skipped, {} could not be checked; exit code {}\n",
-                     s.pass, s.fail, s.failed(Severity::error), s.failed(Severity::warning),
-                     s.failed(Severity::info),
-                     s.pending_reboot > 0 ? fmt::format(", {} pending reboot", s.pending_reboot)
-                                          : std::string(),
-                     s.waived > 0 ? fmt::format(", {} waived", s.waived) : std::string(), s.skip,
-                     s.error, ctx.exit_code);
+  // Nothing to show and most rules skipped: say what kept them from judging (an empty report must
+  // not read as a clean bill of health), the three commonest skip reasons with their counts.
+  const auto count_of = [&](Outcome o) {
+    return std::count_if(results.begin(), results.end(),
+                         [o](const Result& r) { return r.status == o; });
+  };
+  if (areas.empty() && !opt.verbose && count_of(Outcome::skip) > count_of(Outcome::pass)) {
+    std::map<std::string, int> reasons;
+    for (const auto& r : results)
+      if (r.status == Outcome::skip) ++reasons[r.message];
+    std::vector<std::pair<int, std::string>> top;
+    for (const auto& [reason, n] : reasons)
+      top.emplace_back(n, reason);
+    std::stable_sort(top.begin(), top.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (top.size() > 3) top.resize(3);
+    if (!top.empty()) out += "\nthe commonest reasons rules were skipped:\n";
+    for (const auto& [n, reason] : top)
+      out += fmt::format("  {:>3}  {}\n", n, reason);
+  }
+  out += "\n" + summary_line(results, ctx, opt);
   // Facts may hold terminal escape sequences and bytes that are not UTF-8: neutralised here, the
   // reporter's own colours kept.
   return terminal_safe(out, opt.color);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Evaluating rules against facts: three-valued conditions, templates, results, the gate.
 #include <halo/rules.hpp>
 #include <halo/sanitize.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running the rules' own examples (`halo-doctor rules --test`): each rule in rules/*.json carries
 // small fact sets and the verdict it must give on them, like a policy's tests in OPA/conftest.
 #include <halo/rules.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loading and validating rules/*.json. The only place that knows the rule file syntax.
 #include <halo/error.hpp>
 #include <halo/io.hpp>

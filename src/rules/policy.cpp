@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Site policy: parsing with line numbers, validation, and application to results.
 #include <halo/error.hpp>
 #include <halo/io.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Slurm node state, drain reasons and the drain/resume decision (include/halo/slurm.hpp).
 #include <halo/result.hpp>
 #include <halo/slurm.hpp>

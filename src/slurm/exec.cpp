@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A bounded child process for scontrol: fork and execve (no shell), a time limit, output capped.
 #include <halo/slurm.hpp>
 

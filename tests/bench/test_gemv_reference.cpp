@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "halo_bench/checks.hpp"
 #include "halo_bench/gemv_reference.hpp"
 #include "halo_bench/quant.hpp"

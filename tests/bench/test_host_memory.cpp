@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "halo_bench/host_memory.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "halo_bench/options.hpp"
 
 #include <catch2/catch.hpp>

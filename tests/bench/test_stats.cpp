@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "halo_bench/stats.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor bench --model (docs/bench.md "Model"), without a GPU: halo-doctor reads the model
 # and the run with plan's readers and passes the model part's arguments to halo-bench. A copy of
 # the binary runs beside a stand-in halo-bench that prints its arguments one per line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bitsandbytes beside a ROCm torch (issue 37): which native library bitsandbytes/cextension.py
 # loads for torch.version.hip (the exact ROCm release, else the highest of the same major below,
 # else the lowest above, never another major; BNB_ROCM_VERSION names one), whether it ships that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Capture bundles: capture every fixture root and this machine, replay with --bundle and with
 # --root on the extracted tree, and compare the facts and verdicts with the original:
 # - --no-redact: every fact is identical (key, status, value) and so is every verdict;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Capture bundles keep no secret and, unless --no-redact, no identity (issue 32, docs/security.md).
 # A copy of a real fixture root (tests/fixtures/mi300x-host-tuned: 8 MI300X, kfd topology) gets
 # planted secrets of every class: the tokens of Hugging Face, W&B, AWS, GitHub and OpenAI, user:pass@

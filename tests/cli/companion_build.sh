@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # torchvision and torchaudio judged by the build their compiled operators are linked against
 # (issue 37): gcc links torchvision/_C.so and torchaudio/lib/libtorchaudio.so against stand-ins
 # for libc10_cuda.so/libcudart.so.12 (PyPI's CUDA build) or libc10_hip.so/libamdhip64.so.6 (the

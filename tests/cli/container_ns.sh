@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor inside a real mount namespace laid out like a toolbox container (issue 19): an
 # image /etc bind-mounted over /etc, the host's tree at /run/host, the toolbox and podman markers
 # (containers/toolbox src/cmd/create.go; podman-run(1)). The live binary on the live root must read

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad input, as a user would give it: clear errors on stderr, exit code 2, nothing on stdout,
 # never a crash. And the documented exit codes of a normal run.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor explain and rules, as a user reads them (issue 35): explain fills in a machine's
 # values (strix-halo-default-ttm: 128 GB Strix Halo with TTM at half of RAM, its README.md) and
 # says the rule's verdict there; a misspelt rule id gets "did you mean"; rules --format json.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `halo-doctor fix` end to end, as a user runs it:
 #  1. golden scripts per boot stack (tests/fix/golden/*.sh|.nix), each clean under shellcheck;
 #  2. the generated scripts run against a copy of the fixture root (HALO_FIX_ROOT) whose boot

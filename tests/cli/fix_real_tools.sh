@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `halo-doctor fix` scripts run against Debian 12's real boot tools, in a throwaway Debian root:
 # GRUB 2.06's update-grub and grub-mkconfig (grub2-common, grub-common), initramfs-tools'
 # update-initramfs, dracut, systemd's kernel-install and kmod's modprobe. grubby, kernelstub and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor fleet compare, as a lab admin runs it: each node's saved facts (or capture bundle)
 # from four MI300X fixture nodes; the odd node out (mi300x-numa-4021: older kernel, older DKMS,
 # NUMA balancing on) is named on the error-level rows and the exit code says so.

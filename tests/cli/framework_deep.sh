@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --framework-deep (issue 14): the doctor runs the interpreter training will use in a child process
 # and asks torch itself. Against Debian's real python3 with python3-torch (a CPU build: it imports,
 # and torch.cuda.is_available() is False), and against recorded or misbehaving interpreters

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The static framework probe against a real interpreter's torch (issue 14): Debian 12's python3-torch
 # (1.13.1+dfsg, a CPU build; its torch/version.py says __version__ = '1.13.0a0', hip = None), found in
 # /usr/lib/python3/dist-packages on the live root without running Python. Its facts, merged with
 # the GPU facts of a Strix Halo fixture, make torch-not-rocm fail: a CPU wheel beside an AMD GPU.
 # Usage: framework_torch.sh HALO_DOCTOR FIXTURES. Exit 77 (skipped) without python3-torch.
 set -euo pipefail
+# The interpreter this test means is Debian's /usr/bin/python3 (python3-torch is its torch), never
+# the runner's: a pyenv or conda shim first on PATH, or an active pyenv version, venv or conda env,
+# would change which environment the doctor judges and which Python runs the assertions below.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+unset PYENV_VERSION PYENV_ROOT VIRTUAL_ENV CONDA_PREFIX CONDA_DEFAULT_ENV PYTHONHOME PYTHONPATH
+py=/usr/bin/python3
 bin=$(realpath "$1")
 fixtures=$(realpath "$2")
 torch=/usr/lib/python3/dist-packages/torch
@@ -17,7 +24,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The environment training will see: no venv or conda env, so the system site directories.
 env -u VIRTUAL_ENV -u CONDA_PREFIX "$bin" facts --no-runtime --format json -o "$tmp/live.json"
 "$bin" facts --root "$fixtures/strix-halo-fixed" --no-runtime --format json -o "$tmp/halo.json"
-python3 - "$tmp/live.json" "$tmp/halo.json" "$tmp/merged.json" "$torch" <<'PY'
+"$py" - "$tmp/live.json" "$tmp/halo.json" "$tmp/merged.json" "$torch" <<'PY'
 import json, sys
 live = json.load(open(sys.argv[1]))
 facts = live["facts"]
@@ -46,7 +53,7 @@ set +e
 code=$?
 set -e
 [ "$code" = 1 ] || { echo "FAIL: check exited $code, expected 1"; cat "$tmp/report.json"; exit 1; }
-python3 - "$tmp/report.json" <<'PY'
+"$py" - "$tmp/report.json" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
 r = [x for x in results if x["id"] == "torch-not-rocm"]
@@ -64,7 +71,7 @@ for pkg in torchvision torchaudio; do
     { echo "SKIP: Debian's python3-$pkg is absent (scripts/setup.sh lists it)"; exit 77; }
 done
 "$bin" check --facts "$tmp/live.json" --only torch-companion-mismatch --format json >"$tmp/companions.json" || true
-python3 - "$tmp/live.json" "$tmp/companions.json" <<'PY'
+"$py" - "$tmp/live.json" "$tmp/companions.json" <<'PY'
 import json, re, sys
 facts = json.load(open(sys.argv[1]))["facts"]
 for pkg in ("torchvision", "torchaudio"):
@@ -84,7 +91,7 @@ cp /usr/lib/python3/dist-packages/torchvision/version.py /usr/lib/python3/dist-p
 VIRTUAL_ENV=$venv "$bin" facts --no-runtime --format json -o "$tmp/venv.json"
 "$bin" check --facts "$tmp/venv.json" --only torch-companion-mismatch --format json >"$tmp/venv-report.json" && {
   echo "FAIL: a Debian torchvision beside torch 2.5.1+rocm6.2 passed"; exit 1; }
-python3 - "$tmp/venv-report.json" <<'PY'
+"$py" - "$tmp/venv-report.json" <<'PY'
 import json, sys
 r = [x for x in json.load(open(sys.argv[1]))["results"] if x["id"] == "torch-companion-mismatch"][0]
 assert r["status"] == "fail" and r["severity"] == "error", r
@@ -100,7 +107,7 @@ ln -sf /usr/bin/python3 "$venv/bin/python"
 printf 'home = /usr/bin\ninclude-system-site-packages = false\n' >"$venv/pyvenv.cfg"
 VIRTUAL_ENV=$venv "$bin" facts --no-runtime --python /usr/bin/python3 --format json -o "$tmp/sys.json"
 env -u VIRTUAL_ENV "$bin" facts --no-runtime --python "$venv/bin/python" --format json -o "$tmp/pyvenv.json"
-python3 - "$tmp/sys.json" "$tmp/pyvenv.json" "$venv" <<'PY'
+"$py" - "$tmp/sys.json" "$tmp/pyvenv.json" "$venv" <<'PY'
 import json, sys
 system = json.load(open(sys.argv[1]))["facts"]
 assert system["framework.torch.version"]["value"].startswith("1.13"), system["framework.torch.version"]
@@ -119,7 +126,7 @@ rc=0
 env -u VIRTUAL_ENV "$bin" check --no-runtime --only torch-companion-mismatch --python /usr/bin/python3 \
   --python "$venv/bin/python" --format json -o "$tmp/two.json" -o "text:$tmp/two.txt" || rc=$?
 [ "$rc" = 1 ] || { echo "FAIL: two environments, one failing: exit $rc, want 1"; exit 1; }
-python3 - "$tmp/two.json" "$tmp/two.txt" "$venv" <<'PY'
+"$py" - "$tmp/two.json" "$tmp/two.txt" "$venv" <<'PY'
 import json, sys
 reports = json.load(open(sys.argv[1]))
 assert isinstance(reports, list) and len(reports) == 2, type(reports)

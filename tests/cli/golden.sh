@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end golden test: the real binary over every fixture root, as a user runs it.
 # Compares `check --format json` and the text report (no colour) with expected.json / expected.txt
 # and the exit code with the one recorded in expected.json. HALO_UPDATE_GOLDEN=1 rewrites them.

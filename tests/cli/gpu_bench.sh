@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # GPU test (CTest label "gpu"): runs halo-bench on a small problem and checks that every kernel's
 # result passed its CPU reference check, then feeds the facts to `halo-doctor check`.
 # Exits 77 (CTest: skipped) with the reason when halo-bench is not built or there is no GPU.

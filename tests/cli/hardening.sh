@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Untrusted input and outputs (issue 12, docs/security.md), with the real binary:
 # - outputs: regular files replaced atomically (never through a planted symlink), devices and
 #   pipes written in place and never replaced, directories and links refused (exit 2), failed

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Issue 32, sections 1 and 3, end to end as a user runs the doctor: a hostile machine, hostile
 bundles and a hostile model config never run a command and never reach a terminal as an escape
 sequence.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `cmake --install` puts the binary, the rules, the man page, the bash/zsh completions, the
 # systemd units and the Slurm wrappers in place, the installed binary reports its git revision,
 # and CPack builds a .deb holding the same files (dpkg-deb is part of every Debian system), which
@@ -69,6 +70,9 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
       grep -q " $f\$" "$tmp/contents" || bad ".deb lacks $f"
     done
     dpkg-deb -f "$deb" Depends | grep -q libc6 || bad ".deb has no shared-library dependencies"
+    # Debian policy 12.5: the copyright file, machine-readable (DEP-5), naming the MIT license.
+    dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/halo-doctor/copyright >"$tmp/copyright" 2>/dev/null
+    grep -q '^License: MIT$' "$tmp/copyright" || bad ".deb has no /usr/share/doc/halo-doctor/copyright naming MIT"
     # Installed by dpkg into an empty root (its own database; the libraries it depends on are this
     # machine's), then its wrapper runs its binary.
     root="$tmp/root"
@@ -104,6 +108,8 @@ if command -v cpack >/dev/null && command -v rpmbuild >/dev/null && command -v r
     for d in /usr /usr/bin /usr/lib/systemd /usr/lib/systemd/system /usr/libexec /usr/share/man; do
       grep -qx "$d" "$tmp/rpm-files" && bad "RPM claims the system directory $d"
     done
+    [ "$(rpm -qp --qf '%{LICENSE}' "$rpmfile" 2>/dev/null)" = MIT ] || bad "RPM License is not MIT"
+    grep -qx /usr/share/doc/halo-doctor/LICENSE "$tmp/rpm-files" || bad "RPM lacks the LICENSE file"
     rpm -qRp "$rpmfile" >"$tmp/rpm-requires" 2>/dev/null
     grep -q '^libc.so.6' "$tmp/rpm-requires" || bad "RPM has no shared-library requirements"
     grep -q '^/bin/sh' "$tmp/rpm-requires" || bad "RPM does not require /bin/sh for the wrappers"

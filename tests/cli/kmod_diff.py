@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Differential test: halo-doctor's reading of modprobe.d and /proc/cmdline against real kmod.
 
 For hand-written cases (../shared/reference/parsing-facts.md) and generated ones (fixed seed), a

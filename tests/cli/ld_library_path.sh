@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Which ROCm libraries PyTorch loads under LD_LIBRARY_PATH (issue 14), against the real dynamic
 # linker: gcc links a libtorch_hip.so against a "ROCm 7.1" libamdhip64.so.7 with DT_RUNPATH
 # (--enable-new-dtags) or DT_RPATH (--disable-new-dtags), a second "ROCm 7.0" copy of the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The amdgpu module file and its signature (issue 21), against the real tools: module-like ELF
 # objects built with gcc (strings in ".modinfo", as MODULE_FIRMWARE and MODULE_LICENSE make them),
 # signed the way the kernel's scripts/sign-file does (a detached PKCS#7/CMS DER signature made with

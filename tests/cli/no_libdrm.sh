@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The doctor starts and reports libdrm missing on a machine without it (issue 10): libdrm and
 # libdrm_amdgpu are dlopen()ed, never linked. In a mount namespace the real libdrm_amdgpu.so.1 is
 # hidden behind an empty file, so dlopen fails as it does where the package is not installed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The wheel's gfx targets from libtorch_hip.so (issue 14), against the real LLVM tools: Debian's
 # clang++-19 compiles HIP translation units for chosen targets (compressed with --offload-compress
 # as pytorch.org wheels are since PyTorch PR 147761, and uncompressed as older wheels), links them
@@ -6,13 +7,17 @@
 # clang-offload-bundler-19 --list says what each object holds. The doctor, reading only the
 # section's headers, must name the same targets; torch-missing-gfx-target must judge a Strix Halo
 # by them.
-# Usage: offload_bundle.sh HALO_DOCTOR FIXTURES. Exit 77 (skipped) without clang-19/clang-tools-19.
+# Usage: offload_bundle.sh HALO_DOCTOR FIXTURES. Exit 77 (skipped) without clang-19/clang-tools-19/lld-19.
 set -euo pipefail
+# Debian's tools, never the runner's PATH (a pyenv shim's python3, another LLVM's clang).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+py=/usr/bin/python3
 bin=$(realpath "$1")
 fixtures=$(realpath "$2")
-for tool in clang++-19 clang-offload-bundler-19 objcopy gcc; do
+# clang-19 links the amdgcn code objects with its own ld.lld (lld-19: /usr/lib/llvm-19/bin/ld.lld).
+for tool in clang++-19 clang-offload-bundler-19 ld.lld-19 objcopy gcc "$py"; do
   command -v "$tool" >/dev/null || {
-    echo "SKIP: $tool is absent (apt-get install clang-19 clang-tools-19 binutils gcc; scripts/setup.sh lists them)"
+    echo "SKIP: $tool is absent (apt-get install clang-19 clang-tools-19 lld-19 binutils gcc python3; scripts/setup.sh lists them)"
     exit 77
   }
 done
@@ -47,7 +52,7 @@ root_with() { # LIB: a copy of the TheRock fixture whose libtorch_hip.so is LIB
   cp "$1" root/home/dev/therock/lib/python3.12/site-packages/torch/lib/libtorch_hip.so
 }
 offload_fact() { # ROOT: the framework.torch.offload_targets fact as "status|value|source"
-  "$bin" facts --root "$1" --no-runtime --format json | python3 -c '
+  "$bin" facts --root "$1" --no-runtime --format json | "$py" -c '
 import json, sys
 f = json.load(sys.stdin)["facts"]["framework.torch.offload_targets"]
 print("{}|{}|{}".format(f["status"], ",".join(f["value"] or []), f.get("source", "") + f.get("reason", "")))'
@@ -88,7 +93,7 @@ set +e
 code=$?
 set -e
 [ "$code" = 1 ] || { echo "FAIL: check exited $code, expected 1 (gfx1151 missing)"; cat report.json; exit 1; }
-python3 - report.json <<'PY'
+"$py" - report.json <<'PY'
 import json, sys
 r = [x for x in json.load(open(sys.argv[1]))["results"] if x["id"] == "torch-missing-gfx-target"]
 assert len(r) == 1 and r[0]["status"] == "fail" and r[0]["severity"] == "error", r
@@ -119,7 +124,7 @@ esac
 
 # 4. The same library with its first compressed payload damaged (a bad download): an error fact
 # naming zstd, no crash. Then with the section table gone (cut short): no .hip_fatbin section.
-python3 - libtorch_hip.so cut.so <<'PY'
+"$py" - libtorch_hip.so cut.so <<'PY'
 import sys
 data = open(sys.argv[1], "rb").read()
 at = data.find(b"CCOB")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor plan, run the way a user runs it: real model configs and training configurations
 # (tests/plan, each with its SOURCE.md) on fixture machines (tests/fixtures). Text reports are
 # compared with goldens a person read (tests/plan/golden; HALO_UPDATE_GOLDEN=1 rewrites them), JSON

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor plan --measure (issue 34): the protocol with checks/plan_measure.py, against recorded
 # and misbehaving interpreters (tests/replay/python/plan-measure-*.sh, hangs.sh, crashes.sh) and
 # Debian's real python3 (no transformers, no GPU here: "not measured" with the reason). The verdict is

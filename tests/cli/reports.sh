@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The CI and fleet outputs of the real binary over every fixture root:
 # - prometheus output passes `promtool check metrics` (Debian package prometheus); the alerting
 #   rule example passes `promtool check rules` and its unit tests;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CLI test of the runtime probes (ROCr, libdrm), as a user runs them.
 #  1. On the live root: `check` and `facts` never crash. Without /dev/kfd and /dev/dri (CI, this
 #     machine) `check` exits 0 and the facts quote hsa_init's status string and drmGetDevices2's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every report the binary writes for the fixture roots validates against the published schema
 # docs/report.schema.json (python3-jsonschema, installed by .ci/run). A missing validator fails.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor slurm against a real Slurm (Debian 12: slurm-wlm 22.05 and munge): a single-node
 # cluster on localhost (munged with its own key and socket; slurmctld and slurmd with a generated
 # slurm.conf, their own ports and state in a temporary directory), the installed wrappers as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # halo-doctor slurm with recording scontrol doubles (no Slurm, no root; the real Slurm is
 # tests/cli/slurm.sh): which scontrol commands it runs for which verdict and node state, the node
 # name it picks, the prolog's rule selection, and what it does when scontrol hangs or fails or the

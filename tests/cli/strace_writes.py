@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # Reads an `strace -f -y` log and fails if a system call created, changed or removed a path that
 # does not start with one of the allowed prefixes (tests/cli/hardening.sh: the doctor writes only
 # its named outputs and its private bundle directory).

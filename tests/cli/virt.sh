@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Where the doctor runs, checked against the real systemd-detect-virt (systemd package) on this
 # machine: a VM and a container kind that systemd sees must not be reported as bare metal, and
 # "none" must stay none. The doctor reads only files (DMI, /proc/cpuinfo, container markers), so

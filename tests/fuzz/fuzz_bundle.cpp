@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The capture-bundle reader (`check --bundle`): the input is the archive file; extraction
 // either succeeds under the private directory or is a clear error, and nothing is left behind.
 #include "fuzz_common.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared pieces of the libFuzzer targets (tests/fuzz/README.md).
 #pragma once
 

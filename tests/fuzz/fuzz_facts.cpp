@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The facts file (`check --facts`): parse, then write it back and render it for people.
 #include "fuzz_common.hpp"
 

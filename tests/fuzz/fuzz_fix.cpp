@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fix renderers (src/fix/script.cpp, nix.cpp) with every string input taken from the fuzzer:
 // the bytes are split at NUL into the host name, PRETTY_NAME, evidence, a note, a manual step and
 // its rule, a modprobe.d file name, a kernel-argument value, a variable value, the user and a NixOS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan's readers of untrusted files: a model's config.json (then the parameter count
 // and the memory estimate over what it describes) and a training configuration (YAML through
 // yaml-cpp, JSON through nlohmann then yaml-cpp). The first byte picks which; the rest is the file.

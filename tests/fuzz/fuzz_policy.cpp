@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The site policy (`--policy FILE`): parse and apply to a failing result.
 #include "fuzz_common.hpp"
 

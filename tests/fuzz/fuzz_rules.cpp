@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rules loader (`--rules DIR`), with the built-in probes' fact names.
 #include "fuzz_common.hpp"
 #include "probes.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sysfs/procfs value parsers and the kernel command line: any bytes, no crash, no exception; and
 // the report escapers always produce valid UTF-8 without control characters.
 #include "cmdline.hpp"

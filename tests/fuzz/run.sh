@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every libFuzzer target of tests/fuzz for SECONDS each (default 8) from a seed corpus made of
 # the fixtures, the rules, the example policy and bundles captured from fixtures; fails on any
 # finding (a crash, a sanitizer report, an uncaught exception, a timeout or running out of memory).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """plan's memory estimate against real training steps (issue 34).
 
   plantruth.py HALO_DOCTOR REPO_ROOT [--table]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The boot-stack probe (checks/boot_stack.cpp): detection order and the conflict refusal.
 #include "fixture_tree.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ROCr probe's pieces (library search order, ROCm version, the child runner) and its
 // behaviour on this machine: real Debian ROCr, no /dev/kfd.
 #include "child_run.hpp"

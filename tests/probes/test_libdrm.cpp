@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libdrm_amdgpu probe: skipped off the live root, and on this machine (no /dev/dri) it
 // reports drmGetDevices2's -ENOENT in its own words.
 #include "fixture_tree.hpp"

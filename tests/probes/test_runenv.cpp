@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where the doctor runs and what the process may do there: the runenv and numa probes and the
 // derived host.virtualization, over small roots written as the kernel documents the files
 // (proc(5) for /proc/self/status, sysfs-devices-node for node/online, systemd's virt.c DMI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A replay ROCr for tests: a shared library that exports the HSA entry points the doctor's HSA
 // probe resolves with dlsym (checks/hsa_child.cpp) and answers them from a recorded rocminfo
 // capture converted to JSON (tests/replay/captures/*.json). Load it with `--hsa-library`.

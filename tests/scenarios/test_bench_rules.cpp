@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-bench facts merged into a machine's facts (what `check --add-facts bench.json` does).
 #include "fixture_tree.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Per-rule verdicts on the fixture roots rebuilt from real machine states: the behaviour users
 // rely on, asserted rule by rule (the goldens in tests/fixtures/*/expected.* pin the full output).
 #include "fixture_tree.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End to end through the replay ROCr (tests/replay): each recorded rocminfo capture is loaded with
 // --hsa-library against the fixture root of the same machine, and the facts and the verdicts of
 // the runtime rules are checked. Variants that hang and crash prove the time limit and isolation.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Guard for issue 10: no fact key and no rule id as a string literal in src/ outside src/rules/,
 nor in the public headers (include/) outside the declarations (fact.hpp's halo::keys, rules.hpp's
 halo::rule_ids).

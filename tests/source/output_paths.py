@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Guards for issue 32: every untrusted string reaches a script, a snippet or a terminal through one
 escaping function.
 

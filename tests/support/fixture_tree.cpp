@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "fixture_tree.hpp"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A temporary root tree for probe tests (node_exporter's buildFakeSysfs idea): files, links and
 // device-node entries written under a fresh directory that is removed afterwards.
 #pragma once

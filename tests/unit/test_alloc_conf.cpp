@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PyTorch's allocator settings string, checked as c10/core/AllocatorConfig.cpp parseArgs reads
 // it: the strings people set (seed 001, halo-forge's default) pass; each TORCH_CHECK of the
 // parser is met by one string that trips it, with PyTorch's own message.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor bench --model: the model's own GEMM shapes from real config.json files (plan's
 // readers), the training token count from a real TrainingArguments file, the argument halo-bench
 // parses, and the per-token weighting of the verdict (docs/bench.md "Model").

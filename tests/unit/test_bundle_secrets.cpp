@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Capture bundles keep no secrets (issue 32): the environment's allow-list is the probes'
 // declarations (Probe::env_reads) and nothing else, URL credentials are masked. The byte search
 // over a real bundle unpacked by tar is tests/cli/bundle_secrets.sh; here the pieces.

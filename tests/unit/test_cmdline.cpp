@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "cmdline.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <halo/error.hpp>
 #include <halo/fact.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The probes' fact declarations (issue 10) are true and docs/facts.md is generated from them:
 // every fact the fixture roots, the replayed ROCr captures, training plans and a recorded
 // --framework-deep interpreter produce matches a declared pattern, and every ok fact's value has

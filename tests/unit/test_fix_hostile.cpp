@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Issue 32, section 1: untrusted text never becomes code in a generated fix script or Nix snippet.
 // Every field that flows into a script (the host name, PRETTY_NAME, boot-stack evidence, notes,
 // manual steps and the rules that asked for them, modprobe.d file names, kernel-argument values,

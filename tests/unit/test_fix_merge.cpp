@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fix generator's pure parts (src/fix): merging structured fixes, --ttm-limit, validation and
 // the rendered script's shape per stack. The scripts are run for real in tests/cli/fix.sh.
 #include <halo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor fleet compare: which node differs from the majority (include/halo/fleet.hpp).
 #include <halo/error.hpp>
 #include <halo/fleet.hpp>

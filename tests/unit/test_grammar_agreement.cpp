@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One grammar (issue 10): rules/schema.json defines the rule language and docs/policy.schema.json
 // the policy format. The loaders check a document by hand first, for messages that name the
 // rule and say what is wrong, and then against the schema. These tests prove the hand checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Untrusted input (issue 12): roots confine every path, input files are bounded, JSON depth and
 // numbers are checked, number conversions never overflow.
 #include "fixture_tree.hpp"

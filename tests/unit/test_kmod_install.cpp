@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // modprobe.d install commands judged as kmod (libkmod-module.c: system(cmd) instead of
 // inserting the module) and /bin/sh run them. cli.kmod_diff runs the same kind of commands in
 // real /bin/sh with recording modprobe/insmod stand-ins and compares.

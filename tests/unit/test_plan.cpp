@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor plan: parameter counts of real public configs against their published totals, the
 // memory estimate against its formulas, and the training-configuration readers against the real
 // files in tests/plan (each with a SOURCE.md naming where it came from).

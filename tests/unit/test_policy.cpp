@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Site policy: parsing with file:line errors, application (severity, skip, waivers, expiry) and
 // the gate ignoring waived failures.
 #include <halo/error.hpp>

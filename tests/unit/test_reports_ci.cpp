@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CI and fleet reporters: JUnit XML (parsed back with pugixml), Prometheus exposition and the
 // node-problem-detector line and exit code.
 #include "fixture_tree.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <halo/error.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // halo-doctor slurm: parsing scontrol's node lines, drain reasons, the drain/resume decision and
 // the bounded command runner. The real Slurm end to end is tests/cli/slurm.sh.
 #include <halo/policy.hpp>

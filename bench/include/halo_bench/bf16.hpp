@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bfloat16 <-> float conversion as the GPU hardware and the halo-bench kernels do it.
 #pragma once
 

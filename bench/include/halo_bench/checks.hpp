@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Result checks: a failed check turns a benchmark number into an error fact.
 #pragma once
 

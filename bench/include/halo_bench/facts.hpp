@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bench.* facts document that `halo-doctor check --add-facts FILE` merges.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host-side memory limits compared with the measured allocation ceiling (Linux sysfs/procfs).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU side of the integrity part: fills and checks the known patterns of pattern.hpp, and judges
 // the device's fp32 <-> bf16 conversions against the CPU's. No GPU needed (unit tested).
 #pragma once

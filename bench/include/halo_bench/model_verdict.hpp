@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Per-model verdicts of `halo-doctor bench --model`: the model's projections timed in one regime
 // (training: M = tokens per step; generation: M = 1, 8, 64), summed per token as the model runs
 // them, BF16 against 4-bit. Plain arithmetic, unit tested without a GPU.

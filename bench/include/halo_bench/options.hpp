@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Command-line value parsers of halo-bench. Every argument is validated here, before the driver
 // touches the GPU runtime, so a bad argument is exit 2 with a message and nothing has run.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Theoretical peaks used for "% of peak", with their sources.
 #pragma once
 

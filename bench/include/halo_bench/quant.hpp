@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NF4 (bitsandbytes) and symmetric int4 quantizers and dequantizers: the CPU references that the
 // GPU dequantization kernels must match bit for bit.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU reference GEMM used to check every GPU GEMM result.
 #pragma once
 

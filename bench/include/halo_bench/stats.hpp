@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Statistics over repeated timings.
 #pragma once
 

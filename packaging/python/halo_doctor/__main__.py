@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: MIT
+from halo_doctor import main
+
+main()
