@@ -15,7 +15,7 @@ bin=$(realpath "$1")
 fixtures=$(realpath "$2")
 TAR=/usr/bin/tar
 GREP=/usr/bin/grep
-[ -x "$TAR" ] && [ -x "$GREP" ] || { echo "FAIL: /usr/bin/tar and /usr/bin/grep are needed"; exit 1; }
+if [ ! -x "$TAR" ] || [ ! -x "$GREP" ]; then echo "FAIL: /usr/bin/tar and /usr/bin/grep are needed"; exit 1; fi
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -87,7 +87,7 @@ for i in $(seq 1 12); do
   1) v=$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n') ;;
   2) v=eyJ$(token 20).$(token 30) ;;
   esac
-  name=X$(token 6 | tr 'a-z' 'A-Z')_$i
+  name=X$(token 6 | tr '[:lower:]' '[:upper:]')_$i
   printf '%s=%s\0' "$name" "$v" >>"$env_file"
   echo "unknown variable $name|$v" >>"$secrets"
 done
@@ -98,14 +98,14 @@ cp "$env_file" "$root/proc/1/environ"
 # DMI, PCI, NVMe, GPU and kfd identifiers.
 mkdir -p "$root/sys/class/dmi/id" "$root/sys/class/nvme/nvme0"
 for f in product_serial board_serial chassis_serial board_asset_tag chassis_asset_tag; do
-  v=$(echo "$f" | cut -c1-3 | tr 'a-z' 'A-Z')$(token 12)
+  v=$(echo "$f" | cut -c1-3 | tr '[:lower:]' '[:upper:]')$(token 12)
   echo "$v" >"$root/sys/class/dmi/id/$f"
   echo "DMI $f|$v" >>"$secrets"
 done
 uuid=$(cat /proc/sys/kernel/random/uuid)
 echo "$uuid" >"$root/sys/class/dmi/id/product_uuid"
 echo "DMI product_uuid|$uuid" >>"$secrets"
-nvme=S6$(token 12 | tr 'a-z' 'A-Z')
+nvme=S6$(token 12 | tr '[:lower:]' '[:upper:]')
 echo "$nvme" >"$root/sys/class/nvme/nvme0/serial"
 echo "NVMe serial|$nvme" >>"$secrets"
 ids=()
@@ -125,7 +125,7 @@ done
 first_hex=$(printf '%016x' "${ids[0]}")
 printf 'ROCR_VISIBLE_DEVICES=GPU-%s\0' "$first_hex" >>"$env_file"
 for dev in "$root"/sys/bus/pci/devices/*/; do
-  [ -f "$dev/class" ] && grep -q '^0x03' "$dev/class" || continue
+  if [ ! -f "$dev/class" ] || ! grep -q '^0x03' "$dev/class"; then continue; fi
   s=PCI$(token 10)
   echo "$s" >"$dev/serial_number"
   echo "PCI serial_number $(basename "$dev")|$s" >>"$secrets"
@@ -184,8 +184,10 @@ want_code=$?
 # --- --no-redact: warns, keeps identities (so the test above can fail), never the secrets.
 "$bin" capture --root "$root" --no-runtime --no-redact -o "$tmp/raw.tar.gz" >/dev/null 2>"$tmp/err" ||
   bad "capture --no-redact failed"
-"$GREP" -q "warning: --no-redact keeps the host name, user names" "$tmp/err" &&
-  "$GREP" -q "serial numbers and UUIDs" "$tmp/err" || bad "capture --no-redact gives no warning naming what it keeps"
+if ! "$GREP" -q "warning: --no-redact keeps the host name, user names" "$tmp/err" ||
+  ! "$GREP" -q "serial numbers and UUIDs" "$tmp/err"; then
+  bad "capture --no-redact gives no warning naming what it keeps"
+fi
 mkdir "$tmp/raw"
 "$TAR" -xzf "$tmp/raw.tar.gz" -C "$tmp/raw" || bad "tar cannot unpack the --no-redact bundle"
 "$GREP" -F -r -a -q -- "${ids[0]}" "$tmp/raw" || bad "--no-redact lost the kfd unique_id (the byte search would not see it)"
