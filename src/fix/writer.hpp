@@ -25,7 +25,8 @@ namespace halo::fix::detail {
 /// (the constructor is consteval), so no runtime string can become code.
 class Code {
 public:
-  // NOLINTNEXTLINE(google-explicit-constructor,hicpp-explicit-conversions): literals convert
+  // A string literal binds to `const char (&)[N]`; nothing else does at compile time.
+  // NOLINTNEXTLINE(google-explicit-constructor,hicpp-explicit-conversions,cppcoreguidelines-avoid-c-arrays,modernize-avoid-c-arrays,hicpp-avoid-c-arrays)
   template <std::size_t N> consteval Code(const char (&s)[N]) : text_(s, N - 1) {}
   [[nodiscard]] std::string_view text() const { return text_; }
 

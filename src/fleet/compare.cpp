@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 namespace halo::fleet {
 namespace {
@@ -117,7 +118,9 @@ std::string compress_names(std::vector<std::string> names) {
   struct Key {
     std::string prefix;
     std::size_t width;
-    auto operator<=>(const Key&) const = default;
+    bool operator<(const Key& o) const {
+      return std::tie(prefix, width) < std::tie(o.prefix, o.width);
+    }
   };
   std::map<Key, std::vector<std::uint64_t>> numbered;
   std::vector<std::string> plain;

@@ -104,7 +104,11 @@ std::string counted(int n, std::string_view noun) {
 std::string summary_line(const std::vector<Result>& results, const ReportContext& ctx,
                          const TextOptions& opt) {
   std::array<int, 3> by{}; // non-waived failures by Severity (info, warning, error)
-  int pass = 0, skip = 0, unchecked = 0, waived = 0, pending = 0;
+  int pass = 0;
+  int skip = 0;
+  int unchecked = 0;
+  int waived = 0;
+  int pending = 0;
   for (const auto& r : results) {
     if (r.status == Outcome::pass) ++pass;
     if (r.status == Outcome::skip) ++skip;
@@ -346,6 +350,7 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     for (const auto& r : results)
       if (r.status == Outcome::skip) ++reasons[r.message];
     std::vector<std::pair<int, std::string>> top;
+    top.reserve(reasons.size());
     for (const auto& [reason, n] : reasons)
       top.emplace_back(n, reason);
     std::stable_sort(top.begin(), top.end(),
