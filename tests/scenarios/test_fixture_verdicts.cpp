@@ -772,7 +772,7 @@ TEST_CASE("per-node HSA_OVERRIDE_GFX_VERSION_<node>: each GPU judged with the ov
   const std::string nul(1, '\0');
   {
     // Only the APU's node: the dGPU is left alone, and the APU's own target changes nothing.
-    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11.5.1" + nul), "hsa-override-gfx");
+    const Result r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11.5.1" + nul), "hsa-override-gfx");
     CHECK(r.status == Outcome::fail);
     CHECK(r.severity == Severity::info);
     CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11.5.1"));
@@ -788,7 +788,7 @@ TEST_CASE("per-node HSA_OVERRIDE_GFX_VERSION_<node>: each GPU judged with the ov
     CHECK_THAT(r.message, !Catch::Contains("gpu.1 (gfx1151) runs"));
   }
   {
-    const Result& r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11" + nul), "hsa-override-gfx");
+    const Result r = get(with_env("HSA_OVERRIDE_GFX_VERSION_2=11" + nul), "hsa-override-gfx");
     CHECK(r.severity == Severity::error);
     CHECK_THAT(r.message, Catch::Contains("HSA_OVERRIDE_GFX_VERSION_2=11"));
   }
