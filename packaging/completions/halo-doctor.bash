@@ -50,14 +50,14 @@ _halo_doctor() {
       else
         COMPREPLY=($(compgen -W "health-check prolog epilog --help" -- "$cur"))
       fi ;;
-    rules) COMPREPLY=($(compgen -W "--rules --test --help" -- "$cur")) ;;
+    rules) COMPREPLY=($(compgen -W "--rules --test --format --help" -- "$cur")) ;;
     fleet)
       if [[ " ${words[*]} " == *" compare "* ]]; then
         if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--format --output --all --help" -- "$cur")); else _filedir '@(json|gz)'; fi
       else
         COMPREPLY=($(compgen -W "compare --help" -- "$cur"))
       fi ;;
-    explain) COMPREPLY=($(compgen -W "$(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
+    explain) COMPREPLY=($(compgen -W "$probe --rules --help $(halo-doctor rules 2>/dev/null | awk 'NR > 1 {print $1}')" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
   esac
 }
