@@ -64,11 +64,7 @@ Runner add_explain_command(CLI::App& app) {
     const ProbeRegistry reg = builtin_probes();
     const RuleSet rs = load_rules(*o, reg);
     const Rule* r = rs.find(*id);
-    if (r == nullptr) {
-      const auto near = closest_rule_id(rs, *id);
-      throw InputError(fmt::format("unknown rule id '{}'{} (see halo-doctor rules)", *id,
-                                   near ? fmt::format("; did you mean '{}'?", *near) : ""));
-    }
+    if (r == nullptr) throw InputError(unknown_rule_message(rs, *id));
     // The rule judged on the machine (or the --root, --facts, --bundle given), as `check` would.
     const FactSet facts = gather(*o, reg);
     const Params params = rule_params(*o);

@@ -127,16 +127,19 @@ FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
   return facts;
 }
 
+std::string unknown_rule_message(const RuleSet& rules, const std::string& id) {
+  const auto near = closest_rule_id(rules, id);
+  return fmt::format("unknown rule id '{}'{} (see halo-doctor rules)", id,
+                     near ? fmt::format("; did you mean '{}'?", *near) : std::string());
+}
+
 RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg) {
   RuleSet rs = o.rules_dir.empty() ? load_builtin_rules(&reg, o.rule_examples)
                                    : load_rules_dir(o.rules_dir, &reg, o.rule_examples);
   auto check_ids = [&](const std::vector<std::string>& ids, const char* flag) {
     for (const auto& id : ids)
       if (rs.find(id) == nullptr)
-        throw InputError(fmt::format(
-            "{}: unknown rule id '{}'{} (see halo-doctor rules)", flag, id,
-            closest_rule_id(rs, id) ? fmt::format("; did you mean '{}'?", *closest_rule_id(rs, id))
-                                    : std::string()));
+        throw InputError(fmt::format("{}: {}", flag, unknown_rule_message(rs, id)));
   };
   check_ids(o.only, "--only");
   check_ids(o.skip, "--skip");

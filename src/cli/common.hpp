@@ -121,6 +121,10 @@ std::string read_file_or_throw(const std::string& path);
 /// place, anything else refused), or to stdout for "" or "-". Throws OutputError when it fails.
 void write_output(const std::string& path, const std::string& text);
 
+/// "unknown rule id 'ID'; did you mean 'X'? (see halo-doctor rules)" for explain, --only and
+/// --skip (closest_rule_id; the suggestion only when one is close).
+std::string unknown_rule_message(const RuleSet& rules, const std::string& id);
+
 /// write_output for text a person reads (the text, markdown and plan/fleet reports): the text is
 /// made terminal-safe first (halo::terminal_safe, SGR colours kept), so a host name, PRETTY_NAME
 /// or config value from a bundle or a model file never reaches a terminal as an escape sequence.
