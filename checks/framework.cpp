@@ -476,6 +476,24 @@ void collect_offload_targets(const std::string& lib, int fd, std::string_view fa
     facts.put_status(key, Status::error, lib, fmt::format(".hip_fatbin {}", t.error));
     return;
   }
+  // No bundle, or bundles that name no AMDGPU code object (only host entries): the section is
+  // not laid out as clang's offload bundler writes a HIP fat binary (clang OffloadBundler.cpp;
+  // PyTorch's own kernels are one `hipv4-amdgcn-amd-amdhsa--gfxN` entry per target in each
+  // translation unit's bundle). The device code is somewhere this reader does not know, so an
+  // empty list would be a verdict ("no kernels for any GPU") the file does not support.
+  if (t.bundles == 0 || t.any.empty()) {
+    facts.put_status(key, Status::error, lib,
+                     fmt::format("could not tell: {} .hip_fatbin holds {} (an unknown layout: "
+                                 "the GPU code objects are not where clang's offload bundler "
+                                 "puts them)",
+                                 lib,
+                                 t.bundles == 0
+                                     ? std::string("no offload bundle")
+                                     : fmt::format("{} offload bundle{} with no AMDGPU "
+                                                   "code object",
+                                                   t.bundles, t.bundles == 1 ? "" : "s")));
+    return;
+  }
   std::string source = fmt::format(
       "{} .hip_fatbin: {} offload bundle{}{}", lib, t.bundles, t.bundles == 1 ? "" : "s",
       t.compressed == 0
@@ -1083,7 +1101,8 @@ std::unique_ptr<Probe> make_framework_probe() {
        "(or `_rocm_sdk_libraries_*/lib/...` for TheRock wheels)"},
       {str(kTorchOffload), list, "",
        "the gfx processors every offload bundle in the `.hip_fatbin` section of "
-       "`torch/lib/libtorch_hip.so` has a code object for"},
+       "`torch/lib/libtorch_hip.so` has a code object for; `error` (\"could not tell\") when the "
+       "section holds no bundle or no AMDGPU code object (an unknown layout)"},
       {str(kTorchSearch), string, "",
        "how ld.so finds libtorch_hip.so's libraries: `DT_RPATH`, `DT_RUNPATH` or `none` (source: "
        "the path list)"},

@@ -143,4 +143,34 @@ case "$got" in
 "error||"*"libtorch_hip.so"*) echo "ok: $got" ;;
 *) echo "FAIL: truncated library read as '$got'"; exit 1 ;;
 esac
+
+# 5. A .hip_fatbin section that holds no offload bundle (empty), and one whose only bundle has a
+# host entry and no AMDGPU code object: an unknown layout, so "could not tell" (an error fact
+# saying so), never an empty target list that torch-missing-gfx-target would read as "the wheel
+# has no kernels for gfx1151".
+: >empty.bundle
+objcopy --add-section .hip_fatbin=empty.bundle base.so libempty.so 2>/dev/null
+clang-offload-bundler-19 --type=o --targets=host-x86_64-unknown-linux-gnu- \
+  --input=host.o --output=hostonly.bundle --allow-missing-bundles 2>/dev/null ||
+  clang-offload-bundler-19 --type=o --targets=host-x86_64-unknown-linux-gnu- \
+    --input=host.o --output=hostonly.bundle
+objcopy --add-section .hip_fatbin=hostonly.bundle base.so libhostonly.so 2>/dev/null
+for lib in libempty.so libhostonly.so; do
+  root_with "$lib"
+  got=$(offload_fact root)
+  case "$got" in
+  "error||"*"could not tell: "*"libtorch_hip.so .hip_fatbin holds "*"unknown layout"*) echo "ok: $lib: $got" ;;
+  *) echo "FAIL: $lib read as '$got' (an empty list would claim the wheel has no kernels)"; exit 1 ;;
+  esac
+  "$bin" check --root root --no-runtime --only torch-missing-gfx-target --format json >report.json || true
+  "$py" - <<'PY'
+import json
+r = json.load(open("report.json"))["results"]
+assert len(r) == 1, r
+# The fixture's rocBLAS has gfx1151: judged on what could be read, not failed on the unknown part.
+assert r[0]["status"] == "pass", r[0]
+ev = r[0]["evidence"]["framework.torch.offload_targets"]
+print("ok: torch-missing-gfx-target", r[0]["status"], "with offload_targets", ev)
+PY
+done
 echo "PASS: offload bundles from clang++-19 and clang-offload-bundler-19"
