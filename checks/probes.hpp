@@ -77,6 +77,8 @@ std::unique_ptr<Probe> make_libdrm_probe();           // checks/libdrm.cpp (libd
 std::unique_ptr<Probe> make_boot_stack_probe();       // checks/boot_stack.cpp
 std::unique_ptr<Probe> make_firmware_package_probe(); // checks/firmware_package.cpp
 std::unique_ptr<Probe> make_framework_probe();        // checks/framework.cpp (PyTorch, from files)
+std::unique_ptr<Probe> make_rocm_install_probe();     // checks/rocm_install.cpp
+std::unique_ptr<Probe> make_rocm_version_probe();     // checks/rocm_version.cpp (derivation)
 std::unique_ptr<Probe> make_plan_probe();             // checks/plan.cpp (the training run given)
 std::unique_ptr<Probe> make_derived_probe();          // checks/derived.cpp (runs last)
 

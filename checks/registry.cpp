@@ -37,6 +37,8 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_firmware_package_probe());
   r.add(probes::make_framework_probe());
   r.add(probes::make_framework_deep_probe());
+  r.add(probes::make_rocm_install_probe());
+  r.add(probes::make_rocm_version_probe());
   r.add(probes::make_plan_probe());
   r.add(probes::make_derived_probe());
   r.resolve();

@@ -28,7 +28,7 @@ import sys
 PREFIXES = [
     "access", "amd", "amdgpu", "apu", "bench", "boot", "drm", "env", "firmware", "framework",
     "fw", "gpu", "gpu_metrics", "group", "host", "hsa", "initramfs", "kernel", "kernel_log", "kfd",
-    "libdrm", "mem", "modparam", "modprobe", "numa", "os", "pci", "plan", "probe", "ras", "runenv",
+    "libdrm", "mem", "modparam", "modprobe", "numa", "os", "pci", "plan", "probe", "ras", "rocm", "runenv",
     "ttm", "user", "xgmi",
 ]
 KEY_RE = re.compile(r"(?:%s)\.[a-z0-9_*{}.]*" % "|".join(re.escape(p) for p in PREFIXES))
