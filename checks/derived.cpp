@@ -4,9 +4,9 @@
 // and whether each is an APU; which TTM limit is configured for the module amdgpu really uses;
 // the recommended limit for --reserve; amdgpu.gttsize; suspicious kernel arguments.
 // It runs last, and again on facts replayed with --facts (so --reserve still applies).
-#include "alloc_conf.hpp"
-#include "cmdline.hpp"
-#include "gfx.hpp"
+#include "framework/alloc_conf.hpp"
+#include "gpus/gfx.hpp"
+#include "kernel_args/cmdline.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 

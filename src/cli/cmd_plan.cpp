@@ -5,7 +5,7 @@
 // estimate, the verdict and the findings are reported.
 #include "commands.hpp"
 #include "common.hpp"
-#include "plan_measure.hpp"
+#include "plan/plan_measure.hpp"
 
 #include <halo/error.hpp>
 #include <halo/plan.hpp>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# halo-doctor plan --measure (issue 34): the protocol with checks/plan_measure.py, against recorded
+# halo-doctor plan --measure (issue 34): the protocol with checks/plan/plan_measure.py, against recorded
 # and misbehaving interpreters (tests/replay/python/plan-measure-*.sh, hangs.sh, crashes.sh) and
 # Debian's real python3 (no transformers, no GPU here: "not measured" with the reason). The verdict is
 # judged by the measurement when there is one. Usage: plan_measure.sh HALO_DOCTOR REPO_ROOT
@@ -95,6 +95,6 @@ fi
 
 # 5. The measuring script ships clean (pyflakes) and is the one compiled in.
 if command -v pyflakes3 >/dev/null; then
-  pyflakes3 checks/plan_measure.py || { echo "FAIL: pyflakes3 checks/plan_measure.py"; fail=1; }
+  pyflakes3 checks/plan/plan_measure.py || { echo "FAIL: pyflakes3 checks/plan/plan_measure.py"; fail=1; }
 fi
 exit $fail

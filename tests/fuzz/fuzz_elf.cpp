@@ -3,7 +3,7 @@
 // memfd as the framework probe reads torch/lib/libtorch_hip.so. find_elf_section must name a
 // section inside the file; read_elf_dynamic must never crash, hang or allocate without bound.
 #include "fuzz_common.hpp"
-#include "offload_bundle.hpp"
+#include "framework/offload_bundle.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // The ROCr child's protocol decoder (checks/hsa_protocol.cpp, checks/hsa.cpp): lines of JSON events
 // from a process that may be a broken runtime or a hostile replay library.
 #include "fuzz_common.hpp"
-#include "hsa.hpp"
+#include "runtime/hsa.hpp"
 
 #include <halo/root.hpp>
 

@@ -2,7 +2,7 @@
 // The offload-bundle reader (checks/offload_bundle.cpp): any bytes as a .hip_fatbin section,
 // compressed bundles included. No crash, no read outside the section, bounded memory and time.
 #include "fuzz_common.hpp"
-#include "offload_bundle.hpp"
+#include "framework/offload_bundle.hpp"
 
 #include <cstdlib>
 #include <cstring>

@@ -3,7 +3,7 @@
 // behaviour on this machine: real Debian ROCr, no /dev/kfd.
 #include "child_run.hpp"
 #include "fixture_tree.hpp"
-#include "hsa.hpp"
+#include "runtime/hsa.hpp"
 #include "probes.hpp"
 
 #include <catch2/catch.hpp>

@@ -2,7 +2,7 @@
 // PyTorch's allocator settings string, checked as c10/core/AllocatorConfig.cpp parseArgs reads
 // it: the strings people set (seed 001, halo-forge's default) pass; each TORCH_CHECK of the
 // parser is met by one string that trips it, with PyTorch's own message.
-#include "alloc_conf.hpp"
+#include "framework/alloc_conf.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "cmdline.hpp"
+#include "kernel_args/cmdline.hpp"
 
 #include <catch2/catch.hpp>
 

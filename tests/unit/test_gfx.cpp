@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "gfx.hpp"
+#include "gpus/gfx.hpp"
 
 #include <catch2/catch.hpp>
 

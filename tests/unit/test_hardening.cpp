@@ -2,8 +2,8 @@
 // Untrusted input (issue 12): roots confine every path, input files are bounded, JSON depth and
 // numbers are checked, number conversions never overflow.
 #include "fixture_tree.hpp"
-#include "gfx.hpp"
-#include "hsa.hpp"
+#include "gpus/gfx.hpp"
+#include "runtime/hsa.hpp"
 #include "probe_util.hpp"
 
 #include <halo/error.hpp>

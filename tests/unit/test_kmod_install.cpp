@@ -2,7 +2,7 @@
 // modprobe.d install commands judged as kmod (libkmod-module.c: system(cmd) instead of
 // inserting the module) and /bin/sh run them. cli.kmod_diff runs the same kind of commands in
 // real /bin/sh with recording modprobe/insmod stand-ins and compares.
-#include "kmod_install.hpp"
+#include "kernel_args/kmod_install.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A recorded plan --measure answer (checks/plan_measure.py protocol) from a GPU that ran the whole
+# A recorded plan --measure answer (checks/plan/plan_measure.py protocol) from a GPU that ran the whole
 # model: one run, then the answer. Called as: INTERPRETER -c SCRIPT SPEC_JSON. When
 # HALO_FAKE_SPEC_OUT is set, the spec halo-doctor passed is written there for the test to read.
 [ "$1" = "-c" ] || { echo '{"status": "error", "reason": "not called as python -c"}'; exit 0; }

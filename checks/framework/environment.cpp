@@ -2,7 +2,7 @@
 // Probe: the environment training will see, read from /proc/self/environ (NUL-separated): the
 // ROCm runtime (HSA_*, ROCR_*), HIP (HIP_*, GPU_*), rocBLAS, PyTorch allocator and BLAS
 // variables. Keys are lower-cased: HSA_OVERRIDE_GFX_VERSION -> env.hsa_override_gfx_version.
-#include "gfx.hpp"
+#include "gpus/gfx.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
