@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The built-in probe modules, one per file in checks/. Each factory returns a probe whose
-// declarations()/source()/reads() document what it produces and reads (docs/facts.md is generated
-// from them: `halo-doctor facts --declared --format markdown`).
+// The built-in probe modules, in one folder of checks/ per fact family (checks/gpus/, checks/ttm/,
+// ...; the map: src/core/fact_families.cpp). Each factory returns a probe (reads the machine) or a
+// derivation (reads only other probes' facts) whose declarations()/source()/inputs() document what
+// it produces and reads (docs/facts.md is generated from them: `halo-doctor facts --declared
+// --format markdown`).
 #pragma once
 
 #include <halo/probe.hpp>
@@ -49,37 +51,83 @@ private:
   Collect collect_;
 };
 
-std::unique_ptr<Probe> make_kernel_probe();           // checks/kernel.cpp
-std::unique_ptr<Probe> make_os_probe();               // checks/os.cpp
-std::unique_ptr<Probe> make_memory_probe();           // checks/memory.cpp
-std::unique_ptr<Probe> make_amdgpu_module_probe();    // checks/amdgpu_module.cpp
-std::unique_ptr<Probe> make_module_file_probe();      // checks/module_file.cpp (libkmod, child)
-std::unique_ptr<Probe> make_ttm_probe();              // checks/ttm.cpp
-std::unique_ptr<Probe> make_modprobe_probe();         // checks/modprobe.cpp
-std::unique_ptr<Probe> make_pci_probe();              // checks/pci.cpp
-std::unique_ptr<Probe> make_drm_probe();              // checks/drm.cpp
-std::unique_ptr<Probe> make_kfd_topology_probe();     // checks/kfd_topology.cpp
-std::unique_ptr<Probe> make_device_access_probe();    // checks/device_access.cpp
-std::unique_ptr<Probe> make_environment_probe();      // checks/environment.cpp
-std::unique_ptr<Probe> make_numa_probe();             // checks/numa.cpp
-std::unique_ptr<Probe> make_ras_probe();              // checks/ras.cpp
-std::unique_ptr<Probe> make_xgmi_probe();             // checks/xgmi.cpp
-std::unique_ptr<Probe> make_gpu_firmware_probe();     // checks/gpu_firmware.cpp
-std::unique_ptr<Probe> make_gpu_metrics_probe();      // checks/gpu_metrics.cpp
-std::unique_ptr<Probe> make_host_tuning_probe();      // checks/host_tuning.cpp
-std::unique_ptr<Probe> make_framework_deep_probe();   // checks/framework_deep.cpp
-std::unique_ptr<Probe> make_runenv_probe();           // checks/runenv.cpp
-std::unique_ptr<Probe> make_kernel_log_probe();       // checks/kernel_log.cpp
-std::unique_ptr<Probe> make_secure_boot_probe();      // checks/secure_boot.cpp
-std::unique_ptr<Probe> make_initramfs_probe();        // checks/initramfs.cpp
-std::unique_ptr<Probe> make_hsa_probe();              // checks/hsa.cpp (ROCr, in a child process)
-std::unique_ptr<Probe> make_libdrm_probe();           // checks/libdrm.cpp (libdrm_amdgpu queries)
-std::unique_ptr<Probe> make_boot_stack_probe();       // checks/boot_stack.cpp
-std::unique_ptr<Probe> make_firmware_package_probe(); // checks/firmware_package.cpp
-std::unique_ptr<Probe> make_framework_probe();        // checks/framework.cpp (PyTorch, from files)
-std::unique_ptr<Probe> make_rocm_install_probe();     // checks/rocm_install.cpp
-std::unique_ptr<Probe> make_rocm_version_probe();     // checks/rocm_version.cpp (derivation)
-std::unique_ptr<Probe> make_plan_probe();             // checks/plan.cpp (the training run given)
-std::unique_ptr<Probe> make_derived_probe();          // checks/derived.cpp (runs last)
+/// A derivation defined by data and one derive function (include/halo/probe.hpp Derivation): the
+/// facts it provides, the facts it reads (`inputs`: exact keys or `*` patterns, never `**`), and
+/// where its facts come from (Markdown, cited).
+class BasicDerivation : public Derivation {
+public:
+  using Derive = std::function<void(const DeriveContext&, FactSet&)>;
+  BasicDerivation(std::string id, std::vector<FactDecl> decls, std::vector<std::string> inputs,
+                  std::string source, Derive derive)
+      : id_(std::move(id)), decls_(std::move(decls)), inputs_(std::move(inputs)),
+        source_(std::move(source)), derive_(std::move(derive)) {}
+  std::string_view id() const override { return id_; }
+  std::vector<FactDecl> declarations() const override { return decls_; }
+  std::vector<std::string> inputs() const override { return inputs_; }
+  std::string source() const override { return source_; }
+  void derive(const DeriveContext& ctx, FactSet& facts) const override { derive_(ctx, facts); }
+
+private:
+  std::string id_;
+  std::vector<FactDecl> decls_;
+  std::vector<std::string> inputs_;
+  std::string source_;
+  Derive derive_;
+};
+
+// Probes: they read the machine (through ProbeContext::root) or a runtime.
+std::unique_ptr<Probe> make_kernel_probe();        // checks/kernel_args/kernel.cpp
+std::unique_ptr<Probe> make_os_probe();            // checks/host/os.cpp
+std::unique_ptr<Probe> make_memory_probe();        // checks/host/memory.cpp
+std::unique_ptr<Probe> make_amdgpu_module_probe(); // checks/kernel_args/amdgpu_module.cpp
+std::unique_ptr<Probe>
+make_module_file_probe();                     // checks/kernel_args/module_file.cpp (libkmod, child)
+std::unique_ptr<Probe> make_ttm_probe();      // checks/ttm/ttm.cpp
+std::unique_ptr<Probe> make_modprobe_probe(); // checks/kernel_args/modprobe.cpp
+std::unique_ptr<Probe> make_pci_probe();      // checks/gpus/pci.cpp
+std::unique_ptr<Probe> make_drm_probe();      // checks/gpus/drm.cpp
+std::unique_ptr<Probe> make_kfd_topology_probe();   // checks/gpus/kfd_topology.cpp
+std::unique_ptr<Probe> make_device_access_probe();  // checks/host/device_access.cpp
+std::unique_ptr<Probe> make_environment_probe();    // checks/framework/environment.cpp
+std::unique_ptr<Probe> make_numa_probe();           // checks/host/numa.cpp
+std::unique_ptr<Probe> make_ras_probe();            // checks/gpus/ras.cpp
+std::unique_ptr<Probe> make_xgmi_probe();           // checks/gpus/xgmi.cpp
+std::unique_ptr<Probe> make_gpu_firmware_probe();   // checks/gpus/gpu_firmware.cpp
+std::unique_ptr<Probe> make_gpu_metrics_probe();    // checks/gpus/gpu_metrics.cpp
+std::unique_ptr<Probe> make_host_tuning_probe();    // checks/host/host_tuning.cpp
+std::unique_ptr<Probe> make_framework_deep_probe(); // checks/framework/framework_deep.cpp
+std::unique_ptr<Probe> make_runenv_probe();         // checks/host/runenv.cpp
+std::unique_ptr<Probe> make_kernel_log_probe();     // checks/kernel_log/kernel_log.cpp
+std::unique_ptr<Probe> make_secure_boot_probe();    // checks/boot/secure_boot.cpp
+std::unique_ptr<Probe> make_initramfs_probe();      // checks/boot/initramfs.cpp
+std::unique_ptr<Probe> make_hsa_probe();        // checks/runtime/hsa.cpp (ROCr, in a child process)
+std::unique_ptr<Probe> make_libdrm_probe();     // checks/gpus/libdrm.cpp (libdrm_amdgpu queries)
+std::unique_ptr<Probe> make_boot_stack_probe(); // checks/boot/boot_stack.cpp
+std::unique_ptr<Probe> make_firmware_package_probe(); // checks/firmware/firmware_package.cpp
+std::unique_ptr<Probe>
+make_framework_probe(); // checks/framework/framework.cpp (PyTorch, from files)
+
+// Derivations: they read only other probes' facts and the options (ProbeRegistry::rederive runs
+// them again on replayed facts).
+std::unique_ptr<Probe> make_rocm_install_probe();      // checks/runtime/rocm_install.cpp
+std::unique_ptr<Probe> make_rocm_version_derivation(); // checks/runtime/rocm_version.cpp
+std::unique_ptr<Probe> make_plan_probe();          // checks/plan/plan.cpp (the training run given)
+std::unique_ptr<Probe> make_gpu_list_derivation(); // checks/gpus/gpu_list.cpp
+std::unique_ptr<Probe> make_gpu_binding_derivation();       // checks/gpus/gpu_list.cpp
+std::unique_ptr<Probe> make_gpu_cards_derivation();         // checks/gpus/gpu_cards.cpp
+std::unique_ptr<Probe> make_gpu_visibility_derivation();    // checks/gpus/gpu_visibility.cpp
+std::unique_ptr<Probe> make_gpu_aotriton_derivation();      // checks/gpus/gpu_visibility.cpp
+std::unique_ptr<Probe> make_gpu_usable_memory_derivation(); // checks/gpus/gpu_visibility.cpp
+std::unique_ptr<Probe> make_host_derivation();              // checks/host/host_derive.cpp
+std::unique_ptr<Probe> make_framework_env_derivation();     // checks/framework/framework_derive.cpp
+std::unique_ptr<Probe> make_framework_torch_derivation();   // checks/framework/framework_derive.cpp
+std::unique_ptr<Probe> make_framework_deep_capacity_derivation(); // the same file
+std::unique_ptr<Probe> make_kernel_log_derivation();    // checks/kernel_log/kernel_log_derive.cpp
+std::unique_ptr<Probe> make_modparam_derivation();      // checks/kernel_args/driver_derive.cpp
+std::unique_ptr<Probe> make_amdgpu_driver_derivation(); // checks/kernel_args/driver_derive.cpp
+std::unique_ptr<Probe> make_gttsize_derivation();       // checks/kernel_args/driver_derive.cpp
+std::unique_ptr<Probe> make_cmdline_suspects_derivation(); // checks/kernel_args/suspects_derive.cpp
+std::unique_ptr<Probe> make_ttm_configured_derivation();   // checks/ttm/ttm_derive.cpp
+std::unique_ptr<Probe> make_plan_gpu_derivation();         // checks/plan/plan_gpu.cpp
 
 } // namespace halo::probes

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The explicit list of built-in probes. No static registration: adding a probe is one line here
-// and one file in checks/ (docs/adding-a-probe.md). The order they run in is computed from the
-// facts each declares it reads (Probe::inputs, ProbeRegistry::resolve); this list only breaks
-// ties between probes that do not depend on each other.
+// The explicit list of built-in probes and derivations. No static registration: adding one is a
+// line here and a file in its family's folder of checks/ (docs/adding-a-probe.md). The order they
+// run in is computed from the facts each declares it reads (Probe::inputs, ProbeRegistry::resolve);
+// this list only breaks ties between probes that do not depend on each other.
 #include "probes.hpp"
 
 namespace halo {
@@ -38,9 +38,27 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_framework_probe());
   r.add(probes::make_framework_deep_probe());
   r.add(probes::make_rocm_install_probe());
-  r.add(probes::make_rocm_version_probe());
   r.add(probes::make_plan_probe());
-  r.add(probes::make_derived_probe());
+  // The derivations, in the order the old single `derived` stage ran them (ties only: each runs
+  // after the probes and derivations whose facts it reads).
+  r.add(probes::make_gpu_list_derivation());
+  r.add(probes::make_gpu_cards_derivation());
+  r.add(probes::make_host_derivation());
+  r.add(probes::make_framework_env_derivation());
+  r.add(probes::make_framework_torch_derivation());
+  r.add(probes::make_gpu_aotriton_derivation());
+  r.add(probes::make_gpu_visibility_derivation());
+  r.add(probes::make_modparam_derivation());
+  r.add(probes::make_gpu_binding_derivation());
+  r.add(probes::make_kernel_log_derivation());
+  r.add(probes::make_amdgpu_driver_derivation());
+  r.add(probes::make_ttm_configured_derivation());
+  r.add(probes::make_gttsize_derivation());
+  r.add(probes::make_cmdline_suspects_derivation());
+  r.add(probes::make_gpu_usable_memory_derivation());
+  r.add(probes::make_plan_gpu_derivation());
+  r.add(probes::make_rocm_version_derivation());
+  r.add(probes::make_framework_deep_capacity_derivation());
   r.resolve();
   return r;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // PyTorch's caching-allocator settings string (PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF,
-// PYTORCH_HIP_ALLOC_CONF), checked as c10 parses it. Used by the derive stage (checks/derived.cpp).
+// PYTORCH_HIP_ALLOC_CONF), checked as c10 parses it. Used by the framework_env derivation
+// (checks/framework/framework_derive.cpp).
 #pragma once
 
 #include <string>

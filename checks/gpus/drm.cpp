@@ -8,6 +8,7 @@
 // v4.13, commit 56c1af46: "8.0 GT/s PCIe", "32.0 GT/s PCIe", "Unknown") and the hwmon temperatures
 // amdgpu exposes (Documentation/gpu/amdgpu/thermal.rst: temp[1-3]_input and temp[1-3]_crit in
 // millidegrees Celsius, temp[1-3]_label edge, junction, mem).
+#include "gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -117,7 +118,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   auto entries = ctx.root.list(base, &st);
   std::vector<std::string> cards;
   if (!entries) {
-    facts.put_status("drm.amd_cards", st, base, "cannot list DRM devices");
+    facts.put_status(std::string(kAmdCards), st, base, "cannot list DRM devices");
     return;
   }
   static const RE2 card_re("card[0-9]+");
@@ -183,7 +184,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       }
     }
   }
-  facts.put_ok("drm.amd_cards", cards, base);
+  facts.put_ok(std::string(kAmdCards), cards, base);
 }
 
 } // namespace
@@ -191,7 +192,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_drm_probe() {
   using enum FactType;
   std::vector<FactDecl> decls{
-      {"drm.amd_cards", list, "", "the DRM cards (`card1`) whose device has vendor 0x1002"},
+      {std::string(kAmdCards), list, "", "the DRM cards (`card1`) whose device has vendor 0x1002"},
       {"drm.*.device_id", integer, "", "the card's PCI device id"},
       {"drm.*.driver", string, "", "the driver bound to the card's device, empty when none"},
       {"drm.*.pci_slot", string, "", "the card's PCI address (`PCI_SLOT_NAME` of its uevent)"},

@@ -9,6 +9,7 @@
 //   /sys/class/drm/<card>/device/vbios_version                 the VBIOS part number (text)
 // A fleet expects every GPU of one product in a node to run the same firmware (AMD's cluster
 // validation suite compares `amd-smi firmware` of every GPU against one table).
+#include "gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -59,11 +60,8 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  // The AMD DRM cards the drm probe found (it runs earlier in checks/registry.cpp).
-  const auto cards =
-      facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
-  for (const auto& card : cards)
-    collect_card(ctx, facts, card);
+  // The AMD DRM cards the drm probe found (an input: it runs after the drm probe).
+  for_each_amd_card(facts, [&](const std::string& card) { collect_card(ctx, facts, card); });
 }
 
 } // namespace
@@ -76,7 +74,7 @@ std::unique_ptr<Probe> make_gpu_firmware_probe() {
       {"fw.*.vbios_version", string, "", "`vbios_version`"},
   };
   return std::make_unique<BasicProbe>(
-      "gpu_firmware", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
+      "gpu_firmware", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
       "every `/sys/class/drm/cardN/device/fw_version/<name>_fw_version` (amdgpu_ucode.c, `0x%08x`; "
       "at most 64 files) and `vbios_version`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/fw_version/*_fw_version",

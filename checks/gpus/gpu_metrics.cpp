@@ -14,6 +14,7 @@
 // the firmware's "not supported". The throttler bits are those of the SMU's
 // SMU_THROTTLER_*_BIT (drivers/gpu/drm/amd/pm/swsmu/inc/amdgpu_smu.h): power 0-7, current 16-23,
 // temperature 32-47, other 56-57.
+#include "gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -182,11 +183,8 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  // The AMD DRM cards the drm probe found (it runs earlier in checks/registry.cpp).
-  const auto cards =
-      facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
-  for (const auto& card : cards)
-    collect_card(ctx, facts, card);
+  // The AMD DRM cards the drm probe found (an input: it runs after the drm probe).
+  for_each_amd_card(facts, [&](const std::string& card) { collect_card(ctx, facts, card); });
 }
 
 } // namespace
@@ -208,7 +206,7 @@ std::unique_ptr<Probe> make_gpu_metrics_probe() {
        "temperature throttle reasons active (bits 32-47)"},
   };
   return std::make_unique<BasicProbe>(
-      "gpu_metrics", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
+      "gpu_metrics", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
       "`/sys/class/drm/cardN/device/gpu_metrics` (binary, little-endian, at most 4 KiB; "
       "kgd_pp_interface.h): the header's `format.content` version; v1.3 (RDNA, MI200): "
       "edge/hotspot/memory temperature (degrees C), socket power (W) and the ASIC-independent "
@@ -216,7 +214,8 @@ std::unique_ptr<Probe> make_gpu_metrics_probe() {
       "throttle status; v2.2-2.4 (APUs): the throttle status; other versions the version only. "
       "Throttle reasons by the SMU's SMU_THROTTLER_*_BIT names (power 0-7, current 16-23, "
       "temperature 32-47); 0xFFFF in a field and an all-ones status are \"not reported\"; a table "
-      "shorter than its header says, or than its layout, is an error. The derived probe aliases "
+      "shorter than its header says, or than its layout, is an error. The gpu_cards derivation "
+      "aliases "
       "them as `gpu.N.metrics.*`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/gpu_metrics"}, collect);
 }

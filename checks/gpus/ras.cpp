@@ -9,6 +9,7 @@
 // Counters are cumulative since the driver loaded; reading them is safe (the driver moves the
 // hardware counts into software totals). A GPU without RAS (consumer parts, Strix Halo) has no
 // ras/ directory: that is "not supported", never "healthy".
+#include "gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -138,11 +139,8 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  // The AMD DRM cards the drm probe found (it runs earlier in checks/registry.cpp).
-  const auto cards = facts.get<std::vector<std::string>>("drm.amd_cards");
-  if (!cards) return;
-  for (const auto& card : *cards)
-    collect_card(ctx, facts, card);
+  // The AMD DRM cards the drm probe found (an input: it runs after the drm probe).
+  for_each_amd_card(facts, [&](const std::string& card) { collect_card(ctx, facts, card); });
 }
 
 } // namespace
@@ -162,7 +160,7 @@ std::unique_ptr<Probe> make_ras_probe() {
       {"ras.*.bad_pages_failed", integer, "count", "lines flagged F (failed to retire)"},
   };
   return std::make_unique<BasicProbe>(
-      "ras", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
+      "ras", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
       "`/sys/class/drm/<card>/device/ras/<block>_err_count` (\"ue: N / ce: N [/ de: N]\", summed "
       "over blocks; \"Query currently inaccessible\" is an error), `ras/gpu_vram_bad_pages` (R/P/F "
       "lines); no `ras/` directory: `supported` false (consumer GPUs, APUs).",

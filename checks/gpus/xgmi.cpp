@@ -14,6 +14,7 @@
 // The files exist only after amdgpu added the GPU to its hive ("XGMI: Add node N, hive 0x...");
 // a GPU whose add failed ("XGMI: Failed to add node") has none of them. xgmi_error is not read:
 // reading it clears the hardware's PCIe-interface error counter (amdgpu_xgmi_show_error).
+#include "gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -88,11 +89,8 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  // The AMD DRM cards the drm probe found (it runs earlier in checks/registry.cpp).
-  const auto cards =
-      facts.get<std::vector<std::string>>("drm.amd_cards").value_or(std::vector<std::string>{});
-  for (const auto& card : cards)
-    collect_card(ctx, facts, card);
+  // The AMD DRM cards the drm probe found (an input: it runs after the drm probe).
+  for_each_amd_card(facts, [&](const std::string& card) { collect_card(ctx, facts, card); });
 }
 
 } // namespace
@@ -110,7 +108,7 @@ std::unique_ptr<Probe> make_xgmi_probe() {
        "hive members more than one hop away (bits 2:0 of their `xgmi_num_hops` entry)"},
   };
   return std::make_unique<BasicProbe>(
-      "xgmi", std::move(decls), std::vector<std::string>{"drm.amd_cards"},
+      "xgmi", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
       "amdgpu_xgmi.c, all 0444: `xgmi_device_id` and `xgmi_hive_info/xgmi_hive_id` (`%llu`, kept "
       "as text), `xgmi_physical_id`, `xgmi_num_hops` (one `%02x ` per hive member, this GPU "
       "included: `hive_size` is their number, `far_peers` those whose bits 2:0 say more than one "

@@ -4,6 +4,7 @@
 // /etc/group, never from getlogin(). On the live root the kernel's own answer, access(2)
 // (which also honours ACLs such as logind's uaccess), decides; in a fixture the mode bits do.
 // The fixture sidecar /.halo/nodes.json holds device-node owners and modes (see Root).
+#include "gpus/gpus.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 
@@ -194,7 +195,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   if (i == 0) {
     // No KFD topology: fall back to the render nodes of the AMD DRM cards.
-    if (auto cards = facts.get<std::vector<std::string>>("drm.amd_cards")) {
+    if (auto cards = facts.get<std::vector<std::string>>(kAmdCards)) {
       for (const auto& c : *cards)
         if (auto minor = facts.get_int("drm." + c + ".render_minor"))
           node_facts(fmt::format("access.render.{}", i++),
@@ -244,7 +245,7 @@ std::unique_ptr<Probe> make_device_access_probe() {
   return std::make_unique<BasicProbe>(
       "device_access", std::move(decls),
       std::vector<std::string>{"env.sudo_uid", "kfd.gpu_nodes", "kfd.node.*.drm_render_minor",
-                               "drm.amd_cards", "drm.*.render_minor"},
+                               std::string(kAmdCards), "drm.*.render_minor"},
       "`/proc/self/status`, `/etc/passwd`, `/etc/group`, stat of `/dev/kfd` and the GPUs' render "
       "nodes (access(2) on the live root).",
       std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",

@@ -17,6 +17,7 @@
 #include "kmod_install.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
+#include "ttm/ttm_modules.hpp"
 
 #include <fmt/format.h>
 
@@ -33,8 +34,8 @@ namespace {
 
 constexpr std::array kDirs = {"/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d",
                               "/usr/lib/modprobe.d", "/lib/modprobe.d"};
-const std::set<std::string, std::less<>> kModules = {"amdgpu",  "ttm",    "amdttm",
-                                                     "amd_ttm", "amdkfd", "drm"};
+const std::set<std::string, std::less<>> kModules = {"amdgpu",       kTtmModules[0], kTtmModules[1],
+                                                     kTtmModules[2], "amdkfd",       "drm"};
 /// kmod has no size limit; this bound is reported, never silently applied.
 constexpr std::size_t kMaxConfBytes = std::size_t{16} * 1024 * 1024;
 
@@ -100,8 +101,8 @@ std::optional<std::string> rest_of(std::string_view line, std::size_t pos) {
 
 /// The modules whose `install` lines the doctor judges: the driver, the TTM modules it may
 /// depend on (in-kernel `ttm`; ROCm's DKMS `amdttm`, newer `amd_ttm`) and `amdkfd`.
-constexpr std::array<const char*, 5> kInstallModules = {"amdgpu", "ttm", "amdttm", "amd_ttm",
-                                                        "amdkfd"};
+constexpr std::array<const char*, 5> kInstallModules = {"amdgpu", kTtmModules[0], kTtmModules[1],
+                                                        kTtmModules[2], "amdkfd"};
 
 /// An `install PATTERN COMMAND` or `softdep PATTERN ...` line, in kmod's order.
 struct PatternLine {

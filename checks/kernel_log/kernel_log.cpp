@@ -289,7 +289,8 @@ std::unique_ptr<Probe> make_kernel_log_probe() {
       "kernel looks (drivers/base/firmware_loader/main.c `fw_path[]`: `firmware_class.path`, "
       "`/lib/firmware/updates/<release>`, `/lib/firmware/updates`, `/lib/firmware/<release>`, "
       "`/lib/firmware`; the plain name everywhere, then `.zst`, then `.xz`), as `name: path`. A "
-      "root without `/lib/firmware` is not probed. The derived probe splits the failed names into "
+      "root without `/lib/firmware` is not probed. The kernel_log_causes derivation splits the "
+      "failed names into "
       "those on disk now and those still missing (`kernel_log.firmware_present_now`, "
       "`kernel_log.firmware_missing_now`) and explains the probe errors "
       "(`kernel_log.amdgpu_probe_causes`).",

@@ -29,7 +29,7 @@ std::string source(const plan::Origin& o) {
   return o.text;
 }
 
-void collect(const ProbeContext& ctx, FactSet& facts) {
+void collect(const DeriveContext& ctx, FactSet& facts) {
   const auto& p = ctx.options.plan;
   if (!p) {
     facts.put_ok(std::string(kPresent), false, "halo-doctor (no --model given)");
@@ -180,12 +180,14 @@ std::unique_ptr<Probe> make_plan_probe() {
        "the measured device-level peak (max reserved + context; allocated extrapolated from 2- "
        "and 4-layer copies plus the modelled reserve for a model too large to run whole)"},
   };
-  return std::make_unique<BasicProbe>(
-      "plan", std::move(decls),
-      "the training run given with `plan --model` or `check --model`: the model's config.json and "
-      "the training configuration; each setting's source is the file and line, the option, or the "
-      "default it took (docs/plan.md). Without `--model`, `plan.present` is false.",
-      std::vector<std::string>{"--model DIR/config.json", "--config FILE"}, collect);
+  return std::make_unique<BasicDerivation>(
+      "plan", std::move(decls), std::vector<std::string>{},
+      "the training run given with `plan --model` or `check --model` (`--model DIR/config.json`, "
+      "`--config FILE`, read and checked by the CLI before the probes run): the model's "
+      "config.json and the training configuration; each setting's source is the file and line, "
+      "the option, or the default it took (docs/plan.md). Without `--model`, `plan.present` is "
+      "false.",
+      [](const DeriveContext& ctx, FactSet& facts) { collect(ctx, facts); });
 }
 
 } // namespace halo::probes

@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kVersion = "rocm.version";
 constexpr const char* kBasis = "rocm.version_basis";
 
-void collect(const ProbeContext& /*ctx*/, FactSet& facts) {
+void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
   struct Candidate {
     const char* key;
     const char* basis;
@@ -60,7 +60,7 @@ void collect(const ProbeContext& /*ctx*/, FactSet& facts) {
 
 } // namespace
 
-std::unique_ptr<Probe> make_rocm_version_probe() {
+std::unique_ptr<Probe> make_rocm_version_derivation() {
   using enum FactType;
   std::vector<FactDecl> decls{
       {kVersion, string, "",
@@ -69,12 +69,12 @@ std::unique_ptr<Probe> make_rocm_version_probe() {
        "`rocm.sdk.version` (TheRock's wheel); source: the fact used and its source"},
       {kBasis, string, "", "which of the three it is, in words"},
   };
-  return std::make_unique<BasicProbe>(
+  return std::make_unique<BasicDerivation>(
       "rocm_version", std::move(decls),
       std::vector<std::string>{"hsa.rocm_version", "rocm.install.version", "rocm.sdk.version"},
       "computed from hsa.rocm_version, rocm.install.version and rocm.sdk.version, the runtime's "
       "answer first; it reads no file.",
-      std::vector<std::string>{}, collect);
+      derive);
 }
 
 } // namespace halo::probes

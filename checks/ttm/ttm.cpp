@@ -9,6 +9,7 @@
 // not given, so sysfs always shows the effective value) and /sys/module/*/holders/amdgpu.
 #include "probe_util.hpp"
 #include "probes.hpp"
+#include "ttm_modules.hpp"
 
 #include <halo/units.hpp>
 
@@ -17,7 +18,6 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::array<const char*, 3> kModules = {"ttm", "amdttm", "amd_ttm"};
 constexpr std::array<const char*, 3> kParams = {"pages_limit", "page_pool_size",
                                                 "dma32_pages_limit"};
 
@@ -25,7 +25,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   std::vector<std::string> loaded;
   std::vector<std::string> holders;
-  for (const char* m : kModules) {
+  for (const char* m : kTtmModules) {
     const std::string dir = std::string("/sys/module/") + m;
     const std::string pre = std::string("ttm.module.") + m;
     const bool present = root.is_dir(dir);

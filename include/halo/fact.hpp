@@ -149,7 +149,7 @@ inline constexpr std::string_view host_name = "host.name";
 inline constexpr std::string_view kernel_release = "kernel.release";
 /// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
 inline constexpr std::string_view gpu_count = "gpu.count";
-/// The GPU a training plan runs on (HIP device 0), integer (derived; checks/derived.cpp).
+/// The GPU a training plan runs on (HIP device 0), integer (derived; checks/plan/plan_gpu.cpp).
 inline constexpr std::string_view plan_gpu = "plan.gpu";
 /// Bytes a process on that GPU can allocate (derived: gpu.N.usable_bytes).
 inline constexpr std::string_view plan_capacity_bytes = "plan.capacity_bytes";
@@ -157,11 +157,11 @@ inline constexpr std::string_view plan_capacity_bytes = "plan.capacity_bytes";
 inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
     "plan.capacity_with_ttm_fix_bytes";
 /// Whether the machine is a VM, string: "none", systemd-detect-virt's name, "vm-other"
-/// (derived from /sys/class/dmi/id and /proc/cpuinfo; checks/derived.cpp).
+/// (derived from /sys/class/dmi/id and /proc/cpuinfo; checks/host/host_derive.cpp).
 inline constexpr std::string_view host_virtualization = "host.virtualization";
 /// PRETTY_NAME of os-release, string (checks/os.cpp).
 inline constexpr std::string_view os_pretty_name = "os.pretty_name";
-/// Where the doctor runs, string: "host" or the container kind (derived; checks/derived.cpp).
+/// Where the doctor runs, string: "host" or the container kind (derived; checks/host/).
 inline constexpr std::string_view host_runs_in = "host.runs_in";
 /// The site directory the framework probe found torch in, string (checks/framework.cpp).
 inline constexpr std::string_view framework_python_env = "framework.python_env";
@@ -171,9 +171,9 @@ inline constexpr std::string_view framework_torch_version = "framework.torch.ver
 inline constexpr std::string_view framework_torch_build = "framework.torch.build";
 /// torch.version.hip, string (checks/framework.cpp).
 inline constexpr std::string_view framework_torch_hip_version = "framework.torch.hip_version";
-/// The ROCm release a wheel bundles, "MAJOR.MINOR" string (derived; checks/derived.cpp).
+/// The ROCm release a wheel bundles, "MAJOR.MINOR" string (derived; checks/framework/).
 inline constexpr std::string_view framework_torch_rocm_version = "framework.torch.rocm_version";
-/// The gfx targets a ROCm wheel has kernels for, list of strings (derived; checks/derived.cpp).
+/// The gfx targets a ROCm wheel has kernels for, list of strings (derived; checks/framework/).
 inline constexpr std::string_view framework_torch_kernel_targets = "framework.torch.kernel_targets";
 /// MemTotal of /proc/meminfo, integer bytes (kB x 1024; checks/memory.cpp).
 inline constexpr std::string_view mem_total_bytes = "mem.total_bytes";
@@ -184,10 +184,10 @@ inline constexpr std::string_view ttm_module = "ttm.module";
 /// /sys/module/<ttm.module>/parameters/pages_limit; checks/ttm.cpp).
 inline constexpr std::string_view ttm_pages_limit_bytes = "ttm.pages_limit_bytes";
 /// The TTM limit halo-doctor recommends, integer bytes: (floor(MemTotal in GiB) - --reserve)
-/// GiB (derived; checks/derived.cpp).
+/// GiB (derived; checks/ttm/ttm_derive.cpp).
 inline constexpr std::string_view ttm_recommended_bytes = "ttm.recommended_bytes";
 /// The largest TTM limit that leaves the operating system its headroom, integer bytes:
-/// MemTotal minus units::kTtmOsHeadroomBytes (derived; checks/derived.cpp).
+/// MemTotal minus units::kTtmOsHeadroomBytes (derived; checks/ttm/ttm_derive.cpp).
 inline constexpr std::string_view ttm_max_limit_bytes = "ttm.max_limit_bytes";
 /// ID of os-release, string, e.g. "ubuntu" (/etc/os-release, else /usr/lib/os-release;
 /// checks/os.cpp).
@@ -253,8 +253,8 @@ std::string modprobe_option(std::string_view module, std::string_view param);
 /// (the probe registry, src/core/registry.cpp).
 std::string probe_status(std::string_view id);
 
-/// The fields of `gpu.N.<field>` that code outside the probes reads (derived per GPU in
-/// checks/derived.cpp, most as aliases of the GPU's DRM card `drm.<card>.<field>`).
+/// The fields of `gpu.N.<field>` that code outside the probes reads (derived per GPU by the
+/// derivations of checks/gpus/, most as aliases of the GPU's DRM card `drm.<card>.<field>`).
 namespace gpu_field {
 /// The PCI address of the GPU's DRM card, string, e.g. "0000:c3:00.0".
 inline constexpr std::string_view pci_slot = "pci_slot";

@@ -154,6 +154,34 @@ public:
   virtual std::vector<std::string> env_reads() const { return {}; }
   /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
   virtual void collect(const ProbeContext& ctx, FactSet& facts) const = 0;
+  /// True for a Derivation: a probe that reads no machine, only other probes' facts and the
+  /// options; ProbeRegistry::rederive runs exactly these.
+  virtual bool is_derivation() const { return false; }
+};
+
+/// What a derivation gets: the options, and no Root, so that it cannot read a file.
+struct DeriveContext {
+  const ProbeOptions& options;
+};
+
+/// A probe that computes facts from other probes' facts and the options (joins, decisions,
+/// aliases: "which GPUs are there", "the TTM limit configured for the module amdgpu uses"), never
+/// from files. Its inputs() are narrow (exact keys or `*` patterns, no `**`), so the read audit
+/// (FactSet::ReadGuard) sees what it reads; the registry orders it by those inputs like any other
+/// probe, and runs it again on replayed facts (ProbeRegistry::rederive).
+class Derivation : public Probe {
+public:
+  /// Adds the derived facts to `facts`, which holds the facts of the probes it reads.
+  virtual void derive(const DeriveContext& ctx, FactSet& facts) const = 0;
+  /// A derivation reads no file.
+  std::vector<std::string> reads() const final { return {}; }
+  /// Nor the environment: it reads the `env.*` facts of the environment probe.
+  std::vector<std::string> env_reads() const final { return {}; }
+  /// derive() with the options only.
+  void collect(const ProbeContext& ctx, FactSet& facts) const final {
+    derive(DeriveContext{ctx.options}, facts);
+  }
+  bool is_derivation() const final { return true; }
 };
 
 /// The probes, run in the order their inputs require: a probe runs after every probe that
@@ -191,10 +219,10 @@ public:
   /// Runs every probe in order; a probe that throws is recorded as `probe.<id>.status` error.
   /// Without ctx.host, the host root is chosen by detect_host_root(ctx.root, host_root option).
   FactSet collect(const ProbeContext& ctx) const;
-  /// Re-runs only the probes that read no machine (the training plan, id "plan") and the
-  /// derivations (id "derived") on an existing fact set, e.g. one replayed from `--facts FILE`,
-  /// so `--reserve` and `--model` still apply.
-  void rederive(const ProbeContext& ctx, FactSet& facts) const;
+  /// Re-runs every derivation (Probe::is_derivation), in run order, on an existing fact set, e.g.
+  /// one replayed from `--facts FILE`, so that `--reserve` and `--model` still apply. Derivations
+  /// read no machine, so no root is needed.
+  void rederive(const ProbeOptions& options, FactSet& facts) const;
 
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
@@ -205,6 +233,21 @@ private:
   std::vector<std::string> patterns_ = own_patterns();
   std::vector<FactDecl> decls_ = registry_declarations();
 };
+
+/// A fact family: the first segment of its keys ("ttm") and the folder of checks/ that holds every
+/// probe and derivation providing it ("ttm": checks/ttm/). One folder per family, so a fact is
+/// found beside the probe that reads it from the machine and the derivations that join it.
+struct FactFamily {
+  std::string_view prefix; ///< "ttm", "gpu", "kernel_log"
+  std::string_view folder; ///< "ttm", "gpus", "kernel_log" (under checks/)
+};
+/// Every family of the built-in probes, sorted by prefix (src/core/fact_families.cpp, the one map;
+/// tests/source/families.py checks every probe's file against it). The registry's own families
+/// (`probe.*.status`, `bench.**`) are not in it.
+std::span<const FactFamily> fact_families();
+/// The folder of the family of `key_or_pattern` (by its first segment); empty for a key of no
+/// family.
+std::string_view family_folder(std::string_view key_or_pattern);
 
 /// docs/facts.md, generated from the declarations of `reg`'s probes in registry order (`halo-doctor
 /// facts --declared --format markdown`; tests/unit/test_fact_declarations.cpp checks the file is

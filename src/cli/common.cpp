@@ -123,7 +123,7 @@ FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
                       : facts_from_json_text(read_file_or_throw(o.facts_file), o.facts_file);
   for (const auto& f : o.add_facts)
     facts.merge(facts_from_json_text(read_file_or_throw(f), f));
-  if (!o.facts_file.empty() || !o.add_facts.empty()) reg.rederive(ctx, facts);
+  if (!o.facts_file.empty() || !o.add_facts.empty()) reg.rederive(po, facts);
   return facts;
 }
 

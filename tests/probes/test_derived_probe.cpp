@@ -99,7 +99,7 @@ TEST_CASE("derived: APU found behind a dGPU; visible devices as ROCr and HIP rea
     FactSet g = f;
     for (const auto& [k, v] : env)
       g.put_ok(k, v, "/proc/self/environ");
-    reg.rederive(ProbeContext{root, opt}, g);
+    reg.rederive(opt, g);
     return g;
   };
   // ROCR picks the APU only: the override now matches every GPU ROCm sees.
@@ -208,7 +208,7 @@ TEST_CASE("derived: a wheel's kernel targets are those both libtorch_hip.so and 
       g.put_ok("framework.torch.gfx_targets", *blas, "test");
     else
       g.put_status("framework.torch.gfx_targets", Status::missing, "test", "no rocBLAS here");
-    reg.rederive(ProbeContext{root, opt}, g);
+    reg.rederive(opt, g);
     return g.get<List>("framework.torch.kernel_targets").value_or(List{"(not derived)"});
   };
   // A GPU needs both: gfx1151 code in libtorch_hip.so but no gfx1151 rocBLAS kernels is no gfx1151.
@@ -223,7 +223,7 @@ TEST_CASE("derived: a wheel's kernel targets are those both libtorch_hip.so and 
   FactSet none = f;
   none.put_status("framework.torch.offload_targets", Status::error, "test", "not an ELF file");
   none.put_status("framework.torch.gfx_targets", Status::missing, "test", "no rocBLAS here");
-  reg.rederive(ProbeContext{root, opt}, none);
+  reg.rederive(opt, none);
   const Fact* k = none.find("framework.torch.kernel_targets");
   REQUIRE(k != nullptr);
   CHECK(k->status == Status::missing);
@@ -242,7 +242,7 @@ TEST_CASE("derived: the ROCm release a wheel bundles is torch.version.hip's majo
   auto rocm = [&](const std::string& hip) {
     FactSet g = f;
     g.put_ok("framework.torch.hip_version", hip, "test");
-    reg.rederive(ProbeContext{root, opt}, g);
+    reg.rederive(opt, g);
     return *g.find("framework.torch.rocm_version");
   };
   // pytorch.org 2.5.1+rocm6.2 (ROCm 6.2.0's HIP), 2.9 +rocm6.4, a ROCm 7.1 wheel: the third
@@ -257,7 +257,7 @@ TEST_CASE("derived: the ROCm release a wheel bundles is torch.version.hip's majo
   // A CPU wheel: missing, with the probe's reason.
   FactSet cpu = f;
   cpu.put_status("framework.torch.hip_version", Status::missing, "test", "not a ROCm build");
-  reg.rederive(ProbeContext{root, opt}, cpu);
+  reg.rederive(opt, cpu);
   CHECK(cpu.find("framework.torch.rocm_version")->status == Status::missing);
   CHECK(cpu.find("framework.torch.rocm_version")->reason == "not a ROCm build");
 }

@@ -259,7 +259,7 @@ TEST_CASE("runtime rules: MES firmware 0x83 on gfx1151 fails, 0x80 passes", "[re
   ProbeOptions opt;
   opt.no_runtime = true;
   auto verdict = [&](FactSet f) {
-    reg.rederive(ProbeContext{root, opt}, f);
+    reg.rederive(opt, f);
     for (const auto& r : evaluate(rules, f, params))
       if (r.id == "gfx1151-mes-firmware") return r;
     FAIL("no gfx1151-mes-firmware result");

@@ -74,9 +74,9 @@ TEST_CASE("a malformed facts file is an input error naming the file and line", "
 }
 
 TEST_CASE("the key helpers build the keys the probes write", "[fact]") {
-  // The probes write these keys as text (checks/derived.cpp, hsa.cpp, modprobe.cpp and the
-  // registry); code outside them reads through halo::keys, so a helper that drifted would read
-  // nothing.
+  // The probes write these keys as text (the derivations of checks/<family>/, hsa.cpp, modprobe.cpp
+  // and the registry); code outside them reads through halo::keys, so a helper that drifted would
+  // read nothing.
   CHECK(keys::gpu(std::int64_t{3}, keys::gpu_field::usable_bytes) == "gpu.3.usable_bytes");
   CHECK(keys::gpu("*", keys::gpu_field::temp_junction_mc) == "gpu.*.temp.junction_mc");
   CHECK(keys::gpu("12", keys::gpu_field::pci_slot) == "gpu.12.pci_slot");

@@ -48,6 +48,32 @@ private:
   Body body_;
 };
 
+/// A derivation made of parts: provides `provides`, reads `inputs`, runs `body` with the options.
+class TestDerivation : public Derivation {
+public:
+  using Body = std::function<void(const DeriveContext&, FactSet&)>;
+  TestDerivation(std::string id, std::vector<std::string> provides, std::vector<std::string> inputs,
+                 Body body)
+      : id_(std::move(id)), provides_(std::move(provides)), inputs_(std::move(inputs)),
+        body_(std::move(body)) {}
+  std::string_view id() const override { return id_; }
+  std::vector<FactDecl> declarations() const override {
+    std::vector<FactDecl> out;
+    for (const auto& p : provides_)
+      out.push_back(FactDecl{p, FactType::integer, "", "test"});
+    return out;
+  }
+  std::string source() const override { return "test"; }
+  std::vector<std::string> inputs() const override { return inputs_; }
+  void derive(const DeriveContext& ctx, FactSet& facts) const override { body_(ctx, facts); }
+
+private:
+  std::string id_;
+  std::vector<std::string> provides_;
+  std::vector<std::string> inputs_;
+  Body body_;
+};
+
 std::vector<std::string> order(const ProbeRegistry& r) {
   std::vector<std::string> out;
   for (const auto& p : r.probes())
@@ -229,16 +255,83 @@ TEST_CASE("the built-in probes resolve, and each runs after the probes it reads"
     }
     seen.emplace_back(p->id());
   }
-  // The derive stage reads (nearly) every family, so it runs last; a probe that reads only the
-  // kernel release runs after the kernel probe.
-  CHECK(seen.back() == "derived");
+  // A probe that reads only the kernel release runs after the kernel probe; each derivation after
+  // the probes and derivations it reads (the GPU list before what is joined to it, the TTM limits
+  // before the plan's capacity), not at a fixed place.
   const auto pos = [&](std::string_view id) {
     return std::find(seen.begin(), seen.end(), std::string(id)) - seen.begin();
   };
+  CHECK(pos("drm") < pos("gpu_list"));
+  CHECK(pos("kfd_topology") < pos("gpu_list"));
+  CHECK(pos("gpu_list") < pos("gpu_cards"));
+  CHECK(pos("gpu_list") < pos("gpu_visibility"));
+  CHECK(pos("gpu_visibility") < pos("gpu_usable_memory"));
+  CHECK(pos("ttm_configured") < pos("plan_gpu"));
+  CHECK(pos("gpu_usable_memory") < pos("plan_gpu"));
+  CHECK(pos("modparam") < pos("amdgpu_driver"));
   CHECK(pos("kernel") < pos("module_file"));
   CHECK(pos("secure_boot") < pos("module_file"));
   CHECK(pos("kernel_log") < pos("initramfs"));
   CHECK(pos("drm") < pos("ras"));
   CHECK(pos("environment") < pos("device_access"));
-  CHECK(pos("plan") < pos("derived"));
+  CHECK(pos("plan") < pos("plan_gpu"));
+}
+
+TEST_CASE("rederive runs every derivation, in order, and no probe that reads the machine",
+          "[registry]") {
+  ProbeRegistry r;
+  int machine_runs = 0;
+  // Added first, read by the first derivation: resolve() orders the derivations after it, and
+  // the second derivation after the first, whose fact it reads.
+  r.add(std::make_unique<TestDerivation>(
+      "reserve_left", std::vector<std::string>{"d.left"}, std::vector<std::string>{"d.base"},
+      [](const DeriveContext& ctx, FactSet& f) {
+        f.put_ok("d.left", f.get_int("d.base").value_or(0) - ctx.options.reserve_gib, "test");
+      }));
+  r.add(std::make_unique<TestProbe>("machine", std::vector<std::string>{"m.total"},
+                                    std::vector<std::string>{}, [&](FactSet&) { ++machine_runs; }));
+  r.add(std::make_unique<TestDerivation>(
+      "base", std::vector<std::string>{"d.base"}, std::vector<std::string>{"m.total"},
+      [](const DeriveContext&, FactSet& f) {
+        f.put_ok("d.base", f.get_int("m.total").value_or(-1), "test");
+      }));
+  r.resolve();
+  CHECK(order(r) == std::vector<std::string>{"machine", "base", "reserve_left"});
+  CHECK_FALSE(r.probes()[0]->is_derivation());
+  CHECK(r.probes()[1]->is_derivation());
+  CHECK(r.probes()[1]->reads().empty());
+  // Replayed facts (as from --facts FILE): the machine probe does not run again, both
+  // derivations do, with the options given now.
+  FactSet f;
+  f.put_ok("m.total", std::int64_t{100}, "replayed");
+  f.put_ok("d.left", std::int64_t{0}, "replayed (stale)");
+  ProbeOptions opt;
+  opt.reserve_gib = 8;
+  r.rederive(opt, f);
+  CHECK(machine_runs == 0);
+  CHECK(f.get_int("d.base") == 100);
+  CHECK(f.get_int("d.left") == 92);
+  CHECK(f.get<std::string>(keys::probe_status("reserve_left")) == std::string("ok"));
+  CHECK(f.find(keys::probe_status("machine")) == nullptr);
+}
+
+TEST_CASE("no built-in probe or derivation reads a ** pattern, and every derivation is narrow",
+          "[registry]") {
+  const ProbeRegistry reg = builtin_probes();
+  std::size_t derivations = 0;
+  for (const auto& p : reg.probes()) {
+    for (const auto& in : p->inputs()) {
+      INFO(p->id() << " reads " << in);
+      CHECK(in.find("**") == std::string::npos);
+    }
+    if (p->is_derivation()) {
+      ++derivations;
+      CHECK(p->reads().empty());
+      CHECK(p->env_reads().empty());
+    }
+  }
+  // The training plan and the joins of the old single `derived` stage (issue 33).
+  CHECK(derivations >= 10);
+  CHECK(std::none_of(reg.probes().begin(), reg.probes().end(),
+                     [](const auto& p) { return p->id() == "derived"; }));
 }

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+// The framework family's derivations (no files): PyTorch's allocator settings and the debugging
+// switches left in the environment, HSA_OVERRIDE_GFX_VERSION against each GPU, the torch wheel's
+// ROCm release, kernel targets and companions, and what `--framework-deep` saw against what
+// device 0 could give.
+#include "derivation.hpp"
+#include "framework/alloc_conf.hpp"
+#include "gpus/gfx.hpp"
+#include "gpus/gpus.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+/// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
+/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
+/// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
+/// PYTORCH_CUDA_ALLOC_CONF and only when it is unset PYTORCH_HIP_ALLOC_CONF.
+void derive_alloc_conf(FactSet& facts) {
+  const Fact* names = facts.find("env.names");
+  if (names == nullptr || names->status != Status::ok) {
+    for (const char* k : {"framework.alloc_conf.vars", "framework.alloc_conf.problems",
+                          "framework.alloc_conf.shadowed"})
+      facts.put_status(k, Status::missing, "derived", "the environment could not be read");
+    return;
+  }
+  std::vector<std::string> vars;
+  std::vector<std::string> problems;
+  for (const auto& [var, key] :
+       {std::pair{"PYTORCH_ALLOC_CONF", "env.pytorch_alloc_conf"},
+        std::pair{"PYTORCH_CUDA_ALLOC_CONF", "env.pytorch_cuda_alloc_conf"},
+        std::pair{"PYTORCH_HIP_ALLOC_CONF", "env.pytorch_hip_alloc_conf"}}) {
+    const auto v = facts.get<std::string>(key);
+    if (!v) continue;
+    vars.emplace_back(var);
+    for (const auto& p : alloc_conf_problems(*v))
+      problems.push_back(fmt::format("{}={}: {}", var, v->substr(0, 200), p));
+  }
+  const std::string src = "derived: c10/core/AllocatorConfig.cpp parseArgs";
+  facts.put_ok("framework.alloc_conf.vars", vars, src);
+  facts.put_ok("framework.alloc_conf.problems", problems, src);
+  const auto cuda = facts.get<std::string>("env.pytorch_cuda_alloc_conf");
+  const auto hip = facts.get<std::string>("env.pytorch_hip_alloc_conf");
+  facts.put_ok("framework.alloc_conf.shadowed", cuda && hip && *cuda != *hip,
+               "derived: c10/cuda/CUDAAllocatorConfig.h (the CUDA name first, HIP only if unset)");
+}
+
+/// env.debug_settings: debugging switches of HIP, ROCr and PyTorch left in the environment
+/// training will see, each as "NAME=VALUE (what it costs)". AMD_SERIALIZE_KERNEL and
+/// AMD_SERIALIZE_COPY (1, 2 or 3) make every kernel or copy wait (HIP's environment variables
+/// reference); PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING=1 turn PyTorch's
+/// caching allocator off (docs/source/notes/cuda.rst and hip.rst); HSA_ENABLE_SDMA=0 moves copies
+/// from the DMA engines to shader blits (a hang-diagnosis toggle: reference/amd-gpu-facts.md 2.5);
+/// AMD_LOG_LEVEL of 3 or more logs every API call.
+void derive_debug_settings(FactSet& facts) {
+  struct Switch {
+    const char* key;
+    const char* name;
+    bool (*on)(std::string_view);
+    const char* cost;
+  };
+  static const std::array<Switch, 6> kSwitches{{
+      {"env.amd_serialize_kernel", "AMD_SERIALIZE_KERNEL",
+       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+       "every kernel launch waits for the GPU"},
+      {"env.amd_serialize_copy", "AMD_SERIALIZE_COPY",
+       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+       "every copy waits for the GPU"},
+      {"env.pytorch_no_cuda_memory_caching", "PYTORCH_NO_CUDA_MEMORY_CACHING",
+       [](std::string_view v) { return v == "1"; },
+       "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
+      {"env.pytorch_no_hip_memory_caching", "PYTORCH_NO_HIP_MEMORY_CACHING",
+       [](std::string_view v) { return v == "1"; },
+       "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
+      {"env.hsa_enable_sdma", "HSA_ENABLE_SDMA", [](std::string_view v) { return v == "0"; },
+       "copies run as shader blits instead of on the DMA engines"},
+      {"env.amd_log_level", "AMD_LOG_LEVEL",
+       [](std::string_view v) { return v.size() == 1 && v[0] >= '3' && v[0] <= '9'; },
+       "HIP logs every API call"},
+  }};
+  // Without the environment (env.names not ok: /proc/self/environ unreadable), nothing is known.
+  if (const Fact* names = facts.find("env.names"); names == nullptr || !names->ok()) {
+    facts.put_status("env.debug_settings", Status::missing, kDerived,
+                     names == nullptr || names->reason.empty()
+                         ? std::string("the environment was not read")
+                         : "the environment was not read: " + names->reason);
+    return;
+  }
+  std::vector<std::string> on;
+  for (const auto& sw : kSwitches)
+    if (auto v = facts.get<std::string>(sw.key); v && sw.on(*v))
+      on.push_back(fmt::format("{}={} ({})", sw.name, *v, sw.cost));
+  facts.put_ok("env.debug_settings", on,
+               "derived: AMD_SERIALIZE_KERNEL, AMD_SERIALIZE_COPY, PYTORCH_NO_{CUDA,HIP}_MEMORY_"
+               "CACHING, HSA_ENABLE_SDMA, AMD_LOG_LEVEL of the environment");
+}
+
+/// env.hsa_override_*: the gfx version ROCr reports for each GPU node under
+/// HSA_OVERRIDE_GFX_VERSION[_<node>], against each GPU's own target.
+void derive_hsa_override(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const VisibleGpus visible = visible_gpus(facts);
+  const auto& rocr = visible.rocr;
+  const std::string& src = visible.source;
+  // The gfx version ROCr reports for each GPU node: libhsakmt's topology_sysfs_get_node_props()
+  // (libhsakmt/src/topology.c) reads HSA_OVERRIDE_GFX_VERSION_<node> for the node first, then
+  // HSA_OVERRIDE_GFX_VERSION. <node> is libhsakmt's node number: the CPU nodes and the GPU nodes
+  // it supports, in KFD sysfs order, which is the KFD node number (gpu.N.kfd_node) when it
+  // supports every node. A value that is not MAJOR.MINOR.STEPPING (sscanf "%u.%u.%u%c" != 3, or
+  // major > 63, minor or stepping > 255) makes the node's read fail (HSAKMT_STATUS_ERROR), and
+  // with it ROCr's topology.
+  std::vector<std::string> mismatch;
+  std::vector<std::string> per_gpu;
+  std::vector<std::string> invalid;
+  const auto global = facts.get<std::string>("env.hsa_override_gfx_version");
+  bool any = global.has_value();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node"));
+    std::optional<std::string> value;
+    std::string var = "HSA_OVERRIDE_GFX_VERSION";
+    if (node) {
+      value = facts.get<std::string>("env.hsa_override_gfx_version_" + *node);
+      if (value) var += "_" + *node;
+    }
+    if (!value) value = global;
+    if (!value) continue;
+    any = true;
+    const auto target = gfx_from_override(*value);
+    const std::string setting = fmt::format("{}={}", var, *value);
+    if (!target) {
+      if (std::find(invalid.begin(), invalid.end(), setting) == invalid.end())
+        invalid.push_back(setting);
+      continue;
+    }
+    const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+    per_gpu.push_back(
+        fmt::format("gpu.{} ({}): {} ({})", i, g.value_or("unknown target"), setting, *target));
+    const bool seen = std::find(rocr.begin(), rocr.end(), i) != rocr.end();
+    if (seen && g && *g != *target)
+      mismatch.push_back(fmt::format("gpu.{} ({}) runs {} code ({})", i, *g, *target, setting));
+  }
+  // Per-node variables of nodes that are no GPU here are still read by nobody: not listed.
+  if (auto names = facts.get<std::vector<std::string>>("env.names"))
+    for (const auto& name : *names)
+      if (name.starts_with("HSA_OVERRIDE_GFX_VERSION_")) any = true;
+  facts.put_ok("env.hsa_override_set", any, "derived: /proc/self/environ");
+  if (any) {
+    facts.put_ok("env.hsa_override_mismatch", mismatch, src);
+    facts.put_ok("env.hsa_override_per_gpu", per_gpu, src);
+    facts.put_ok("env.hsa_override_invalid", invalid, src);
+  } else {
+    for (const char* k :
+         {"env.hsa_override_mismatch", "env.hsa_override_per_gpu", "env.hsa_override_invalid"})
+      facts.put_status(
+          k, Status::missing, kDerived,
+          "neither HSA_OVERRIDE_GFX_VERSION nor HSA_OVERRIDE_GFX_VERSION_<node> is set");
+  }
+}
+
+/// A Python package version "2.5.1+rocm6.2" split into its release ("2.5.1") and its local
+/// version label ("rocm6.2"; PEP 440: after '+'; "" without one).
+std::pair<std::string, std::string> split_local(const std::string& v) {
+  const auto plus = v.find('+');
+  return {v.substr(0, plus), plus == std::string::npos ? std::string() : v.substr(plus + 1)};
+}
+
+/// The first two numbers of a release ("2.5.1" -> {2, 5}); nullopt for anything else.
+std::optional<std::pair<int, int>> major_minor(const std::string& release) {
+  int major = 0;
+  int minor = 0;
+  const char* b = release.data();
+  const char* e = b + release.size();
+  auto r = std::from_chars(b, e, major);
+  if (r.ec != std::errc() || r.ptr == e || *r.ptr != '.') return std::nullopt;
+  r = std::from_chars(r.ptr + 1, e, minor);
+  if (r.ec != std::errc() || major < 0 || major > 99 || minor < 0 || minor > 999)
+    return std::nullopt;
+  return std::make_pair(major, minor);
+}
+
+/// framework.companion_problems: torchvision and torchaudio that do not belong to the torch
+/// beside them. Each release is built against one torch release (torchvision's README table:
+/// torch 2.N pairs with torchvision 0.(N+15), torch 1.N with 0.(N+1); torchaudio 2.N with torch
+/// 2.N, torch 1.N with torchaudio 0.N) and one build of it (the same local version label:
+/// "+rocm6.2" with "+rocm6.2"; a PyPI wheel without a label is the CUDA build on Linux x86-64).
+/// Their compiled operators are loaded into torch's process: a mismatch fails at import or at the
+/// first call ("operator torchvision::nms does not exist", undefined symbols).
+void derive_framework_companions(FactSet& facts) {
+  const auto torch = facts.get<std::string>("framework.torch.version");
+  if (!torch) {
+    facts.put_status("framework.companion_problems", Status::missing, kDerived,
+                     "no torch found (framework.torch.version)");
+    return;
+  }
+  const auto [torch_release, torch_local] = split_local(*torch);
+  const auto tmm = major_minor(torch_release);
+  std::vector<std::string> problems;
+  for (const char* pkg : {"torchvision", "torchaudio"}) {
+    const auto v = facts.get<std::string>(fmt::format("framework.{}.version", pkg));
+    if (!v) continue;
+    const auto [release, local] = split_local(*v);
+    const auto mm = major_minor(release);
+    if (tmm && mm) {
+      const bool vision = std::string_view(pkg) == "torchvision";
+      std::pair<int, int> want{0, 0};
+      if (tmm->first == 1)
+        want = vision ? std::make_pair(0, tmm->second + 1) : std::make_pair(0, tmm->second);
+      else
+        want = vision ? std::make_pair(0, tmm->second + 15) : *tmm;
+      if (*mm != want)
+        problems.push_back(fmt::format("{} {} pairs with another torch than {} (it wants {} {}.{})",
+                                       pkg, *v, *torch, pkg, want.first, want.second));
+    }
+    // The build its compiled operators are linked against (framework.<pkg>.build, from
+    // DT_NEEDED) decides over the label: an unlabelled source build can be ROCm, and a
+    // labelled wheel that needs libc10_cuda.so is CUDA.
+    const auto build = facts.get<std::string>(fmt::format("framework.{}.build", pkg));
+    const auto torch_build = facts.get<std::string>("framework.torch.build");
+    if (build && torch_build) {
+      if (*build != *torch_build)
+        problems.push_back(fmt::format(
+            "{} {} is a {} build ({}) but torch {} is a {} build: its operators cannot run on "
+            "this torch's GPU",
+            pkg, *v, *build, facts.find(fmt::format("framework.{}.build", pkg))->source, *torch,
+            *torch_build));
+      continue;
+    }
+    if (local != torch_local)
+      problems.push_back(fmt::format(
+          "{} {} {} but torch {} {}", pkg, *v,
+          local.empty() ? std::string("has no build label (a PyPI wheel without one is the CUDA "
+                                      "build on Linux)")
+                        : "is the " + local + " build",
+          *torch,
+          torch_local.empty() ? std::string("has none") : "is the " + torch_local + " build"));
+  }
+  facts.put_ok("framework.companion_problems", problems,
+               "derived: framework.torch.version, framework.torchvision.version, "
+               "framework.torchaudio.version");
+}
+
+/// The processors each AMDGPU generic target runs on: LLVM's AMDGPUUsage "Generic Processor
+/// Versions" table (https://llvm.org/docs/AMDGPUUsage.html#generic-processor-versions). A code
+/// object built for gfx11-generic loads on gfx1151 (ROCm 6.4+ runtimes load generic code objects).
+const std::map<std::string, std::vector<std::string>, std::less<>>& generic_targets() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
+      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
+      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}},
+      {"gfx10-1-generic", {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+      {"gfx10-3-generic",
+       {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
+      {"gfx11-generic",
+       {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}},
+      {"gfx12-generic", {"gfx1200", "gfx1201"}},
+  };
+  return table;
+}
+
+/// framework.torch.kernel_targets: the gfx processors a ROCm PyTorch has GPU code for, both its own
+/// (libtorch_hip.so's offload bundles: framework.torch.offload_targets) and its BLAS kernels
+/// (rocBLAS/hipBLASLt file names: framework.torch.gfx_targets); a GPU needs both, so it is the
+/// intersection of those that could be read, generic targets expanded to their processors.
+void derive_framework_kernel_targets(FactSet& facts) {
+  constexpr std::string_view kKey = "framework.torch.kernel_targets";
+  std::optional<std::set<std::string>> targets;
+  std::vector<std::string> used;
+  std::vector<std::string> reasons;
+  for (const char* key : {"framework.torch.offload_targets", "framework.torch.gfx_targets"}) {
+    const Fact* f = facts.find(key);
+    const auto list = facts.get<std::vector<std::string>>(key);
+    if (f == nullptr || f->status != Status::ok || !list) {
+      reasons.push_back(fmt::format("{}: {}", key,
+                                    f == nullptr        ? std::string("not probed")
+                                    : f->reason.empty() ? std::string(to_string(f->status))
+                                                        : f->reason));
+      continue;
+    }
+    std::set<std::string> expanded;
+    for (const auto& t : *list) {
+      expanded.insert(t);
+      if (auto g = generic_targets().find(t); g != generic_targets().end())
+        expanded.insert(g->second.begin(), g->second.end());
+    }
+    if (targets) {
+      std::set<std::string> both;
+      std::set_intersection(targets->begin(), targets->end(), expanded.begin(), expanded.end(),
+                            std::inserter(both, both.end()));
+      targets = std::move(both);
+    } else {
+      targets = std::move(expanded);
+    }
+    used.emplace_back(key);
+  }
+  if (!targets) {
+    facts.put_status(std::string(kKey), Status::missing, kDerived,
+                     fmt::format("{}", fmt::join(reasons, "; ")));
+    return;
+  }
+  facts.put_ok(std::string(kKey), std::vector<std::string>(targets->begin(), targets->end()),
+               fmt::format("derived: {}{}", fmt::join(used, " and "),
+                           used.size() == 2 ? " (both needed: the intersection)" : ""));
+}
+
+/// framework.torch.rocm_version: the ROCm release (MAJOR.MINOR) a ROCm wheel was built on and
+/// bundles (pytorch.org wheels copy libamdhip64 and libhsa-runtime64 into torch/lib; TheRock's
+/// keep them in _rocm_sdk_core): torch.version.hip is HIP's version, whose major and minor are the
+/// ROCm release's ("6.2.41133-dd7f95766" is ROCm 6.2.0, "7.1.25424" ROCm 7.1). Its third field
+/// is a build number, not the ROCm patch release, so only MAJOR.MINOR is derived.
+void derive_framework_rocm_version(FactSet& facts) {
+  constexpr std::string_view kKey = "framework.torch.rocm_version";
+  const auto hip = facts.get<std::string>("framework.torch.hip_version");
+  if (!hip) {
+    const Fact* f = facts.find("framework.torch.hip_version");
+    facts.put_status(std::string(kKey), Status::missing, kDerived,
+                     f == nullptr || f->reason.empty() ? std::string("no ROCm build of torch found")
+                                                       : f->reason);
+    return;
+  }
+  static const RE2 kMajorMinor(R"(([0-9]{1,3})\.([0-9]{1,3})(?:[.+-].*)?)");
+  std::string major;
+  std::string minor;
+  if (!RE2::FullMatch(*hip, kMajorMinor, &major, &minor)) {
+    facts.put_status(std::string(kKey), Status::error, kDerived,
+                     fmt::format("torch.version.hip '{}' is not MAJOR.MINOR[.BUILD]", *hip));
+    return;
+  }
+  facts.put_ok(std::string(kKey), fmt::format("{}.{}", major, minor),
+               "derived: framework.torch.hip_version (HIP's major.minor is the ROCm release's)");
+}
+
+/// framework.deep.device0_expected_bytes: what HIP device 0 could give one process (an APU: its
+/// carve-out or the TTM limit `halo-doctor fix` sets, whichever is larger; a discrete GPU: its
+/// VRAM); framework.deep.device0_seen_ratio: PyTorch's total_memory of device 0 over that.
+void derive_framework_deep(FactSet& facts) {
+  const auto total = facts.get_int("framework.deep.device0.total_bytes");
+  const auto dev0 = facts.get_int("gpu.device0");
+  if (!total || !dev0) {
+    // Not asked (no --framework-deep): not probed either, with the deep probe's reason.
+    const Fact* deep = facts.find("framework.deep.status");
+    const std::string why = deep != nullptr && deep->not_probed()
+                                ? deep->reason
+                                : "PyTorch's device 0 or HIP device 0 is unknown";
+    for (const char* k :
+         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
+      facts.put_status(k, Status::missing, kDerived, why);
+    return;
+  }
+  const auto vram = facts.get_int(keys::gpu(*dev0, "vram_total_bytes"));
+  const auto rec = facts.get_int("ttm.recommended_bytes");
+  std::optional<std::int64_t> expected;
+  if (facts.get<bool>(keys::gpu(*dev0, "apu")) == true && vram && rec)
+    expected = std::max(*vram, *rec);
+  else if (facts.get<bool>(keys::gpu(*dev0, "apu")) == false && vram)
+    expected = *vram;
+  if (!expected || *expected <= 0) {
+    for (const char* k :
+         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
+      facts.put_status(k, Status::missing, kDerived, "HIP device 0's memory is unknown");
+    return;
+  }
+  facts.put_ok("framework.deep.device0_expected_bytes", *expected,
+               "derived: an APU's max(carve-out, ttm.recommended_bytes), a dGPU's VRAM");
+  facts.put_ok(
+      "framework.deep.device0_seen_ratio",
+      static_cast<double>(*total) / static_cast<double>(*expected),
+      "derived: framework.deep.device0.total_bytes / framework.deep.device0_expected_bytes");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_framework_env_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"framework.alloc_conf.vars", list, "",
+       "each of `PYTORCH_ALLOC_CONF`, `PYTORCH_CUDA_ALLOC_CONF`, `PYTORCH_HIP_ALLOC_CONF` that is "
+       "set"},
+      {"framework.alloc_conf.problems", list, "",
+       "what c10/core/AllocatorConfig.cpp would reject in them, each parsed as it does "
+       "(checks/alloc_conf.cpp): the TORCH_CHECK message it would raise"},
+      {"framework.alloc_conf.shadowed", boolean, "",
+       "the CUDA and HIP names are both set and differ (c10/cuda/CUDAAllocatorConfig.h reads the "
+       "HIP name only when the CUDA name is unset)"},
+      {"env.debug_settings", list, "",
+       "debugging switches left on in the environment, as `NAME=VALUE (cost)`: "
+       "`AMD_SERIALIZE_KERNEL`/`AMD_SERIALIZE_COPY` 1-3, `PYTORCH_NO_{CUDA,HIP}_MEMORY_CACHING=1`, "
+       "`HSA_ENABLE_SDMA=0`, `AMD_LOG_LEVEL` 3 or more"},
+      {"env.hsa_override_mismatch", list, "",
+       "the GPUs ROCr sees whose target differs from the override that applies to them "
+       "(`HSA_OVERRIDE_GFX_VERSION_<node>`, else `HSA_OVERRIDE_GFX_VERSION`), as `gpu.N (gfx) "
+       "runs gfxM code (VAR=value)`"},
+      {"env.hsa_override_per_gpu", list, "",
+       "each GPU an override applies to, with the variable (per node or global) and its target"},
+      {"env.hsa_override_invalid", list, "",
+       "overrides that are not MAJOR.MINOR.STEPPING (libhsakmt then fails to read the node)"},
+      {"env.hsa_override_set", boolean, "",
+       "`HSA_OVERRIDE_GFX_VERSION` or some `HSA_OVERRIDE_GFX_VERSION_<node>` is set"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "framework_env", std::move(decls),
+      std::vector<std::string>{"env.*", "gpu.count", "gpu.*.kfd_node", "gpu.*.gfx_target"},
+      "the environment training will see (`env.*`, checks/framework/environment.cpp): "
+      "`PYTORCH_*ALLOC_CONF` checked as c10/core/AllocatorConfig.cpp parses it "
+      "(checks/framework/alloc_conf.cpp); debugging switches of HIP, ROCr and PyTorch; "
+      "`HSA_OVERRIDE_GFX_VERSION[_<node>]` as libhsakmt's topology_sysfs_get_node_props() reads "
+      "it, against each GPU's target.",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) {
+        derive_alloc_conf(facts);
+        derive_debug_settings(facts);
+        derive_hsa_override(facts);
+      });
+}
+
+std::unique_ptr<Probe> make_framework_torch_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"framework.companion_problems", list, "",
+       "each of torchvision and torchaudio whose release does not pair with torch's (torch 2.N: "
+       "torchvision 0.(N+15), torchaudio 2.N; 1.N: 0.(N+1), 0.N) or whose local label (`+rocm6.2`) "
+       "differs from torch's"},
+      {"framework.torch.kernel_targets", list, "",
+       "the intersection of `framework.torch.offload_targets` and `framework.torch.gfx_targets` "
+       "where each could be read, generic targets (`gfx11-generic`) expanded to their processors "
+       "(LLVM AMDGPUUsage); what torch-missing-gfx-target judges"},
+      {"framework.torch.rocm_version", string, "",
+       "the ROCm release (`MAJOR.MINOR`) of a ROCm wheel, from `torch.version.hip` (HIP's "
+       "major.minor are ROCm's; its third field is a build number); `error` when it is not "
+       "`MAJOR.MINOR[.BUILD]`"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "framework_torch", std::move(decls),
+      std::vector<std::string>{"framework.torch.version", "framework.torch.build",
+                               "framework.torchvision.version", "framework.torchvision.build",
+                               "framework.torchaudio.version", "framework.torchaudio.build",
+                               "framework.torch.offload_targets", "framework.torch.gfx_targets",
+                               "framework.torch.hip_version"},
+      "the torch wheel found by the framework probe (checks/framework/framework.cpp): torchvision "
+      "and torchaudio paired with torch's release (torchvision's README table) and build; the "
+      "intersection of its offload-bundle and BLAS targets, generic targets expanded (LLVM "
+      "AMDGPUUsage); the ROCm release from `torch.version.hip` (HIP's major.minor are ROCm's).",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) {
+        derive_framework_companions(facts);
+        derive_framework_kernel_targets(facts);
+        derive_framework_rocm_version(facts);
+      });
+}
+
+std::unique_ptr<Probe> make_framework_deep_capacity_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"framework.deep.device0_expected_bytes", integer, "bytes",
+       "what HIP device 0 could give a process: an APU's max(carve-out, `ttm.recommended_bytes`), "
+       "a dGPU's VRAM"},
+      {"framework.deep.device0_seen_ratio", number, "",
+       "PyTorch's share of it: `framework.deep.device0.total_bytes` / "
+       "`framework.deep.device0_expected_bytes`"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "framework_deep_capacity", std::move(decls),
+      std::vector<std::string>{"framework.deep.status", "framework.deep.device0.total_bytes",
+                               "gpu.device0", "gpu.*.vram_total_bytes", "gpu.*.apu",
+                               "ttm.recommended_bytes"},
+      "what HIP device 0 could give one process (an APU: max(carve-out, `ttm.recommended_bytes`), "
+      "the TTM limit `halo-doctor fix` sets; a discrete GPU: its VRAM) and PyTorch's "
+      "`total_memory` of device 0 (`--framework-deep`, checks/framework/framework_deep.cpp) over "
+      "it.",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_framework_deep(facts); });
+}
+
+} // namespace halo::probes

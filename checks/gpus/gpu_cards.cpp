@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+// The facts of each GPU's DRM card under the GPU's own keys (`gpu.N.ras.*`, `gpu.N.pcie.*`,
+// `gpu.N.xgmi.*`, `gpu.N.metrics.*`, its render node and MES firmware), and the comparisons
+// across GPUs (firmware mismatch, the XGMI hive): a derivation (no files).
+#include "derivation.hpp"
+#include "gpus/gfx.hpp"
+#include "gpus/gpus.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+/// gpu.N.ras.*: the RAS counters (checks/ras.cpp) of GPU N's DRM card.
+void derive_ras_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(fmt::format("gpu.{}.card", i)).value_or("");
+    alias_fields(facts, fmt::format("gpu.{}.ras", i), card.empty() ? std::string() : "ras." + card,
+                 {"supported", "ue_count", "ce_count", "de_count", "ue_blocks", "bad_pages_retired",
+                  "bad_pages_pending", "bad_pages_failed"},
+                 "no amdgpu DRM card for this GPU, so no RAS counters");
+  }
+}
+
+/// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/drm.cpp) of GPU
+/// N's DRM card.
+void derive_link_and_thermal_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const std::string from = card.empty() ? std::string() : "drm." + card;
+    alias_fields(facts, keys::gpu(i, "pcie"), card.empty() ? std::string() : from + ".pcie",
+                 {"current_speed_gts", "max_speed_gts", "current_width", "max_width"},
+                 "no amdgpu DRM card for this GPU, so no PCIe link facts");
+    alias_fields(
+        facts, keys::gpu(i, "temp"), card.empty() ? std::string() : from + ".temp",
+        {"edge_mc", "edge_crit_mc", "junction_mc", "junction_crit_mc", "mem_mc", "mem_crit_mc"},
+        "no amdgpu DRM card for this GPU, so no hwmon temperatures");
+    alias_fields(facts, keys::gpu(i, "power"), card.empty() ? std::string() : from + ".power",
+                 {"cap_uw", "cap_max_uw", "cap_default_uw", "now_uw"},
+                 "no amdgpu DRM card for this GPU, so no hwmon power");
+  }
+}
+
+/// XGMI per GPU (checks/xgmi.cpp) and for the host: xgmi.expected_members, the physical
+/// MI300-series GPUs here (an MI300X or MI325X board joins its eight OAMs in one hive), and
+/// xgmi.main_hive_id, the hive most of them are in.
+void derive_xgmi(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::int64_t members = 0;
+  std::map<std::string, std::int64_t> hives;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    alias_fields(facts, keys::gpu(i, "xgmi"), card.empty() ? std::string() : "xgmi." + card,
+                 {"member", "hive_id", "hive_size", "far_peers", "physical_id"},
+                 "no amdgpu DRM card for this GPU, so no XGMI facts");
+    if (facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
+    if (facts.get<bool>(keys::gpu(i, "mi300_series")) == true) ++members;
+    if (auto h = facts.get<std::string>(keys::gpu(i, "xgmi.hive_id")); h && *h != "0") ++hives[*h];
+  }
+  facts.put_ok("xgmi.expected_members", members,
+               "derived: physical MI300-series GPUs (gpu.*.mi300_series)");
+  if (hives.empty()) {
+    facts.put_status("xgmi.main_hive_id", Status::missing, kDerived, "no GPU is in an XGMI hive");
+    return;
+  }
+  const auto best = std::max_element(
+      hives.begin(), hives.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  facts.put_ok("xgmi.main_hive_id", best->first, "derived: the hive most GPUs are in");
+}
+
+/// Firmware of the GPUs (checks/gpu_firmware.cpp) compared within each product (PCI device id):
+/// gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
+/// ("mec (0x000080a5: GPU 2; 0x000080b1: GPUs 0, 1)"), gpu.firmware_compared the number of
+/// GPUs of the largest product group whose firmware could be read. Partitions count once.
+/// gpu.N.perf_level: the DPM performance level of GPU N's card; gpu.N.metrics.*: its gpu_metrics
+/// table (checks/gpu_metrics.cpp).
+void derive_gpu_firmware(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::map<std::int64_t, std::vector<std::int64_t>> by_product;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    alias(facts, keys::gpu(i, "perf_level"),
+          card.empty() ? std::string() : "drm." + card + ".perf_level",
+          "no power_dpm_force_performance_level for this GPU");
+    alias_fields(facts, keys::gpu(i, "metrics"),
+                 card.empty() ? std::string() : "gpu_metrics." + card,
+                 {"version", "temperature_edge_c", "temperature_hotspot_c", "temperature_mem_c",
+                  "socket_power_w", "throttle_power", "throttle_current", "throttle_thermal"},
+                 "no amdgpu DRM card for this GPU, so no gpu_metrics");
+    if (card.empty() || facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
+    if (!facts.get<std::vector<std::string>>("fw." + card + ".names")) continue;
+    if (auto id = facts.get_int(keys::gpu(i, "device_id"))) by_product[*id].push_back(i);
+  }
+  std::vector<std::string> mismatch;
+  std::size_t compared = 0;
+  for (const auto& [id, gpus] : by_product) {
+    compared = std::max(compared, gpus.size());
+    if (gpus.size() < 2) continue;
+    std::set<std::string> names = {"vbios_version"};
+    for (const auto i : gpus) {
+      const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+      for (const auto& name : facts.get<std::vector<std::string>>("fw." + card + ".names")
+                                  .value_or(std::vector<std::string>{}))
+        names.insert(name);
+    }
+    for (const auto& name : names) {
+      std::map<std::string, std::vector<std::int64_t>> by_value;
+      for (const auto i : gpus) {
+        const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+        const Fact* f = facts.find(fmt::format("fw.{}.{}", card, name));
+        by_value[f == nullptr ? "absent"
+                 : f->ok()    ? format_value(f->value)
+                              : "unreadable"]
+            .push_back(i);
+      }
+      if (by_value.size() < 2) continue;
+      std::vector<std::string> parts;
+      parts.reserve(by_value.size());
+      for (const auto& [value, idx] : by_value)
+        parts.push_back(fmt::format("{}: {}", value, gpu_list(idx)));
+      mismatch.push_back(fmt::format("{} ({})", name, fmt::join(parts, "; ")));
+    }
+  }
+  facts.put_ok("gpu.firmware_mismatch", mismatch,
+               "derived: /sys/class/drm/card*/device/fw_version/*, vbios_version");
+  facts.put_ok("gpu.firmware_compared", static_cast<std::int64_t>(compared),
+               "derived: GPUs of one product whose fw_version/ could be read");
+}
+
+void derive_render_access(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  std::int64_t present = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string pre = fmt::format("gpu.{}.render", i);
+    const auto minor = facts.get_int(fmt::format("gpu.{}.render_minor", i));
+    const std::string found = minor ? member_with(facts, "access.render.*.path",
+                                                  fmt::format("/dev/dri/renderD{}", *minor))
+                                    : std::string();
+    const std::string why =
+        !minor ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
+        : found.empty() ? "the device access probe did not look at this GPU's render node"
+                        : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
+    alias_fields(facts, pre, found, {"path", "exists", "rw", "gid", "group", "mode"}, why);
+    if (facts.get<bool>(pre + ".exists") == true) ++present;
+  }
+  // How many GPUs' render nodes exist here: 0 in a container started without /dev/dri, fewer
+  // than gpu.count where only some were passed in on purpose (--device=/dev/dri/renderD<N>).
+  facts.put_ok("gpu.render_nodes_present", present, "derived: gpu.*.render.exists");
+}
+
+/// gpu.N.mes_fw_version{,_hex}, gpu.N.mes_feature_version: what libdrm_amdgpu read from the
+/// device whose PCI bus id (drmGetDevices2) is GPU N's slot; libdrm's device order is its own.
+void derive_libdrm_per_gpu(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto slot = facts.get<std::string>(fmt::format("gpu.{}.pci_slot", i));
+    const std::string found = slot ? member_with(facts, "libdrm.dev.*.bus_id", *slot) : "";
+    // Without a match, copy libdrm's own status (not probed, not installed) where it has one.
+    const Fact* status = facts.find("libdrm.status");
+    const std::string why =
+        status != nullptr && !status->ok()
+            ? status->reason
+            : fmt::format("libdrm lists no device at {}", slot.value_or("an unknown PCI slot"));
+    // Without libdrm's answer, the card's fw_version/mes_fw_version (sysfs, no root; the same
+    // masked number: amdgpu_ucode.c FW_VERSION_ATTR(mes_fw_version, mes.sched_version &
+    // AMDGPU_MES_VERSION_MASK)).
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const Fact* sysfs_mes = card.empty() ? nullptr : facts.find("fw." + card + ".mes");
+    if ((found.empty() || !facts.get_int(found + ".mes_fw_version")) && sysfs_mes != nullptr &&
+        sysfs_mes->ok()) {
+      if (const auto v = parse_hex(format_value(sysfs_mes->value)); v && *v > 0) {
+        facts.put_ok(keys::gpu(i, "mes_fw_version"), *v, sysfs_mes->source);
+        facts.put_ok(keys::gpu(i, "mes_fw_version_hex"), fmt::format("0x{:08x}", *v),
+                     sysfs_mes->source);
+        facts.put_status(keys::gpu(i, "mes_feature_version"), Status::missing, sysfs_mes->source,
+                         "sysfs gives the MES firmware version only");
+        continue;
+      }
+    }
+    for (const char* field : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"}) {
+      const std::string to = fmt::format("gpu.{}.{}", i, field);
+      if (found.empty() && status != nullptr && !status->ok()) {
+        Fact c = *status;
+        c.key = to;
+        c.value = {};
+        facts.put(std::move(c));
+      } else {
+        alias(facts, to, found.empty() ? std::string() : found + "." + field, why);
+      }
+    }
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_gpu_cards_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"gpu.*.ras.supported", boolean, "", "GPU N's card's `ras.<card>.supported`"},
+      {"gpu.*.ras.ue_count", integer, "count", "GPU N's card's `ras.<card>.ue_count`"},
+      {"gpu.*.ras.ce_count", integer, "count", "GPU N's card's `ras.<card>.ce_count`"},
+      {"gpu.*.ras.de_count", integer, "count", "GPU N's card's `ras.<card>.de_count`"},
+      {"gpu.*.ras.ue_blocks", list, "", "GPU N's card's `ras.<card>.ue_blocks`"},
+      {"gpu.*.ras.bad_pages_retired", integer, "count",
+       "GPU N's card's `ras.<card>.bad_pages_retired`"},
+      {"gpu.*.ras.bad_pages_pending", integer, "count",
+       "GPU N's card's `ras.<card>.bad_pages_pending`"},
+      {"gpu.*.ras.bad_pages_failed", integer, "count",
+       "GPU N's card's `ras.<card>.bad_pages_failed`"},
+      {"gpu.*.pcie.current_speed_gts", number, "GT/s",
+       "GPU N's card's `drm.<card>.pcie.current_speed_gts`"},
+      {"gpu.*.pcie.max_speed_gts", number, "GT/s",
+       "GPU N's card's `drm.<card>.pcie.max_speed_gts`"},
+      {"gpu.*.pcie.current_width", integer, "lanes",
+       "GPU N's card's `drm.<card>.pcie.current_width`"},
+      {"gpu.*.pcie.max_width", integer, "lanes", "GPU N's card's `drm.<card>.pcie.max_width`"},
+      {"gpu.*.temp.edge_mc", integer, "millidegrees C", "GPU N's card's `drm.<card>.temp.edge_mc`"},
+      {"gpu.*.temp.edge_crit_mc", integer, "millidegrees C",
+       "GPU N's card's `drm.<card>.temp.edge_crit_mc`"},
+      {"gpu.*.temp.junction_mc", integer, "millidegrees C",
+       "GPU N's card's `drm.<card>.temp.junction_mc`"},
+      {"gpu.*.temp.junction_crit_mc", integer, "millidegrees C",
+       "GPU N's card's `drm.<card>.temp.junction_crit_mc`"},
+      {"gpu.*.temp.mem_mc", integer, "millidegrees C", "GPU N's card's `drm.<card>.temp.mem_mc`"},
+      {"gpu.*.temp.mem_crit_mc", integer, "millidegrees C",
+       "GPU N's card's `drm.<card>.temp.mem_crit_mc`"},
+      {"gpu.*.power.cap_uw", integer, "microwatts", "GPU N's card's `drm.<card>.power.cap_uw`"},
+      {"gpu.*.power.cap_max_uw", integer, "microwatts",
+       "GPU N's card's `drm.<card>.power.cap_max_uw`"},
+      {"gpu.*.power.cap_default_uw", integer, "microwatts",
+       "GPU N's card's `drm.<card>.power.cap_default_uw`"},
+      {"gpu.*.power.now_uw", integer, "microwatts", "GPU N's card's `drm.<card>.power.now_uw`"},
+      {"gpu.*.xgmi.member", boolean, "", "GPU N's card's `xgmi.<card>.member`"},
+      {"gpu.*.xgmi.hive_id", string, "", "GPU N's card's `xgmi.<card>.hive_id`"},
+      {"gpu.*.xgmi.hive_size", integer, "count", "GPU N's card's `xgmi.<card>.hive_size`"},
+      {"gpu.*.xgmi.far_peers", integer, "count", "GPU N's card's `xgmi.<card>.far_peers`"},
+      {"gpu.*.xgmi.physical_id", integer, "", "GPU N's card's `xgmi.<card>.physical_id`"},
+      {"xgmi.expected_members", integer, "count", "the physical MI300-series GPUs here"},
+      {"xgmi.main_hive_id", string, "", "the hive most of them are in"},
+      {"gpu.*.perf_level", string, "", "the DPM level of GPU N's card (`drm.<card>.perf_level`)"},
+      {"gpu.*.metrics.version", string, "", "GPU N's card's `gpu_metrics.<card>.version`"},
+      {"gpu.*.metrics.temperature_edge_c", integer, "degrees C",
+       "GPU N's card's `gpu_metrics.<card>.temperature_edge_c`"},
+      {"gpu.*.metrics.temperature_hotspot_c", integer, "degrees C",
+       "GPU N's card's `gpu_metrics.<card>.temperature_hotspot_c`"},
+      {"gpu.*.metrics.temperature_mem_c", integer, "degrees C",
+       "GPU N's card's `gpu_metrics.<card>.temperature_mem_c`"},
+      {"gpu.*.metrics.socket_power_w", integer, "watts",
+       "GPU N's card's `gpu_metrics.<card>.socket_power_w`"},
+      {"gpu.*.metrics.throttle_power", list, "",
+       "GPU N's card's `gpu_metrics.<card>.throttle_power`"},
+      {"gpu.*.metrics.throttle_current", list, "",
+       "GPU N's card's `gpu_metrics.<card>.throttle_current`"},
+      {"gpu.*.metrics.throttle_thermal", list, "",
+       "GPU N's card's `gpu_metrics.<card>.throttle_thermal`"},
+      {"gpu.firmware_mismatch", list, "",
+       "for each product (PCI device id) with two or more GPUs, every firmware (and the VBIOS) "
+       "whose version differs between them, as `name (value: GPUs ...; value: GPU ...)` (`absent`, "
+       "`unreadable` count as values)"},
+      {"gpu.firmware_compared", integer, "count", "the size of the largest group compared"},
+      {"gpu.*.render.path", string, "",
+       "the path of GPU N's render node `/dev/dri/renderD<minor>`"},
+      {"gpu.*.render.exists", boolean, "",
+       "it exists here (not in a container started without `/dev/dri`)"},
+      {"gpu.*.render.rw", boolean, "", "the user may read and write it (`access.render.*.rw`)"},
+      {"gpu.*.render.gid", integer, "", "its group's gid"},
+      {"gpu.*.render.group", string, "", "its group's name"},
+      {"gpu.*.render.mode", string, "", "its permission bits, octal"},
+      {"gpu.render_nodes_present", integer, "count",
+       "how many GPUs' render nodes exist here (0 in a container started without `/dev/dri`)"},
+      {"gpu.*.mes_fw_version", integer, "",
+       "the MES firmware version libdrm_amdgpu read (`AMDGPU_INFO_FW_MES`) from the device whose "
+       "PCI bus id is GPU N's slot; without that, the card's `fw_version/mes_fw_version` (the same "
+       "masked number, no root)"},
+      {"gpu.*.mes_fw_version_hex", string, "", "the same as `0x%08x`"},
+      {"gpu.*.mes_feature_version", integer, "",
+       "the MES feature version libdrm_amdgpu read; missing without libdrm"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_cards", std::move(decls),
+      std::vector<std::string>{"gpu.count", "gpu.*.card", "gpu.*.partition_index",
+                               "gpu.*.mi300_series", "gpu.*.device_id", "gpu.*.render_minor",
+                               "gpu.*.pci_slot", "ras.*.*", "drm.*.pcie.*", "drm.*.temp.*",
+                               "drm.*.power.*", "drm.*.perf_level", "xgmi.*.*", "gpu_metrics.*.*",
+                               "fw.*.*", "access.render.*.*", "libdrm.dev.*.*", "libdrm.status"},
+      "the card facts of GPU N's DRM card (`gpu.N.card`) under `gpu.N.*`: RAS "
+      "(checks/gpus/ras.cpp), PCIe link, hwmon temperatures and power, the DPM level "
+      "(checks/gpus/drm.cpp), XGMI (checks/gpus/xgmi.cpp), gpu_metrics "
+      "(checks/gpus/gpu_metrics.cpp); its render node's access facts "
+      "(checks/host/device_access.cpp) by render minor; its MES firmware from libdrm_amdgpu by PCI "
+      "bus id, else the card's `fw_version/mes_fw_version`; the firmware of GPUs of one product "
+      "compared (partitions count once); the XGMI hive most MI300-series GPUs are in. `missing` "
+      "when the GPU has no amdgpu DRM card.",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) {
+        derive_ras_per_gpu(facts);
+        derive_link_and_thermal_per_gpu(facts);
+        derive_xgmi(facts);
+        derive_gpu_firmware(facts);
+        derive_render_access(facts);
+        derive_libdrm_per_gpu(facts);
+      });
+}
+
+} // namespace halo::probes

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+// The GPU list (`gpu.N.*` in KFD node order, joined with DRM cards and PCI devices), the
+// partitions of MI300-class GPUs, and the AMD GPUs amdgpu does not drive: derivations (no files).
+#include "derivation.hpp"
+#include "gpus/gfx.hpp"
+#include "gpus/gpus.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+void derive_gpus(FactSet& facts) {
+  const auto kfd =
+      facts.get<std::vector<std::string>>("kfd.gpu_nodes").value_or(std::vector<std::string>{});
+  const auto cards =
+      facts.get<std::vector<std::string>>(kAmdCards).value_or(std::vector<std::string>{});
+  const auto pci_count = facts.get_int("pci.amd_gpu_count").value_or(0);
+  const bool present = !kfd.empty() || !cards.empty() || pci_count > 0;
+  facts.put_ok("amd.gpu_present", present, "derived: PCI, DRM and KFD");
+
+  auto card_for_minor = [&](std::int64_t minor) -> std::string {
+    for (const auto& c : cards)
+      if (facts.get_int("drm." + c + ".render_minor") == minor) return c;
+    return {};
+  };
+  auto put_gpu = [&](std::int64_t i, const std::optional<std::string>& gfx,
+                     std::optional<std::int64_t> device_id, const std::string& card,
+                     const std::string& basis, bool bound, const std::string& bound_src,
+                     std::string slot = {}) {
+    std::string slot_src = "/sys/bus/pci/devices";
+    if (slot.empty() && !card.empty()) {
+      slot = facts.get<std::string>("drm." + card + ".pci_slot").value_or("");
+      slot_src = "/sys/class/drm/" + card + "/device";
+    }
+    const std::string pre = fmt::format("gpu.{}", i);
+    facts.put_ok(pre + ".amdgpu_bound", bound, bound_src);
+    const auto from_pci = device_id ? gfx_from_pci_id(*device_id) : std::nullopt;
+    if (gfx)
+      facts.put_ok(pre + ".gfx_target", *gfx, basis);
+    else if (from_pci)
+      // A GPU that never reached KFD (too-old kernel, amdgpu not bound) still has its PCI id.
+      facts.put_ok(pre + ".gfx_target", from_pci->gfx,
+                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gfx.cpp)", *device_id,
+                               from_pci->name));
+    else
+      facts.put_status(pre + ".gfx_target", Status::missing, basis,
+                       "no KFD topology node for this GPU and its PCI id is not in the table");
+    if (device_id)
+      facts.put_ok(pre + ".device_id", *device_id, basis);
+    else
+      facts.put_status(pre + ".device_id", Status::missing, basis, "device id unknown");
+    const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
+    facts.put_ok(pre + ".card", card, basis);
+    if (from_pci)
+      facts.put_ok(pre + ".name", from_pci->name,
+                   fmt::format("PCI device id 0x{:04x} (table in checks/gfx.cpp)", *device_id));
+    else
+      facts.put_status(pre + ".name", Status::missing, basis, "PCI device id not in the table");
+    if (!slot.empty())
+      facts.put_ok(pre + ".pci_slot", slot, slot_src);
+    else
+      facts.put_status(pre + ".pci_slot", Status::missing, basis,
+                       "no DRM card or PCI device for this GPU");
+    for (const char* m : {"vram_total_bytes", "vis_vram_total_bytes", "gtt_total_bytes"})
+      alias(facts, pre + "." + m, card.empty() ? std::string() : "drm." + card + "." + m, why);
+    auto apu = apu_basis(gfx, device_id);
+    facts.put_ok(pre + ".apu", apu.has_value(),
+                 "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
+    facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gfx.cpp");
+    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gfx.cpp");
+  };
+
+  // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node
+  // belongs to a partition device, not to the PCI card; KFD's location_id and domain are the PCI
+  // function's (kfd_topology.c: location_id = pci_dev_id(pdev) = bus << 8 | devfn) for every
+  // partition, so they find the card.
+  auto card_for_location = [&](const std::string& kpre) -> std::string {
+    const auto loc = facts.get_int(kpre + ".location_id");
+    const auto dom = facts.get_int(kpre + ".domain");
+    if (!loc || !dom || *loc <= 0 || *loc > 0xffff || *dom < 0 || *dom > 0xffffffff) return {};
+    const std::string slot = fmt::format("{:04x}:{:02x}:{:02x}.{:x}", *dom, (*loc >> 8) & 0xff,
+                                         (*loc >> 3) & 0x1f, *loc & 0x7);
+    for (const auto& c : cards)
+      if (facts.get<std::string>("drm." + c + ".pci_slot") == slot) return c;
+    return {};
+  };
+
+  std::int64_t n = 0;
+  if (!kfd.empty()) {
+    for (const auto& node : kfd) {
+      const std::string kpre = "kfd.node." + node;
+      auto gfx = facts.get<std::string>(kpre + ".gfx_target");
+      auto dev = facts.get_int(kpre + ".device_id");
+      auto minor = facts.get_int(kpre + ".drm_render_minor");
+      std::string card = minor ? card_for_minor(*minor) : std::string();
+      if (card.empty()) card = card_for_location(kpre);
+      put_gpu(n, gfx, dev, card, "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties", true,
+              "KFD lists it: amdgpu drives it");
+      facts.put_ok(fmt::format("gpu.{}.kfd_node", n), node, kDerived);
+      if (minor)
+        facts.put_ok(fmt::format("gpu.{}.render_minor", n), *minor,
+                     "/sys/class/kfd/kfd/topology/nodes/" + node + "/properties");
+      ++n;
+    }
+  } else if (!cards.empty()) {
+    for (const auto& c : cards) {
+      if (auto minor = facts.get_int("drm." + c + ".render_minor"))
+        facts.put_ok(fmt::format("gpu.{}.render_minor", n), *minor, "/sys/class/drm/" + c);
+      put_gpu(n++, std::nullopt, facts.get_int("drm." + c + ".device_id"), c, "/sys/class/drm/" + c,
+              facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu"),
+              "/sys/class/drm/" + c + "/device/driver");
+    }
+  } else {
+    for (std::int64_t i = 0; i < pci_count; ++i)
+      put_gpu(n++, std::nullopt, facts.get_int(fmt::format("pci.gpu.{}.device_id", i)), "",
+              "/sys/bus/pci/devices",
+              facts.get<std::string>(fmt::format("pci.gpu.{}.driver", i)) == std::string("amdgpu"),
+              "/sys/bus/pci/devices/" +
+                  facts.get<std::string>(fmt::format("pci.gpu.{}.slot", i)).value_or("?") +
+                  "/driver",
+              facts.get<std::string>(fmt::format("pci.gpu.{}.slot", i)).value_or(""));
+  }
+  facts.put_ok("gpu.count", n, "derived: KFD GPU nodes, else DRM cards, else PCI");
+}
+
+/// Partitions of MI300-class GPUs (amdgpu_gfx.c / amdgpu_gmc.c; AMD's "GPU partitioning" docs):
+/// each compute partition is a KFD node, so one physical GPU is 1 (SPX), 2 (DPX), 3 (TPX),
+/// 4 (QPX) or one per XCC (CPX) logical GPUs, all on the same PCI card.
+///   gpu.N.partition_index          N's place among the logical GPUs of its card (0 = the first)
+///   gpu.N.partition_nodes          how many KFD nodes (logical GPUs) its card has
+///   gpu.N.partition_xcc            the XCCs of those nodes together (KFD num_xcc, summed)
+///   gpu.N.{compute,memory}_partition, gpu.N.partition_mode ("CPX/NPS4")
+///   gpu.N.partition_expected_nodes what the compute mode promises (CPX: one per XCC)
+///   gpu.N.vram_total_bytes         for a partition, its KFD frame-buffer bank, not the card's
+///                                  whole HBM (rocm-smi's mistake, ROCm/ROCm#4750)
+/// and for the host gpu.partition_modes (distinct modes), gpu.partition_mode_count and
+/// gpu.partition_summary ("SPX/NPS1 on GPUs 0, 1; CPX/NPS4 on GPU 2").
+void derive_partitions(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  std::map<std::string, std::vector<std::int64_t>> by_card;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    if (!card.empty()) by_card[card].push_back(i);
+  }
+  std::map<std::string, std::vector<std::int64_t>> physical_by_mode;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
+    const std::string from = card.empty() ? std::string() : "drm." + card;
+    const std::string no_files = "this GPU has no partition modes (no current_compute_partition)";
+    alias(facts, keys::gpu(i, "compute_partition"),
+          from.empty() ? std::string() : from + ".current_compute_partition", no_files);
+    alias(facts, keys::gpu(i, "memory_partition"),
+          from.empty() ? std::string() : from + ".current_memory_partition", no_files);
+    if (card.empty()) {
+      facts.put_ok(keys::gpu(i, "partition_index"), std::int64_t{0},
+                   "derived: no DRM card, one logical GPU");
+      facts.put_ok(keys::gpu(i, "partition_nodes"), std::int64_t{1},
+                   "derived: no DRM card, one logical GPU");
+      for (const char* k : {"partition_xcc", "partition_mode", "partition_expected_nodes"})
+        facts.put_status(keys::gpu(i, k), Status::missing, kDerived, "no amdgpu DRM card");
+      continue;
+    }
+    const auto& siblings = by_card[card];
+    const auto pos = std::find(siblings.begin(), siblings.end(), i) - siblings.begin();
+    const std::string src = fmt::format("derived: KFD nodes on {} (location_id)", card);
+    facts.put_ok(keys::gpu(i, "partition_index"), static_cast<std::int64_t>(pos), src);
+    facts.put_ok(keys::gpu(i, "partition_nodes"), static_cast<std::int64_t>(siblings.size()), src);
+    std::int64_t xcc_sum = 0;
+    bool xcc = true;
+    for (const auto j : siblings) {
+      const auto node = facts.get<std::string>(keys::gpu(j, "kfd_node"));
+      const auto x = node ? facts.get_int("kfd.node." + *node + ".num_xcc") : std::nullopt;
+      xcc = xcc && x && *x > 0 && *x <= 64;
+      if (xcc) xcc_sum += *x;
+    }
+    if (xcc)
+      facts.put_ok(keys::gpu(i, "partition_xcc"), xcc_sum, "derived: KFD num_xcc of " + card);
+    else
+      facts.put_status(keys::gpu(i, "partition_xcc"), Status::missing, kDerived,
+                       "KFD lists no num_xcc for a node of this GPU (kernel before 6.5)");
+    if (siblings.size() > 1) {
+      const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node")).value_or("");
+      for (const Fact* b : facts.match("kfd.node." + node + ".mem_bank.*.size_bytes"))
+        if (b->ok() && facts.get_int(b->key.substr(0, b->key.rfind('.')) + ".heap_type") != 0) {
+          Fact c = *b;
+          c.key = keys::gpu(i, "vram_total_bytes");
+          facts.put(std::move(c));
+          break;
+        }
+    }
+    const auto compute = facts.get<std::string>(keys::gpu(i, "compute_partition"));
+    const auto memory = facts.get<std::string>(keys::gpu(i, "memory_partition"));
+    if (!compute || !memory) {
+      const Fact* bad =
+          facts.find(keys::gpu(i, compute ? "memory_partition" : "compute_partition"));
+      for (const char* k : {"partition_mode", "partition_expected_nodes"}) {
+        Fact c = bad != nullptr ? *bad : Fact{};
+        c.key = keys::gpu(i, k);
+        c.value = {};
+        if (bad == nullptr) c.status = Status::missing;
+        facts.put(std::move(c));
+      }
+      continue;
+    }
+    const std::string mode = *compute + "/" + *memory;
+    facts.put_ok(keys::gpu(i, "partition_mode"), mode, "derived: " + from + ".current_*_partition");
+    if (pos == 0) physical_by_mode[mode].push_back(i);
+    static const std::map<std::string, std::int64_t, std::less<>> kPartitions = {
+        {"SPX", 1}, {"DPX", 2}, {"TPX", 3}, {"QPX", 4}};
+    if (const auto it = kPartitions.find(*compute); it != kPartitions.end())
+      facts.put_ok(keys::gpu(i, "partition_expected_nodes"), it->second,
+                   "derived: " + *compute + " is " + std::to_string(it->second) +
+                       " partition(s) per GPU");
+    else if (*compute == "CPX" && xcc)
+      facts.put_ok(keys::gpu(i, "partition_expected_nodes"), xcc_sum,
+                   "derived: CPX is one partition per XCC (KFD num_xcc)");
+    else
+      facts.put_status(keys::gpu(i, "partition_expected_nodes"), Status::missing, kDerived,
+                       "compute partition '" + *compute + "' has no known partition count");
+  }
+  std::vector<std::string> modes;
+  std::vector<std::string> summary;
+  for (const auto& [mode, idx] : physical_by_mode) {
+    modes.push_back(mode);
+    summary.push_back(fmt::format("{} on {}", mode, gpu_list(idx)));
+  }
+  facts.put_ok("gpu.partition_modes", modes, "derived: gpu.*.partition_mode");
+  facts.put_ok("gpu.partition_mode_count", static_cast<std::int64_t>(modes.size()),
+               "derived: gpu.*.partition_mode");
+  facts.put_ok("gpu.partition_summary", fmt::format("{}", fmt::join(summary, "; ")),
+               "derived: gpu.*.partition_mode");
+}
+
+/// GPUs on the PCI bus that amdgpu is not driving: the driver link of each
+/// (/sys/bus/pci/devices/BDF/driver). "Loaded" is not "bound": amdgpu can be loaded while its
+/// probe of this GPU failed (dmesg "amdgpu BDF: probe ... failed with error -22": usually a
+/// kernel too old for the GPU's IP versions), or the GPU is held by vfio-pci for a VM.
+/// amd.gpus_unbound: no driver, or a driver other than amdgpu/vfio-pci/pci-stub;
+/// amd.gpus_passthrough: reserved for a virtual machine (vfio-pci, pci-stub).
+void derive_binding(FactSet& facts) {
+  const auto n = facts.get_int("pci.amd_gpu_count");
+  if (!n) {
+    for (const char* k : {"amd.gpus_unbound", "amd.gpus_passthrough"})
+      facts.put_status(k, Status::missing, kDerived, "the PCI bus could not be listed");
+    return;
+  }
+  std::vector<std::string> unbound;
+  std::vector<std::string> passthrough;
+  for (std::int64_t i = 0; i < *n; ++i) {
+    const std::string pre = fmt::format("pci.gpu.{}", i);
+    const auto driver = facts.get<std::string>(pre + ".driver");
+    if (!driver || *driver == "amdgpu") continue;
+    const auto slot = facts.get<std::string>(pre + ".slot").value_or("?");
+    const auto id = facts.get_int(pre + ".device_id");
+    std::string what = id ? fmt::format("device 0x{:04x}", *id) : std::string("unknown device");
+    if (auto g = id ? gfx_from_pci_id(*id) : std::nullopt)
+      what = fmt::format("{}, {}", g->name, g->gfx);
+    if (driver->empty())
+      unbound.push_back(fmt::format(
+          "{} ({}): no driver is bound (amdgpu is not loaded, is blocked, or its probe of this GPU "
+          "failed: look for \"amdgpu {}: probe ... failed with error\" in the kernel log; -22 "
+          "usually means the kernel is too old for this GPU)",
+          slot, what, slot));
+    else if (*driver == "vfio-pci" || *driver == "pci-stub")
+      passthrough.push_back(
+          fmt::format("{} ({}): bound to {}, reserved for a virtual machine", slot, what, *driver));
+    else
+      unbound.push_back(fmt::format("{} ({}): bound to {}, not amdgpu", slot, what, *driver));
+  }
+  facts.put_ok("amd.gpus_unbound", unbound, "derived: /sys/bus/pci/devices/*/driver");
+  facts.put_ok("amd.gpus_passthrough", passthrough, "derived: /sys/bus/pci/devices/*/driver");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_gpu_list_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"amd.gpu_present", boolean, "", "an AMD GPU is here (PCI, DRM or KFD)"},
+      {"gpu.count", integer, "count",
+       "the GPUs: KFD GPU nodes, else AMD DRM cards, else AMD PCI GPUs"},
+      {"gpu.*.gfx_target", string, "",
+       "GPU N's gfx target (KFD; without KFD, from the PCI device id: checks/gfx.cpp)"},
+      {"gpu.*.device_id", integer, "", "GPU N's PCI device id"},
+      {"gpu.*.card", string, "", "GPU N's DRM card (`card1`), joined by render minor"},
+      {"gpu.*.vram_total_bytes", integer, "bytes",
+       "GPU N's VRAM (a partition's: its KFD frame-buffer bank, ROCm#4750)"},
+      {"gpu.*.vis_vram_total_bytes", integer, "bytes", "GPU N's CPU-visible VRAM"},
+      {"gpu.*.gtt_total_bytes", integer, "bytes", "GPU N's GTT"},
+      {"gpu.*.apu", boolean, "", "GPU N is an APU (table in checks/gfx.cpp)"},
+      {"gpu.*.instinct", boolean, "", "GPU N is an Instinct accelerator (table in checks/gfx.cpp)"},
+      {"gpu.*.mi300_series", boolean, "", "GPU N is MI300-class"},
+      {"gpu.*.kfd_node", string, "", "GPU N's KFD node id"},
+      {"gpu.*.amdgpu_bound", boolean, "", "amdgpu drives GPU N's PCI device"},
+      {"gpu.*.name", string, "",
+       "the product name from the PCI device id table (checks/gfx.cpp, pci.ids names)"},
+      {"gpu.*.pci_slot", string, "",
+       "GPU N's PCI address: its DRM card's PCI device (`/sys/class/drm/cardX/device`), else its "
+       "PCI device"},
+      {"gpu.*.render_minor", integer, "",
+       "GPU N's render node minor: `drm_render_minor` of its KFD node, else its DRM card's"},
+      {"gpu.*.compute_partition", string, "", "GPU N's card's `current_compute_partition`"},
+      {"gpu.*.memory_partition", string, "", "GPU N's card's `current_memory_partition`"},
+      {"gpu.*.partition_index", integer, "",
+       "GPU N's place among its card's compute partitions (0: the GPU is judged once by "
+       "physical-GPU rules)"},
+      {"gpu.*.partition_nodes", integer, "count", "the KFD nodes (partitions) of GPU N's card"},
+      {"gpu.*.partition_xcc", integer, "count", "their `num_xcc` summed"},
+      {"gpu.*.partition_mode", string, "",
+       "the card's `compute/memory` partition pair (`CPX/NPS4`)"},
+      {"gpu.*.partition_expected_nodes", integer, "count",
+       "the nodes the compute mode should give: SPX 1, DPX 2, TPX 3, QPX 4, CPX one per XCC"},
+      {"gpu.partition_modes", list, "", "the distinct `compute/memory` pairs of the physical GPUs"},
+      {"gpu.partition_mode_count", integer, "count", "how many distinct pairs"},
+      {"gpu.partition_summary", string, "", "who runs which pair"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_list", std::move(decls),
+      std::vector<std::string>{"kfd.gpu_nodes",
+                               std::string(kAmdCards),
+                               "pci.amd_gpu_count",
+                               "drm.*.render_minor",
+                               "drm.*.pci_slot",
+                               "drm.*.device_id",
+                               "drm.*.driver",
+                               "drm.*.vram_total_bytes",
+                               "drm.*.vis_vram_total_bytes",
+                               "drm.*.gtt_total_bytes",
+                               "drm.*.current_compute_partition",
+                               "drm.*.current_memory_partition",
+                               "kfd.node.*.gfx_target",
+                               "kfd.node.*.device_id",
+                               "kfd.node.*.drm_render_minor",
+                               "kfd.node.*.location_id",
+                               "kfd.node.*.domain",
+                               "kfd.node.*.num_xcc",
+                               "kfd.node.*.mem_bank.*.size_bytes",
+                               "kfd.node.*.mem_bank.*.heap_type",
+                               "pci.gpu.*.device_id",
+                               "pci.gpu.*.driver",
+                               "pci.gpu.*.slot"},
+      "the GPUs: KFD GPU nodes in numeric node order (ROCr's order) joined with DRM cards by "
+      "render minor; without KFD, the AMD DRM cards, else the AMD PCI GPUs, with the gfx target "
+      "from the PCI device id (table in checks/gpus/gfx.cpp); APU/Instinct tables in "
+      "checks/gpus/gfx.cpp. Each compute partition of an MI300-class GPU is a KFD node of its own, "
+      "joined to its card by KFD `location_id`/`domain` (the PCI function; a partition's render "
+      "node is not the card's). A partition's `gpu.N.vram_total_bytes` is its KFD frame-buffer "
+      "bank (ROCm#4750), not the card's whole HBM. `gpu.N.*` aliases of card facts are `missing` "
+      "when the GPU has no amdgpu DRM card.",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) {
+        derive_gpus(facts);
+        derive_partitions(facts);
+      });
+}
+
+std::unique_ptr<Probe> make_gpu_binding_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"amd.gpus_unbound", list, "",
+       "AMD GPUs whose `/sys/bus/pci/devices/BDF/driver` is not amdgpu (none, or another driver)"},
+      {"amd.gpus_passthrough", list, "",
+       "AMD GPUs bound to vfio-pci or pci-stub (passed through to a VM)"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_binding", std::move(decls),
+      std::vector<std::string>{"pci.amd_gpu_count", "pci.gpu.*.driver", "pci.gpu.*.slot",
+                               "pci.gpu.*.device_id"},
+      "the driver each AMD PCI GPU is bound to (`/sys/bus/pci/devices/BDF/driver`, from the pci "
+      "probe): none or another driver than amdgpu, or vfio-pci/pci-stub (passed through to a VM).",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_binding(facts); });
+}
+
+} // namespace halo::probes

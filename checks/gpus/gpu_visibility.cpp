@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+// Which GPUs training sees (`gpu.visible`, `gpu.device0`, `gpu.N.hip_device`), the APU wherever
+// it is (`apu.*`), what each GPU can allocate (`gpu.N.usable_bytes`) and the AOTriton images that
+// cover it: derivations (no files).
+#include "derivation.hpp"
+#include "gpus/gfx.hpp"
+#include "gpus/gpus.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+/// gpu.N.hip_device, gpu.visible*, gpu.device0*: which GPUs training sees, in HIP's order
+/// (device 0 first), by visible_gpus(); apu.*: the APU wherever it is; gpu.N.hsa_coarse_pool_bytes:
+/// ROCr's pool of GPU N's agent.
+void derive_visibility(FactSet& facts) {
+  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const VisibleGpus visible = visible_gpus(facts);
+  const auto& rocr = visible.rocr;
+  const auto& hip = visible.hip;
+  const bool uuid = visible.uuid;
+  const std::string& src = visible.source;
+  // gpu.N.hip_device: the number HIP gives GPU N here, missing when it is not visible.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto pos = std::find(hip.begin(), hip.end(), i);
+    if (uuid)
+      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
+                       "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
+    else if (pos == hip.end())
+      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
+                       "not visible to HIP here");
+    else
+      facts.put_ok(fmt::format("gpu.{}.hip_device", i),
+                   static_cast<std::int64_t>(pos - hip.begin()), src);
+  }
+  if (uuid) {
+    for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target",
+                          "gpu.visible_gfx_targets", "gpu.visible_gfx_target_count"})
+      facts.put_status(k, Status::missing, src,
+                       "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
+  } else {
+    std::vector<std::string> names;
+    names.reserve(hip.size());
+    for (auto i : hip)
+      names.push_back(fmt::format(
+          "gpu.{} ({})", i,
+          facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i)).value_or("unknown target")));
+    facts.put_ok("gpu.visible", names, src);
+    // How many kinds of GPU HIP sees: an APU beside a discrete GPU (ROCm issue 5696) gives two.
+    std::vector<std::string> targets;
+    for (auto i : hip) {
+      const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+      const std::string t = g.value_or("unknown target");
+      if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
+    }
+    facts.put_ok("gpu.visible_gfx_targets", targets, src);
+    facts.put_ok("gpu.visible_gfx_target_count", static_cast<std::int64_t>(targets.size()), src);
+    if (hip.empty()) {
+      facts.put_status("gpu.device0", Status::missing, src, "no GPU is visible to HIP");
+      facts.put_status("gpu.device0_gfx_target", Status::missing, src, "no GPU is visible to HIP");
+    } else {
+      facts.put_ok("gpu.device0", hip.front(), src);
+      alias(facts, "gpu.device0_gfx_target", fmt::format("gpu.{}.gfx_target", hip.front()),
+            "the device 0 GPU has no known target");
+    }
+  }
+  // The APU, wherever KFD lists it (a Strix Halo with a discrete GPU that enumerates first).
+  std::optional<std::int64_t> apu;
+  for (std::int64_t i = 0; i < n && !apu; ++i)
+    if (facts.get<bool>(fmt::format("gpu.{}.apu", i)) == true) apu = i;
+  facts.put_ok("apu.present", apu.has_value(), "derived: gpu.*.apu");
+  const std::string why = "no APU among the AMD GPUs";
+  if (apu)
+    facts.put_ok("apu.index", *apu, "derived: gpu.*.apu");
+  else
+    facts.put_status("apu.index", Status::missing, kDerived, why);
+  for (const char* m :
+       {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound", "card"})
+    alias(facts, std::string("apu.") + m, apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string(),
+          why);
+  // The smallest carve-out this machine's firmware offers (uma/carveout_options), where the
+  // kernel lists them: a laptop whose minimum is large cannot go lower.
+  const std::string card =
+      apu ? facts.get<std::string>(fmt::format("gpu.{}.card", *apu)).value_or("") : std::string();
+  alias(
+      facts, "apu.carveout_min_bytes",
+      card.empty() ? std::string() : "drm." + card + ".uma_carveout_min_bytes",
+      "the firmware lists no carve-out options (uma/carveout_options: kernel 7.0+, some machines)");
+  // gpu.N.hsa_coarse_pool_bytes: ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's
+  // agent is its position in that list.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "hsa_coarse_pool_bytes");
+    const auto at = std::find(rocr.begin(), rocr.end(), i);
+    const Fact* hs = facts.find("hsa.status");
+    if (at == rocr.end())
+      facts.put_status(key, Status::missing, kDerived, "ROCR_VISIBLE_DEVICES hides this GPU");
+    else if (hs != nullptr && hs->not_probed())
+      facts.put_status(key, Status::missing, hs->source, hs->reason);
+    else
+      alias(facts, key, fmt::format("hsa.gpu.{}.coarse_pool_bytes", at - rocr.begin()),
+            "the runtime probe did not report this GPU agent");
+  }
+  // ROCr's GPU agents are the ROCR-visible GPUs in order: the APU's agent is its position there.
+  const auto pos = apu ? std::find(rocr.begin(), rocr.end(), *apu) : rocr.end();
+  const Fact* hsa_status = facts.find("hsa.status");
+  if (pos != rocr.end() && hsa_status != nullptr && hsa_status->not_probed())
+    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, hsa_status->source,
+                     hsa_status->reason);
+  else if (pos != rocr.end())
+    alias(facts, "apu.hsa_coarse_pool_bytes",
+          fmt::format("hsa.gpu.{}.coarse_pool_bytes", pos - rocr.begin()),
+          "the runtime probe did not report this GPU agent");
+  else
+    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, kDerived,
+                     apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
+}
+
+/// True when AOTriton's image architecture `arch` (the <arch> of aotriton.images/amd-<arch>: a
+/// chip such as gfx942, or an ISA family with `x` for any character after "gfx": gfx11xx,
+/// gfx115x, gfx120x) covers the gfx processor `target`.
+bool aotriton_image_covers(std::string_view arch, std::string_view target) {
+  if (arch.size() != target.size() || !arch.starts_with("gfx") || !target.starts_with("gfx"))
+    return false;
+  for (std::size_t i = 3; i < arch.size(); ++i)
+    if (arch[i] != 'x' && arch[i] != target[i]) return false;
+  return true;
+}
+
+/// gpu.N.aotriton_images: the AOTriton images of the wheel (framework.torch.aotriton_images) that
+/// cover GPU N's gfx target; an empty list means SDPA's flash and memory-efficient backends have
+/// no kernels for it. Missing when either side is unknown.
+void derive_aotriton_per_gpu(FactSet& facts) {
+  constexpr std::string_view kImages = "framework.torch.aotriton_images";
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const Fact* images_fact = facts.find(kImages);
+  const auto images = facts.get<std::vector<std::string>>(kImages);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "aotriton_images");
+    const auto target = facts.get<std::string>(keys::gpu(i, "gfx_target"));
+    if (!images || !target) {
+      facts.put_status(key, Status::missing, kDerived,
+                       !target                  ? std::string("the GPU's gfx target is unknown")
+                       : images_fact == nullptr ? std::string("the framework probe did not run")
+                       : images_fact->reason.empty()
+                           ? fmt::format("{}: {}", kImages, to_string(images_fact->status))
+                           : images_fact->reason);
+      continue;
+    }
+    std::vector<std::string> covering;
+    for (const auto& arch : *images)
+      if (aotriton_image_covers(arch, *target)) covering.push_back(arch);
+    facts.put_ok(
+        key, covering,
+        fmt::format("derived: the {} of {} that cover {}", images->size(), kImages, *target));
+  }
+}
+
+/// gpu.N.usable_bytes: the memory a process on GPU N can allocate, the capacity `plan` sets a
+/// run against. ROCr's coarse-grained pool when the runtime was asked (HIP's totalGlobalMem is
+/// that pool: rocm-systems PR 8475); else, from sysfs: a discrete GPU's VRAM; an APU whose GTT is
+/// larger than its carve-out allocates from GTT up to the TTM limit (the kernel's apu_prefer_gtt,
+/// commit 759e764; reference/framework-facts.md 2), else from the carve-out.
+void derive_usable_memory(FactSet& facts) {
+  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::string key = keys::gpu(i, "usable_bytes");
+    if (auto pool = facts.get_int(keys::gpu(i, "hsa_coarse_pool_bytes"))) {
+      facts.put_ok(key, *pool, "derived: ROCr's coarse-grained GPU pool (hsa_coarse_pool_bytes)");
+      continue;
+    }
+    const auto vram = facts.get_int(keys::gpu(i, "vram_total_bytes"));
+    if (!vram) {
+      facts.put_status(key, Status::missing, kDerived, "the GPU's VRAM size is unknown");
+      continue;
+    }
+    if (facts.get<bool>(keys::gpu(i, "apu")) != true) {
+      facts.put_ok(key, *vram, "derived: the GPU's VRAM (mem_info_vram_total)");
+      continue;
+    }
+    const auto gtt = facts.get_int(keys::gpu(i, "gtt_total_bytes"));
+    const auto ttm = facts.get_int("ttm.pages_limit_bytes");
+    if (!gtt || *gtt <= *vram) {
+      facts.put_ok(key, *vram, "derived: APU carve-out (GTT is not larger than it)");
+      continue;
+    }
+    const std::int64_t gpu_side = ttm ? std::min(*gtt, *ttm) : *gtt;
+    facts.put_ok(key, std::max(*vram, gpu_side),
+                 ttm ? "derived: APU: max(carve-out, min(GTT, TTM pages_limit))"
+                     : "derived: APU: max(carve-out, GTT) (TTM limit unknown)");
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_gpu_visibility_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"gpu.*.hip_device", integer, "",
+       "the device number HIP gives GPU N under this environment's `ROCR_VISIBLE_DEVICES` and "
+       "`HIP_VISIBLE_DEVICES`; missing when training here will not see it"},
+      {"gpu.visible", list, "",
+       "the GPUs training here sees, in HIP order: `ROCR_VISIBLE_DEVICES`, then "
+       "`HIP_VISIBLE_DEVICES` (else `CUDA_VISIBLE_DEVICES`) indexing into what ROCr left; a list "
+       "stops at its first invalid entry"},
+      {"gpu.visible_gfx_targets", list, "", "their distinct gfx targets"},
+      {"gpu.visible_gfx_target_count", integer, "count", "how many distinct targets"},
+      {"gpu.device0", integer, "", "the GPU (index N of `gpu.N`) that is HIP device 0"},
+      {"gpu.device0_gfx_target", string, "", "its gfx target"},
+      {"apu.present", boolean, "", "an APU is here, wherever KFD lists it (a dGPU may be GPU 0)"},
+      {"apu.index", integer, "", "the APU's N in `gpu.N`"},
+      {"apu.gfx_target", string, "", "the APU's gfx target"},
+      {"apu.vram_total_bytes", integer, "bytes", "the APU's VRAM: the BIOS carve-out"},
+      {"apu.gtt_total_bytes", integer, "bytes", "the APU's GTT"},
+      {"apu.amdgpu_bound", boolean, "", "amdgpu drives the APU"},
+      {"apu.hsa_coarse_pool_bytes", integer, "bytes", "ROCr's coarse-grained pool of the APU"},
+      {"apu.card", string, "", "the APU's DRM card"},
+      {"apu.carveout_min_bytes", integer, "bytes",
+       "the smallest carve-out the APU's firmware offers (`drm.<card>.uma_carveout_min_bytes`)"},
+      {"gpu.*.hsa_coarse_pool_bytes", integer, "bytes",
+       "ROCr's coarse-grained pool of GPU N's agent (its position among the ROCR-visible GPUs)"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_visibility", std::move(decls),
+      std::vector<std::string>{
+          "gpu.count", "gpu.*.gfx_target", "gpu.*.apu", "gpu.*.card", "gpu.*.vram_total_bytes",
+          "gpu.*.gtt_total_bytes", "gpu.*.amdgpu_bound", "env.rocr_visible_devices",
+          "env.hip_visible_devices", "env.cuda_visible_devices", "drm.*.uma_carveout_min_bytes",
+          "hsa.status", "hsa.gpu.*.coarse_pool_bytes"},
+      "`ROCR_VISIBLE_DEVICES`, then `HIP_VISIBLE_DEVICES` (else `CUDA_VISIBLE_DEVICES`) indexing "
+      "into what ROCr left (ROCm/pytorch#1895; HIP's env_variables reference), over the GPUs in "
+      "KFD node order (ROCr's); the APU is the first GPU of the APU table (checks/gpus/gfx.cpp); "
+      "ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's pool is its agent's "
+      "(`hsa.gpu.<agent>.coarse_pool_bytes`).",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_visibility(facts); });
+}
+
+std::unique_ptr<Probe> make_gpu_aotriton_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"gpu.*.aotriton_images", list, "",
+       "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`) whose name "
+       "covers GPU N's gfx target (`gfx11xx` covers gfx1151: `x` is any digit); empty: SDPA has "
+       "no flash or memory-efficient kernels for it"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_aotriton", std::move(decls),
+      std::vector<std::string>{"gpu.count", "gpu.*.gfx_target", "framework.torch.aotriton_images"},
+      "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`, "
+      "checks/framework/framework.cpp) whose `amd-<arch>` name covers GPU N's gfx target (`x` is "
+      "any character).",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_aotriton_per_gpu(facts); });
+}
+
+std::unique_ptr<Probe> make_gpu_usable_memory_derivation() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"gpu.*.usable_bytes", integer, "bytes",
+       "what a process on GPU N can allocate: that pool, else a discrete GPU's VRAM, else on an "
+       "APU `max(carve-out, min(GTT, TTM pages_limit))` (docs/plan.md \"Capacity\")"},
+  };
+  return std::make_unique<BasicDerivation>(
+      "gpu_usable_memory", std::move(decls),
+      std::vector<std::string>{"gpu.count", "gpu.*.hsa_coarse_pool_bytes", "gpu.*.vram_total_bytes",
+                               "gpu.*.apu", "gpu.*.gtt_total_bytes", "ttm.pages_limit_bytes"},
+      "ROCr's coarse-grained pool when the runtime was asked (HIP's totalGlobalMem is that pool: "
+      "rocm-systems PR 8475); else a discrete GPU's VRAM; an APU whose GTT is larger than its "
+      "carve-out allocates from GTT up to the TTM limit (the kernel's apu_prefer_gtt, commit "
+      "759e764), else from the carve-out.",
+      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_usable_memory(facts); });
+}
+
+} // namespace halo::probes

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// The GPU family's shared helpers (checks/gpus/): the AMD DRM cards every per-card probe walks,
+// how a list of GPUs is worded, and which GPUs a process here sees.
+#pragma once
+
+#include <halo/fact.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace halo::probes {
+
+/// The fact listing the AMD DRM cards (`card1`, ...): the `/sys/class/drm/card<N>` whose
+/// `device/vendor` is 0x1002, in the drm probe's order (checks/gpus/drm.cpp). A probe that walks
+/// the cards declares it among its inputs.
+inline constexpr std::string_view kAmdCards = "drm.amd_cards";
+
+/// Calls `f(card)` for each AMD DRM card of `drm.amd_cards` (checks/gpus/drm.cpp), in order;
+/// nothing when the list is missing (no `/sys/class/drm`: the drm probe's fact says why).
+template <class F> void for_each_amd_card(const FactSet& facts, F&& f) {
+  if (const auto cards = facts.get<std::vector<std::string>>(kAmdCards))
+    for (const auto& card : *cards)
+      f(card);
+}
+
+/// Lists GPU indexes as "GPU 7" or "GPUs 0, 1, 2".
+std::string gpu_list(const std::vector<std::int64_t>& idx);
+
+/// The GPUs (indexes N of `gpu.N`) a process here sees through ROCr and HIP.
+struct VisibleGpus {
+  std::vector<std::int64_t> rocr; ///< what ROCR_VISIBLE_DEVICES leaves, in ROCr's order
+  std::vector<std::int64_t> hip;  ///< what HIP_VISIBLE_DEVICES then leaves: HIP device 0 first
+  bool uuid = false;              ///< a GPU-<uuid> entry was met (not resolved here)
+  std::string source;             ///< "derived: ROCR_VISIBLE_DEVICES=1, ..." for the facts
+};
+
+/// Which GPUs training sees, in HIP's order (device 0 first), and the APU wherever it is.
+/// GPUs are numbered in KFD node order (numerically), which is ROCr's enumeration order.
+/// ROCR_VISIBLE_DEVICES filters and reorders first; HIP_VISIBLE_DEVICES (or
+/// CUDA_VISIBLE_DEVICES) then indexes into what ROCr left (ROCm/pytorch#1895; HIP
+/// env_variables reference). GPU_DEVICE_ORDINAL is not modelled.
+/// Reads `gpu.count`, `env.rocr_visible_devices`, `env.hip_visible_devices`,
+/// `env.cuda_visible_devices`.
+VisibleGpus visible_gpus(const FactSet& facts);
+
+} // namespace halo::probes
