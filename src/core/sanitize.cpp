@@ -202,20 +202,34 @@ std::string dump_json(const nlohmann::json& j, int indent) {
   // controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
   // like ESC [. They can only occur inside strings here, so \u escapes keep the JSON and its
   // values the same (issue 32).
+  // Most reports hold neither: the text between two candidates is copied whole.
+  const auto candidate = [&text](std::size_t from) {
+    for (; from < text.size(); ++from)
+      if (text[from] == '\x7f' || text[from] == '\xc2') return from;
+    return std::string::npos;
+  };
+  std::size_t i = candidate(0);
+  if (i == std::string::npos) return text;
   std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  out.reserve(text.size() + 16);
+  std::size_t copied = 0;
+  for (; i != std::string::npos; i = candidate(i)) {
     const auto c = static_cast<unsigned char>(text[i]);
     const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
     if (c == 0x7F) {
+      out.append(text, copied, i - copied);
       out += "\\u007f";
+      copied = ++i;
     } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      out.append(text, copied, i - copied);
       out += fmt::format("\\u{:04x}", next);
-      ++i;
+      i += 2;
+      copied = i;
     } else {
-      out += text[i];
+      ++i;
     }
   }
+  out.append(text, copied, std::string::npos);
   return out;
 }
 
