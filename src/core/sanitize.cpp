@@ -188,6 +188,19 @@ std::string xml_safe(std::string_view s) {
   });
 }
 
+namespace {
+/// True when no string and no key needs make_safe: the common case, checked without a copy.
+bool all_valid_utf8(const nlohmann::json& j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) return std::all_of(j.begin(), j.end(), all_valid_utf8);
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!valid_utf8(it.key()) || !all_valid_utf8(it.value())) return false;
+  }
+  return true;
+}
+} // namespace
+
 nlohmann::json utf8_safe_json(const nlohmann::json& j) {
   nlohmann::json out = j;
   make_safe(out);
@@ -196,8 +209,11 @@ nlohmann::json utf8_safe_json(const nlohmann::json& j) {
 
 std::string dump_json(const nlohmann::json& j, int indent) {
   // error_handler_t::replace as a second line of defence (U+FFFD), should anything remain.
+  // The tree is copied only when a string needs escaping (a report is some 100 KB of JSON).
+  std::optional<nlohmann::json> fixed;
+  if (!all_valid_utf8(j)) fixed = utf8_safe_json(j);
   const std::string text =
-      utf8_safe_json(j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+      (fixed ? *fixed : j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
   // nlohmann escapes C0 controls (RFC 8259 section 7 requires it) but writes DEL and the C1
   // controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
   // like ESC [. They can only occur inside strings here, so \u escapes keep the JSON and its

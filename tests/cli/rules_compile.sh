@@ -17,7 +17,7 @@ grep -q 'std::string_view compiled_rules()' "$tmp/ok.cpp" || bad "no compiled fo
 
 # Each copy breaks ttm-limit-low (rules/memory.json, line 5) one way.
 breakages=(
-  's/"fact": "amd.gpu_present", "eq": true/"fact": "amd.gpu_present", "eqq": true/|unknown operator'"'"'eqq'"'"''
+  's/"fact": "amd.gpu_present", "eq": true/"fact": "amd.gpu_present", "eqq": true/|unknown operator '"'"'eqq'"'"''
   's/"fact": "amd.gpu_present", "eq": true/"fact": "amd.no_such_fact", "eq": true/|no probe provides the fact'
   's/"title": "The GPU may use most of system RAM (TTM pages_limit on an APU)",/"title": 5,/|title: must be a string'
 )
