@@ -75,14 +75,19 @@ public:
   FactSet() = default;
   ~FactSet() = default;
   /// Copies and moves take the facts, never the read guard.
-  FactSet(const FactSet& other) : facts_(other.facts_) {}
-  FactSet(FactSet&& other) noexcept : facts_(std::move(other.facts_)) {}
+  FactSet(const FactSet& other) : facts_(other.facts_), star_keys_(other.star_keys_) {}
+  FactSet(FactSet&& other) noexcept
+      : facts_(std::move(other.facts_)), star_keys_(other.star_keys_) {}
   FactSet& operator=(const FactSet& other) {
-    if (this != &other) facts_ = other.facts_;
+    if (this != &other) {
+      facts_ = other.facts_;
+      star_keys_ = other.star_keys_;
+    }
     return *this;
   }
   FactSet& operator=(FactSet&& other) noexcept {
     facts_ = std::move(other.facts_);
+    star_keys_ = other.star_keys_;
     return *this;
   }
 
@@ -124,6 +129,9 @@ public:
 
 private:
   std::map<std::string, Fact, std::less<>> facts_;
+  /// Some key holds a `*` (only a hostile facts file writes one): match() then reads every key,
+  /// since key_matches lets a `*` in the key stand for any segment.
+  bool star_keys_ = false;
   const ReadGuard* guard_ = nullptr;
 };
 

@@ -165,8 +165,27 @@ std::vector<Rule> parse_rules_file(std::string_view text, std::string_view file,
 /// InputError naming both files.
 RuleSet load_rules_dir(const std::string& dir, const ProbeRegistry* registry, bool examples = true);
 
-/// Loads the rule set compiled into the binary from rules/ at build time.
+/// The rule set built into the binary from rules/. The build validated it as load_rules_dir does
+/// (src/tools/rules_compile.cpp: an invalid rule fails the build); without examples it is decoded
+/// from its compiled form (decode_rules, no JSON read, `registry` unused), with them it is read
+/// from the embedded JSON text (load_builtin_rules_json). Defined in src/doctor/builtin_rules.cpp,
+/// library halo_doctor.
 RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples = true);
+
+/// The built-in rules read from the JSON text embedded at build time (cmake/EmbedRules.cmake):
+/// with `examples` (`rules --test`) the schema and, when `registry` is given, every fact are
+/// checked as for --rules DIR. Throws InputError "rules/FILE.json:LINE: ..." for an invalid rule.
+RuleSet load_builtin_rules_json(const ProbeRegistry* registry, bool examples);
+
+/// The compiled form of a rule set: its rules (every field but the examples), version, digest and
+/// fleet quantities as a flat byte string (src/rules/compiled.cpp). Written at build time by
+/// halo-rules-compile after the rules were validated; decode_rules(encode_rules(s)) equals `s`
+/// without examples.
+std::string encode_rules(const RuleSet& rules);
+
+/// Reads what encode_rules wrote, without validating the rules again. Throws std::runtime_error
+/// for a blob of another format version or a truncated one.
+RuleSet decode_rules(std::string_view blob);
 
 /// The parameters of a run with `--reserve GIB`: reserve_gib and reserve_bytes (GiB in bytes).
 Params default_params(std::int64_t reserve_gib = 4);

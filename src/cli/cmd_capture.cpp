@@ -63,7 +63,7 @@ int run(const CaptureCliOptions& opts) {
   CaptureCliOptions o = opts;
   o.output = expand_output(o.output);
   const ProbeRegistry reg = builtin_probes();
-  const FactSet facts = gather(o.common, reg);
+  const FactSet facts = gather_facts(doctor_options(o.common), reg);
   const Root root(o.common.root);
   CaptureOptions opt;
   opt.redact = !o.no_redact;

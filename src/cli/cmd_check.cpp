@@ -124,10 +124,12 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   evs.reserve(pythons.size());
   ctxs.reserve(pythons.size());
   for (const auto& python : pythons) {
-    CommonOptions common = o.common;
-    common.python = python;
-    evs.push_back(evaluate_checks(common, o.policy_file, reserve_flag->count() > 0));
-    ctxs.push_back(report_context(evs.back(), common, parse_fail_on(o.fail_on)));
+    DoctorOptions d = doctor_options(o.common);
+    d.probe.python = python;
+    d.policy_file = o.policy_file;
+    d.reserve_given = reserve_flag->count() > 0;
+    evs.push_back(run_checks(d));
+    ctxs.push_back(report_context(evs.back(), d, parse_fail_on(o.fail_on)));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -41,7 +41,7 @@ Runner add_facts_command(CLI::App& app) {
     if (o->format == "markdown") {
       throw InputError("--format markdown: only with --declared (the declarations, docs/facts.md)");
     }
-    const FactSet facts = gather(o->common, reg);
+    const FactSet facts = gather_facts(doctor_options(o->common), reg);
     write_output(o->output, o->format == "json"
                                 ? dump_json(facts_to_json(facts, "halo-doctor", kVersion), 2) + "\n"
                                 : text_facts(facts));

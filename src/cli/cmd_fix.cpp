@@ -68,8 +68,9 @@ std::string choose_user(const FixOptions& o, const FactSet& facts) {
 
 int run(const FixOptions& o) {
   const ProbeRegistry reg = builtin_probes();
-  const RuleSet rules = load_rules(o.common, reg);
-  const FactSet facts = gather(o.common, reg);
+  const DoctorOptions d = doctor_options(o.common);
+  const RuleSet rules = load_rule_set(d, reg);
+  const FactSet facts = gather_facts(d, reg);
   const std::string where = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
   if (!facts.get<std::string>(keys::os_id)) {
     const Fact* f = facts.find(keys::os_id);
@@ -82,7 +83,7 @@ int run(const FixOptions& o) {
     throw InputError(fmt::format("--user {}: not a valid user name", o.user));
   const fix::Stack stack = choose_stack(o, facts);
 
-  const auto results = evaluate(rules, facts, rule_params(o.common));
+  const auto results = evaluate(rules, facts, rule_params(d));
   fix::Plan plan = fix::merge_fixes(results);
   if (o.ttm_limit_given)
     fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int(keys::ttm_max_limit_bytes),

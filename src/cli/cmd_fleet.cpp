@@ -40,10 +40,10 @@ int run(const Options& o) {
   const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
   fleet::Accumulator acc(rules.fleet_compare);
   for (const auto& in : o.inputs) {
-    CommonOptions c;
+    DoctorOptions c;
     (is_bundle(in) ? c.bundle : c.facts_file) = in;
-    c.no_runtime = true;
-    const FactSet facts = gather(c, reg);
+    c.probe.no_runtime = true;
+    const FactSet facts = gather_facts(c, reg);
     std::string name = facts.get<std::string>(keys::host_name).value_or("");
     if (name.empty()) name = std::filesystem::path(in).filename().string();
     acc.add(std::move(name), in, facts);

@@ -100,14 +100,16 @@ int run(Options& o, const CLI::Option* reserve_flag) {
       if (r.area == plan::kRuleArea) ids.push_back(r.id);
     return ids;
   };
-  const Evaluation ev =
-      evaluate_checks(o.common, o.policy_file, reserve_flag->count() > 0, plan_rules);
+  DoctorOptions d = doctor_options(o.common);
+  d.policy_file = o.policy_file;
+  d.reserve_given = reserve_flag->count() > 0;
+  const Evaluation ev = run_checks(d, plan_rules);
   const plan::Plan& p = *o.common.plan;
   PlanReportData data{p, ev.facts, ev.results, std::nullopt};
   if (auto cap = ev.facts.get_int(keys::plan_capacity_bytes))
     data.limits = plan::find_limits(p, *cap);
 
-  const ReportContext ctx = report_context(ev, o.common, parse_fail_on(o.fail_on));
+  const ReportContext ctx = report_context(ev, d, parse_fail_on(o.fail_on));
 
   // Strings from the user's files may hold bytes that are not UTF-8: escaped as \xNN
   // (dump_json), as check's reports do, never nlohmann's type_error 316 (exit 70).

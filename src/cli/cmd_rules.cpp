@@ -29,7 +29,7 @@ Runner add_rules_command(CLI::App& app) {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
     o->rule_examples = *test;
-    const RuleSet rs = load_rules(*o, reg);
+    const RuleSet rs = load_rule_set(doctor_options(*o), reg);
     if (!*test) {
       if (*format == "json")
         write_stdout(dump_json(json_catalogue(rs), 2) + "\n");
@@ -62,18 +62,16 @@ Runner add_explain_command(CLI::App& app) {
   return [sub, o, id]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
-    const RuleSet rs = load_rules(*o, reg);
+    const DoctorOptions d = doctor_options(*o);
+    const RuleSet rs = load_rule_set(d, reg);
     const Rule* r = rs.find(*id);
     if (r == nullptr) throw InputError(unknown_rule_message(rs, *id));
     // The rule judged on the machine (or the --root, --facts, --bundle given), as `check` would.
-    const FactSet facts = gather(*o, reg);
-    const Params params = rule_params(*o);
+    const FactSet facts = gather_facts(d, reg);
+    const Params params = rule_params(d);
     RuleSet one;
     one.rules.push_back(*r);
-    const std::string where = !o->bundle.empty()       ? o->bundle
-                              : !o->facts_file.empty() ? o->facts_file
-                                                       : o->root;
-    const ExplainMachine machine{facts, params, evaluate(one, facts, params), where};
+    const ExplainMachine machine{facts, params, evaluate(one, facts, params), input_name(d)};
     write_stdout_text(text_explain(*r, &machine));
     return 0;
   };

@@ -89,7 +89,10 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
         return ids;
       };
     }
-    const Evaluation ev = evaluate_checks(o.common, o.policy_file, reserve_given, default_only);
+    DoctorOptions d = doctor_options(o.common);
+    d.policy_file = o.policy_file;
+    d.reserve_given = reserve_given;
+    const Evaluation ev = run_checks(d, default_only);
     const FailOn fail_on = parse_fail_on(o.fail_on);
     ReportContext ctx;
     ctx.tool_version = kVersion;

@@ -2,6 +2,7 @@
 // Shared pieces of the halo-doctor subcommands. Only src/cli knows CLI11.
 #pragma once
 
+#include <halo/doctor.hpp>
 #include <halo/fact.hpp>
 #include <halo/plan.hpp>
 #include <halo/policy.hpp>
@@ -12,7 +13,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,55 +75,16 @@ void add_probe_options(CLI::App* sub, CommonOptions& o);
 /// Adds --rules, --only, --skip.
 void add_rule_options(CLI::App* sub, CommonOptions& o);
 
-/// The probe options for these command-line options.
-ProbeOptions probe_options(const CommonOptions& o);
-
-/// Probes the root (or replays --facts) and merges --add-facts files, then re-derives.
-/// Throws InputError for a missing root or a bad facts file.
-FactSet gather(const CommonOptions& o, const ProbeRegistry& reg);
-
-/// Loads the built-in rules or --rules DIR, applying --only/--skip (unknown ids: InputError).
-RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg);
-
-/// Params rules may read: reserve_gib, reserve_bytes.
-Params rule_params(const CommonOptions& o);
-
-/// What `check` computes before it reports.
-struct Evaluation {
-  RuleSet rules;
-  FactSet facts;
-  std::vector<Result> results;
-};
-
-/// Chooses the rule ids to evaluate when --only is not given (`halo-doctor slurm prolog`): gets
-/// every loaded rule and the policy (nullptr without --policy).
-using DefaultOnly = std::function<std::vector<std::string>(const RuleSet&, const Policy*)>;
-
-/// `check`'s pipeline: loads --policy (its reserve_gib applies unless --reserve was given) and
-/// checks its rule ids, loads the rules with --only/--skip (or `default_only` when --only is
-/// empty), probes, evaluates and applies the policy. Throws InputError for bad input.
-Evaluation evaluate_checks(CommonOptions o, const std::string& policy_file, bool reserve_given,
-                           const DefaultOnly& default_only = {});
-
-/// The report context of an evaluation, as `check` and `plan` fill it: the tool and rule-set
-/// versions, the host's name, kernel, OS and where the doctor ran (facts), the root, bundle or
-/// facts file read, the gate threshold and its exit code. Durations and timestamps are the
-/// caller's.
-ReportContext report_context(const Evaluation& ev, const CommonOptions& o, FailOn fail_on);
+/// The doctor's options (include/halo/doctor.hpp) for these command-line options; the policy
+/// file and whether --reserve was given are the command's and set by it.
+DoctorOptions doctor_options(const CommonOptions& o);
 
 /// "error" | "warning" | "info" | "never" as the gate threshold (anything else: error).
 FailOn parse_fail_on(const std::string& s);
 
-/// Reads a whole file or throws InputError naming it.
-std::string read_file_or_throw(const std::string& path);
-
 /// Writes `text` to PATH (halo::write_output_file: regular files atomically, devices and pipes in
 /// place, anything else refused), or to stdout for "" or "-". Throws OutputError when it fails.
 void write_output(const std::string& path, const std::string& text);
-
-/// "unknown rule id 'ID'; did you mean 'X'? (see halo-doctor rules)" for explain, --only and
-/// --skip (closest_rule_id; the suggestion only when one is close).
-std::string unknown_rule_message(const RuleSet& rules, const std::string& id);
 
 /// write_output for text a person reads (the text, markdown and plan/fleet reports): the text is
 /// made terminal-safe first (halo::terminal_safe, SGR colours kept), so a host name, PRETTY_NAME

@@ -83,6 +83,7 @@ Value value_from_json(const nlohmann::json& j) {
 
 void FactSet::put(Fact f) {
   std::string key = f.key;
+  star_keys_ = star_keys_ || key.find('*') != std::string::npos;
   facts_.insert_or_assign(std::move(key), std::move(f));
 }
 
@@ -162,7 +163,16 @@ std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
     if (const Fact* f = find(pattern)) out.push_back(f);
     return out;
   }
-  for (const auto& [k, f] : facts_) {
+  // The keys a pattern can match start with its segments before the first wildcard, and the
+  // map is sorted: only that range is read (a per-GPU rule's evidence is a dozen patterns).
+  std::string_view prefix;
+  if (!star_keys_) {
+    const std::size_t dot = pattern.rfind('.', pattern.find('*'));
+    prefix = dot == std::string_view::npos ? std::string_view() : pattern.substr(0, dot + 1);
+  }
+  for (auto it = facts_.lower_bound(prefix);
+       it != facts_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    const auto& [k, f] = *it;
     if (!key_matches(pattern, k)) continue;
     if (guard_ != nullptr) (*guard_)(k);
     out.push_back(&f);

@@ -188,6 +188,19 @@ std::string xml_safe(std::string_view s) {
   });
 }
 
+namespace {
+/// True when no string and no key needs make_safe: the common case, checked without a copy.
+bool all_valid_utf8(const nlohmann::json& j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) return std::all_of(j.begin(), j.end(), all_valid_utf8);
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!valid_utf8(it.key()) || !all_valid_utf8(it.value())) return false;
+  }
+  return true;
+}
+} // namespace
+
 nlohmann::json utf8_safe_json(const nlohmann::json& j) {
   nlohmann::json out = j;
   make_safe(out);
@@ -196,26 +209,43 @@ nlohmann::json utf8_safe_json(const nlohmann::json& j) {
 
 std::string dump_json(const nlohmann::json& j, int indent) {
   // error_handler_t::replace as a second line of defence (U+FFFD), should anything remain.
+  // The tree is copied only when a string needs escaping (a report is some 100 KB of JSON).
+  std::optional<nlohmann::json> fixed;
+  if (!all_valid_utf8(j)) fixed = utf8_safe_json(j);
   const std::string text =
-      utf8_safe_json(j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+      (fixed ? *fixed : j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
   // nlohmann escapes C0 controls (RFC 8259 section 7 requires it) but writes DEL and the C1
   // controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
   // like ESC [. They can only occur inside strings here, so \u escapes keep the JSON and its
   // values the same (issue 32).
+  // Most reports hold neither: the text between two candidates is copied whole.
+  const auto candidate = [&text](std::size_t from) {
+    for (; from < text.size(); ++from)
+      if (text[from] == '\x7f' || text[from] == '\xc2') return from;
+    return std::string::npos;
+  };
+  std::size_t i = candidate(0);
+  if (i == std::string::npos) return text;
   std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  out.reserve(text.size() + 16);
+  std::size_t copied = 0;
+  for (; i != std::string::npos; i = candidate(i)) {
     const auto c = static_cast<unsigned char>(text[i]);
     const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
     if (c == 0x7F) {
+      out.append(text, copied, i - copied);
       out += "\\u007f";
+      copied = ++i;
     } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      out.append(text, copied, i - copied);
       out += fmt::format("\\u{:04x}", next);
-      ++i;
+      i += 2;
+      copied = i;
     } else {
-      out += text[i];
+      ++i;
     }
   }
+  out.append(text, copied, std::string::npos);
   return out;
 }
 

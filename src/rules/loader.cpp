@@ -722,9 +722,9 @@ std::vector<std::pair<std::string, std::string>> embedded_rule_files();
 std::string embedded_rules_version();
 std::string embedded_rules_digest();
 
-RuleSet load_builtin_rules(const ProbeRegistry* registry, bool examples) {
-  // The built-in rules were checked when this binary was tested (`rules --test`: the schema,
-  // every fact provided by a probe, the examples); at start-up they are only read.
+RuleSet load_builtin_rules_json(const ProbeRegistry* registry, bool examples) {
+  // The build checked the built-in rules (halo-rules-compile); `rules --test` checks them again
+  // with their examples: the schema, every fact provided by a probe.
   return finish(embedded_rule_files(), embedded_rules_version(), examples ? registry : nullptr,
                 examples, /*schema_check=*/examples, embedded_rules_digest());
 }

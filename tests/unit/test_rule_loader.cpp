@@ -320,3 +320,38 @@ TEST_CASE("a site rule compares with the policy's min_kernel, as docs/policy.md 
   CHECK(unset.status == Outcome::error);
   CHECK_THAT(unset.message, Catch::Contains("policy thresholds.min_kernel"));
 }
+
+TEST_CASE("the compiled built-in rules are the embedded JSON rules without their examples",
+          "[rules][compiled]") {
+  // Start-up decodes the form halo-rules-compile wrote at build time (issue 33); it must hold
+  // every field the JSON gives, file and line included, and the same version and digest.
+  const RuleSet compiled = load_builtin_rules(nullptr, /*examples=*/false);
+  const RuleSet json = load_builtin_rules_json(nullptr, /*examples=*/false);
+  REQUIRE(compiled.rules.size() == json.rules.size());
+  CHECK(compiled.rules.size() > 50);
+  CHECK(compiled.version == json.version);
+  CHECK(compiled.digest == json.digest);
+  CHECK(compiled.fleet_compare.size() == json.fleet_compare.size());
+  for (std::size_t i = 0; i < json.rules.size(); ++i) {
+    INFO(json.rules[i].id);
+    CHECK(compiled.rules[i].id == json.rules[i].id);
+    CHECK(compiled.rules[i].file == json.rules[i].file);
+    CHECK(compiled.rules[i].line == json.rules[i].line);
+    CHECK(compiled.rules[i].line > 0);
+    CHECK(compiled.rules[i].examples.empty());
+  }
+  // Field by field: encode_rules writes every field, so equal bytes mean equal rule sets.
+  CHECK(encode_rules(compiled) == encode_rules(json));
+  // And the round trip holds on a rule set with examples dropped.
+  CHECK(encode_rules(decode_rules(encode_rules(json))) == encode_rules(json));
+  // The examples are there when asked for (`rules --test`), from the JSON text.
+  const RuleSet with_examples = load_builtin_rules(nullptr, /*examples=*/true);
+  CHECK(!with_examples.rules.front().examples.empty());
+}
+
+TEST_CASE("a compiled rule set of another format or cut short is refused", "[rules][compiled]") {
+  const std::string blob = encode_rules(load_builtin_rules(nullptr, /*examples=*/false));
+  CHECK_THROWS_AS(decode_rules("not a rule set"), std::runtime_error);
+  CHECK_THROWS_AS(decode_rules(blob.substr(0, blob.size() / 2)), std::runtime_error);
+  CHECK_THROWS_AS(decode_rules(blob + "x"), std::runtime_error);
+}
