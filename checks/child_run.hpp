@@ -17,8 +17,8 @@ namespace halo::probes {
 /// and how it ended.
 struct ChildRun {
   std::vector<std::string> lines; ///< complete lines, without the newline
-  bool started = false;           ///< fork succeeded
-  std::string start_error;        ///< pipe/fork failure (strerror text) when !started
+  bool started = false;           ///< the child ran (fork, and execve for run_program, succeeded)
+  std::string start_error;        ///< when !started: pipe/fork/execve failure, with strerror text
   bool timed_out = false;         ///< killed with SIGKILL after the time limit
   bool too_much_output = false;   ///< killed because it wrote more than the output cap
   bool exited = false;            ///< ended through exit/_exit

@@ -114,7 +114,8 @@ bool executable(const std::string& path);
 /// "" when there is none.
 std::string find_program(const std::string& name);
 
-/// Writes all of `text` to `fd`, retrying on EINTR and short writes; false on error.
+/// Writes all of `text` to `fd`, retrying on EINTR and short writes; false on error, with errno
+/// set (EIO when write(2) made no progress).
 bool write_all(int fd, std::string_view text);
 
 } // namespace halo::child

@@ -177,10 +177,11 @@ public:
   bool try_reap() {
     const pid_t w = ::waitpid(pid_, &status_, WNOHANG);
     if (w == pid_) reaped_ = true;
-    if (w < 0 && errno != EINTR) gone_ = true; // not our child any more (ECHILD)
+    // ECHILD: not our child any more (reaped elsewhere, SIGCHLD ignored): its pid may already
+    // name another process, so it is never signalled again; its status is unknown (0).
+    if (w < 0 && errno != EINTR) reaped_ = true;
     return reaped_;
   }
-  bool gone() const { return gone_; }
 
   /// Ends the child's process group: SIGTERM and up to `grace` for the child to end, then
   /// SIGKILL; then reaps the child. The child is waited for with WNOWAIT during the grace, so
@@ -212,7 +213,6 @@ private:
   pid_t pid_;
   int status_ = 0;
   bool reaped_ = false;
-  bool gone_ = false;
 };
 
 /// The one supervision loop: feeds `stdin_text` to `stdin_fd` (closing it when done), reads every
@@ -287,7 +287,7 @@ void supervise(Child& child, std::vector<Stream>& streams, Fd stdin_fd, std::str
   bool reaped = false;
   if (!timed_out && !overflow) {
     // The pipes are closed; the child has the rest of the time limit to exit.
-    while (!(reaped = child.try_reap()) && !child.gone()) {
+    while (!(reaped = child.try_reap())) {
       if (remaining_ms(deadline) == 0) {
         timed_out = true;
         break;
@@ -352,7 +352,14 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
     cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
-  Fd out_r, out_w, err_r, err_w, in_r, in_w, exec_r, exec_w;
+  Fd out_r;
+  Fd out_w;
+  Fd err_r;
+  Fd err_w;
+  Fd in_r;
+  Fd in_w;
+  Fd exec_r;
+  Fd exec_w;
   if (!make_pipe(out_r, out_w)) return system_error("pipe2");
   if (options.stderr_to == Stderr::capture && !make_pipe(err_r, err_w))
     return system_error("pipe2");
@@ -410,7 +417,8 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
 
 Result run_function(const std::function<void(int fd)>& body, const Limits& limits) {
   const Clock::time_point deadline = Clock::now() + limits.time_limit;
-  Fd out_r, out_w;
+  Fd out_r;
+  Fd out_w;
   if (!make_pipe(out_r, out_w)) return system_error("pipe2");
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -475,6 +483,10 @@ bool write_all(int fd, std::string_view text) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EIO; // write(2) of a non-empty buffer that wrote nothing: no progress possible
       return false;
     }
     p += n;
