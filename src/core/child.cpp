@@ -5,6 +5,7 @@
 // process runner (src/ccache/execute.cpp): everything the child needs is built before fork(2),
 // after it only async-signal-safe calls run (signal-safety(7)) until execve(2) or the body.
 #include <halo/child.hpp>
+#include <halo/root.hpp>
 
 #include <fmt/format.h>
 
@@ -48,32 +49,6 @@ int remaining_ms(Clock::time_point deadline) {
   return static_cast<int>(std::min<long long>(left.count(), 1000LL * 60 * 60));
 }
 
-/// A file descriptor closed on destruction.
-class Fd {
-public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
-private:
-  int fd_ = -1;
-};
-
 /// Moves `fd` above the standard streams (fcntl(2) F_DUPFD_CLOEXEC): when the doctor runs with
 /// stdin, stdout or stderr closed, a new pipe can get descriptor 0, 1 or 2, and the child's
 /// dup2(2) onto those numbers would then clobber it or leave it close-on-exec.
@@ -85,11 +60,11 @@ int above_stdio(int fd) {
 }
 
 /// A close-on-exec pipe, both ends above the standard streams; errno set when it failed.
-bool make_pipe(Fd& read_end, Fd& write_end) {
+bool make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
   std::array<int, 2> fds = {-1, -1};
   if (::pipe2(fds.data(), O_CLOEXEC) != 0) return false;
-  read_end = Fd(above_stdio(fds[0]));
-  write_end = Fd(above_stdio(fds[1]));
+  read_end = UniqueFd(above_stdio(fds[0]));
+  write_end = UniqueFd(above_stdio(fds[1]));
   return read_end.get() >= 0 && write_end.get() >= 0;
 }
 
@@ -154,7 +129,7 @@ ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
 
 /// One pipe the runner reads.
 struct Stream {
-  Fd fd;
+  UniqueFd fd;
   std::string* sink = nullptr;
   bool* truncated = nullptr; ///< null: the stream has no mark (the exec-error pipe)
   std::size_t cap = 0;
@@ -218,8 +193,9 @@ private:
 /// The one supervision loop: feeds `stdin_text` to `stdin_fd` (closing it when done), reads every
 /// stream until all are at end of file or the limits are passed, then waits for the child to exit
 /// within the time limit and kills its group otherwise. Fills end, exit_code, signal.
-void supervise(Child& child, std::vector<Stream>& streams, Fd stdin_fd, std::string_view stdin_text,
-               const Limits& limits, Clock::time_point deadline, Result& res) {
+void supervise(Child& child, std::vector<Stream>& streams, UniqueFd stdin_fd,
+               std::string_view stdin_text, const Limits& limits, Clock::time_point deadline,
+               Result& res) {
   bool timed_out = false;
   bool overflow = false;
   std::size_t fed = 0;
@@ -257,18 +233,18 @@ void supervise(Child& child, std::vector<Stream>& streams, Fd stdin_fd, std::str
         const ssize_t n = write_without_sigpipe(stdin_fd.get(), left.data(), left.size());
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n < 0) {
-          stdin_fd.reset(); // the child closed its stdin (EPIPE): it reads no more
+          stdin_fd = UniqueFd(); // the child closed its stdin (EPIPE): it reads no more
           continue;
         }
         fed += static_cast<std::size_t>(n);
-        if (fed == stdin_text.size()) stdin_fd.reset(); // end of file for the child
+        if (fed == stdin_text.size()) stdin_fd = UniqueFd(); // end of file for the child
         continue;
       }
       Stream& s = streams[which[k]];
       const ssize_t n = ::read(s.fd.get(), chunk.data(), chunk.size());
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
-        s.fd.reset(); // end of file (or a read error: nothing more will come)
+        s.fd = UniqueFd(); // end of file (or a read error: nothing more will come)
         continue;
       }
       const auto got = static_cast<std::size_t>(n);
@@ -280,9 +256,9 @@ void supervise(Child& child, std::vector<Stream>& streams, Fd stdin_fd, std::str
       }
     }
   }
-  stdin_fd.reset();
+  stdin_fd = UniqueFd();
   for (auto& s : streams)
-    s.fd.reset();
+    s.fd = UniqueFd();
 
   bool reaped = false;
   if (!timed_out && !overflow) {
@@ -352,21 +328,21 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
     cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
-  Fd out_r;
-  Fd out_w;
-  Fd err_r;
-  Fd err_w;
-  Fd in_r;
-  Fd in_w;
-  Fd exec_r;
-  Fd exec_w;
+  UniqueFd out_r;
+  UniqueFd out_w;
+  UniqueFd err_r;
+  UniqueFd err_w;
+  UniqueFd in_r;
+  UniqueFd in_w;
+  UniqueFd exec_r;
+  UniqueFd exec_w;
   if (!make_pipe(out_r, out_w)) return system_error("pipe2");
   if (options.stderr_to == Stderr::capture && !make_pipe(err_r, err_w))
     return system_error("pipe2");
   if (options.stdin_text && !make_pipe(in_r, in_w)) return system_error("pipe2");
   // The exec failure pipe: the child writes errno here; a good execve closes it (O_CLOEXEC).
   if (!make_pipe(exec_r, exec_w)) return system_error("pipe2");
-  const Fd devnull(above_stdio(::open("/dev/null", O_RDWR | O_CLOEXEC)));
+  const UniqueFd devnull(above_stdio(::open("/dev/null", O_RDWR | O_CLOEXEC)));
   if (in_w.get() >= 0) ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
 
   const pid_t parent = ::getpid();
@@ -390,10 +366,10 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
   }
   Child child(pid);
   ::setpgid(pid, pid); // both sides set it, so a kill cannot race the child's own call
-  out_w.reset();
-  err_w.reset();
-  in_r.reset();
-  exec_w.reset();
+  out_w = UniqueFd();
+  err_w = UniqueFd();
+  in_r = UniqueFd();
+  exec_w = UniqueFd();
 
   Result res;
   std::string exec_errno_bytes;
@@ -417,15 +393,15 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
 
 Result run_function(const std::function<void(int fd)>& body, const Limits& limits) {
   const Clock::time_point deadline = Clock::now() + limits.time_limit;
-  Fd out_r;
-  Fd out_w;
+  UniqueFd out_r;
+  UniqueFd out_w;
   if (!make_pipe(out_r, out_w)) return system_error("pipe2");
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return system_error("fork");
   if (pid == 0) {
     child_prelude(parent);
-    out_r.reset();
+    out_r = UniqueFd();
     try {
       body(out_w.get());
     } catch (...) {
@@ -435,12 +411,12 @@ Result run_function(const std::function<void(int fd)>& body, const Limits& limit
   }
   Child child(pid);
   ::setpgid(pid, pid); // also here: whichever of the two runs first makes the group
-  out_w.reset();
+  out_w = UniqueFd();
   Result res;
   std::vector<Stream> streams;
   streams.push_back({std::move(out_r), &res.out, &res.out_truncated, limits.max_output_bytes,
                      limits.on_overflow == Overflow::kill});
-  supervise(child, streams, Fd(), {}, limits, deadline, res);
+  supervise(child, streams, UniqueFd(), {}, limits, deadline, res);
   return res;
 }
 
