@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Probe: what PyTorch itself reports (`--framework-deep`, live system only). Runs the interpreter
 // training will use (`--python PATH`, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python,
-// else python3 on PATH) in a forked child with a time limit (checks/child_run.hpp), stdin and
-// stderr on /dev/null, and a script that imports torch and prints one JSON line:
+// else python3 on PATH) in a child process with a time limit (checks/child_run.hpp run_program),
+// stdin and stderr on /dev/null, and a script that imports torch and prints one JSON line:
 // torch.__version__, torch.version.hip, torch.cuda.is_available(), torch.cuda.device_count(), and
 // for each device get_device_properties(i).{name,total_memory,gcnArchName} and
 // torch.cuda.mem_get_info(i) (PyTorch's documented torch.cuda API; on ROCm builds torch.cuda is
@@ -16,11 +16,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <array>
 #include <cstdlib>
 
 namespace halo::probes {
@@ -125,22 +120,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   const std::string src = fmt::format("{} -c <torch query> ({})", python, basis);
-  const ChildRun run = run_in_child(
-      [&python](int fd) {
-        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0) {
-          ::dup2(null, 0);
-          ::dup2(null, 2);
-        }
-        ::dup2(fd, 1);
-        const std::array<const char*, 4> argv = {python.c_str(), "-c", kScript, nullptr};
-        // execv(2) takes char* const[]; it does not modify the strings.
-        ::execv(
-            python.c_str(),
-            const_cast<char* const*>(argv.data())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
-        write_all(fd, "{\"exec_error\": \"exec failed\"}\n");
-      },
-      o.framework_timeout_s, kMaxOutputBytes);
+  const ChildRun run = run_program({python, "-c", kScript}, o.framework_timeout_s, kMaxOutputBytes);
   if (!run.started) {
     all_status(facts, Status::error, src, "could not start it: " + run.start_error);
     return;
@@ -150,7 +130,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     auto parsed = nlohmann::json::parse(*it, nullptr, false);
     if (parsed.is_object()) j = std::move(parsed);
   }
-  if (j.is_null() || j.contains("exec_error")) {
+  if (j.is_null()) {
     all_status(facts, Status::error, src,
                fmt::format("it printed no answer ({})", describe_end(run, o.framework_timeout_s)));
     return;
@@ -225,11 +205,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 }
 
 } // namespace
-
-bool executable(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
 
 std::pair<std::string, std::string> choose_python(const std::string& given) {
   if (!given.empty()) return {given, "--python"};

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor plan --measure (checks/plan_measure.hpp): runs checks/plan_measure.py under the
-// user's interpreter in a forked child with a time limit (checks/child_run.hpp), stdin and stderr
-// on /dev/null, and reads its JSON lines. The measuring itself is PyTorch's documented API:
-// torch.cuda.max_memory_allocated(), max_memory_reserved(), mem_get_info().
+// user's interpreter in a child process with a time limit (checks/child_run.hpp run_program),
+// stdin and stderr on /dev/null, and reads its JSON lines. The measuring itself is PyTorch's
+// documented API: torch.cuda.max_memory_allocated(), max_memory_reserved(), mem_get_info().
 #include "plan_measure.hpp"
 
 #include "child_run.hpp"
@@ -10,10 +10,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <array>
 #include <filesystem>
 #include <limits>
 
@@ -82,23 +78,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   }
   const std::string spec_text = spec.dump();
   const std::string script(plan_measure_script());
-  const ChildRun run = run_in_child(
-      [&](int fd) {
-        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0) {
-          ::dup2(null, 0);
-          ::dup2(null, 2);
-        }
-        ::dup2(fd, 1);
-        const std::array<const char*, 5> argv = {python.c_str(), "-c", script.c_str(),
-                                                 spec_text.c_str(), nullptr};
-        // execv(2) takes char* const[]; it does not modify the strings.
-        ::execv(
-            python.c_str(),
-            const_cast<char* const*>(argv.data())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
-        write_all(fd, "{\"status\": \"exec_error\"}\n");
-      },
-      timeout_s, kMaxOutputBytes);
+  const ChildRun run = run_program({python, "-c", script, spec_text}, timeout_s, kMaxOutputBytes);
   if (!run.started) {
     m.status = "error";
     m.reason = "could not start it: " + run.start_error;
@@ -111,7 +91,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     if (parsed.is_object() && parsed.contains("status") && parsed["status"].is_string())
       j = std::move(parsed);
   }
-  if (j.is_null() || str(j, "status") == "exec_error") {
+  if (j.is_null()) {
     m.status = "error";
     m.reason =
         fmt::format("the measuring script gave no answer ({})", describe_end(run, timeout_s));

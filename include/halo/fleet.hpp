@@ -5,8 +5,8 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/fleet_quantity.hpp>
 #include <halo/result.hpp>
-#include <halo/rules.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -149,8 +149,8 @@ public:
   /// The environment variables this probe reads from `/proc/self/environ`: exact names
   /// ("VIRTUAL_ENV") or prefixes ending in `*` ("HSA_*"). This declaration is the capture
   /// bundle's allow-list: `capture` keeps the values of exactly these variables and stores every
-  /// other one as `NAME=<dropped>` (src/core/bundle.cpp, docs/security.md), so a probe that reads
-  /// a new variable declares it here and nowhere else. Default: none.
+  /// other one as `NAME=<dropped>` (src/core/bundle_redact.cpp, docs/security.md), so a probe that
+  /// reads a new variable declares it here and nowhere else. Default: none.
   virtual std::vector<std::string> env_reads() const { return {}; }
   /// Reads the system and adds facts. `facts` holds the facts of earlier probes.
   virtual void collect(const ProbeContext& ctx, FactSet& facts) const = 0;

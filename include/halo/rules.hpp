@@ -4,6 +4,7 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/fleet_quantity.hpp>
 #include <halo/result.hpp>
 
 #include <nlohmann/json.hpp>
@@ -132,16 +133,6 @@ struct Rule {
 
   /// The highest severity among the fail cases (what the catalogue shows).
   Severity max_severity() const;
-};
-
-/// One quantity `halo-doctor fleet compare` sets side by side (docs/fleet.md), from the
-/// `compare` list of a rules file (rules/fleet.json): a fact key pattern (`*` = one segment:
-/// every GPU or card), its name for people, and how much a node that differs from the majority
-/// matters (error: the comparison fails, exit 1; warning: reported only).
-struct FleetQuantity {
-  std::string pattern;
-  std::string label;
-  Severity severity = Severity::warning;
 };
 
 /// A loaded rule set with its version and the SHA-256 of its canonical text.

@@ -49,9 +49,15 @@ void hex_bytes(std::string& out, std::string_view bytes) {
     out += fmt::format("\\x{:02X}", static_cast<unsigned char>(c));
 }
 
-/// Copies `s`, writing each valid sequence whose code point `bad` rejects, and each invalid
-/// byte, as `\xNN`.
-template <class Bad> std::string escape_if(std::string_view s, Bad bad) {
+/// How escape_each writes one well-formed sequence: as it is, as `\xNN` bytes, or as `text`.
+struct Written {
+  enum class As { itself, hex, text } as = As::itself;
+  std::string_view text;
+};
+
+/// Copies `s`, writing each invalid byte as `\xNN` and each valid sequence as `how(code point)`
+/// says (a Written).
+template <class How> std::string escape_each(std::string_view s, How how) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
@@ -62,8 +68,11 @@ template <class Bad> std::string escape_if(std::string_view s, Bad bad) {
       ++i;
       continue;
     }
-    if (bad(cp))
+    const Written w = how(cp);
+    if (w.as == Written::As::hex)
       hex_bytes(out, s.substr(i, n));
+    else if (w.as == Written::As::text)
+      out.append(w.text);
     else
       out.append(s.substr(i, n));
     i += n;
@@ -71,14 +80,27 @@ template <class Bad> std::string escape_if(std::string_view s, Bad bad) {
   return out;
 }
 
-bool valid_utf8(std::string_view s) {
+/// Copies `s`, writing each valid sequence whose code point `bad` rejects, and each invalid
+/// byte, as `\xNN`.
+template <class Bad> std::string escape_if(std::string_view s, Bad bad) {
+  return escape_each(s, [&](std::uint32_t cp) {
+    return bad(cp) ? Written{Written::As::hex, {}} : Written{};
+  });
+}
+
+/// True when `s` is well-formed UTF-8 and `ok` accepts each of its code points.
+template <class Ok> bool each_code_point(std::string_view s, Ok ok) {
   for (std::size_t i = 0; i < s.size();) {
     std::uint32_t cp = 0;
     const std::size_t n = utf8_seq(s, i, cp);
-    if (n == 0) return false;
+    if (n == 0 || !ok(cp)) return false;
     i += n;
   }
   return true;
+}
+
+bool valid_utf8(std::string_view s) {
+  return each_code_point(s, [](std::uint32_t) { return true; });
 }
 
 void make_safe(nlohmann::json& j) {
@@ -147,39 +169,17 @@ bool not_one_line(std::uint32_t cp) {
 } // namespace
 
 std::string one_line(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    std::uint32_t cp = 0;
-    const std::size_t n = utf8_seq(s, i, cp);
-    if (n == 0) {
-      hex_bytes(out, s.substr(i, 1));
-      ++i;
-      continue;
-    }
-    if (cp == '\n')
-      out += "\\n";
-    else if (cp == '\r')
-      out += "\\r";
-    else if (cp == '\t')
-      out += "\\t";
-    else if (not_one_line(cp))
-      hex_bytes(out, s.substr(i, n));
-    else
-      out.append(s.substr(i, n));
-    i += n;
-  }
-  return out;
+  return escape_each(s, [](std::uint32_t cp) {
+    using As = Written::As;
+    if (cp == '\n') return Written{As::text, "\\n"};
+    if (cp == '\r') return Written{As::text, "\\r"};
+    if (cp == '\t') return Written{As::text, "\\t"};
+    return not_one_line(cp) ? Written{As::hex, {}} : Written{};
+  });
 }
 
 bool is_one_line(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    std::uint32_t cp = 0;
-    const std::size_t n = utf8_seq(s, i, cp);
-    if (n == 0 || not_one_line(cp)) return false;
-    i += n;
-  }
-  return true;
+  return each_code_point(s, [](std::uint32_t cp) { return !not_one_line(cp); });
 }
 
 std::string xml_safe(std::string_view s) {

@@ -273,6 +273,16 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   std::string opt_basis;
   double A = 0;   // LoRA parameters
   double pb = wb; // bytes of one trained parameter
+  // Weights loaded in `load_dtype` as they are.
+  const auto dtype_weights = [&](std::string what) {
+    W = wb * P;
+    w_what = std::move(what);
+    w_basis = fmt::format("{} B/param", wb);
+    w_source = "transformers modeling_utils.py from_pretrained (dtype)";
+  };
+  // Bytes of one optimizer state element: the optimizer's own (8-bit states), else those of a
+  // trained parameter (the load dtype in full training; fp32 LoRA adapters).
+  const double sb = opt.bytes_per_state > 0 ? opt.bytes_per_state : (full ? wb : 4);
   if (full) {
     e.trainable_params = p.total;
     if (wb == 4 && mixed) {
@@ -283,15 +293,9 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       w_basis = "4 B/param + 2 B/param cached cast";
       w_source = "aten/src/ATen/autocast_mode.cpp cached_cast";
     } else {
-      W = wb * P;
-      w_what = fmt::format("weights ({})", dname);
-      w_basis = fmt::format("{} B/param", wb);
-      w_source = "transformers modeling_utils.py from_pretrained (dtype)";
+      dtype_weights(fmt::format("weights ({})", dname));
     }
     G = wb * P;
-    const double sb = opt.bytes_per_state > 0 ? opt.bytes_per_state : wb;
-    S = opt.states * sb * P;
-    opt_basis = fmt::format("{} state(s) x {} B/param", opt.states, sb);
   } else {
     A = static_cast<double>(lora_params(m, s.lora_r.value, s.lora_targets.value));
     e.trainable_params = static_cast<std::int64_t>(A);
@@ -313,17 +317,14 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       w_basis = "1 B/param of the linear weights (LLM.int8), 2 B/param for the rest";
       w_source = "bitsandbytes nn.Linear8bitLt";
     } else {
-      W = wb * P;
-      w_what = fmt::format("base weights ({}, frozen)", dname);
-      w_basis = fmt::format("{} B/param", wb);
-      w_source = "transformers modeling_utils.py from_pretrained (dtype)";
+      dtype_weights(fmt::format("base weights ({}, frozen)", dname));
     }
     G = 4 * A;
-    const double sb = opt.bytes_per_state > 0 ? opt.bytes_per_state : 4;
-    S = opt.states * sb * A;
-    opt_basis = fmt::format("{} state(s) x {} B per adapter parameter", opt.states, sb);
   }
   const double Ptrain = full ? P : A;
+  S = opt.states * sb * Ptrain;
+  opt_basis = fmt::format("{} state(s) x {} B{}", opt.states, sb,
+                          full ? "/param" : " per adapter parameter");
   // bitsandbytes' paged optimizers keep their states in CUDA/HIP managed memory
   // (bitsandbytes/functional.py get_paged, cudaMallocManaged): on the GPU until the driver pages
   // them out under pressure, outside torch's caching allocator. Counted on the GPU.
@@ -337,7 +338,6 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
   // update, about 12 B per element of the largest parameter. SGD without momentum and the
   // bitsandbytes 8-bit optimizers (block-wise kernels, bitsandbytes/functional.py
   // optimizer_update_8bit_blockwise) have none of note.
-  const double sb_eff = opt.bytes_per_state > 0 ? opt.bytes_per_state : (full ? wb : 4);
   std::string t_basis;
   if (has("fused") || optim == "sgd" || has("8bit") || has("4bit") || has("bnb") || has("paged") ||
       has("lion")) {
@@ -350,7 +350,7 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
     T_opt = 12 * largest;
     t_basis = "12 B per element of the largest parameter (fp32 grad, weight and update)";
   } else if (opt.states >= 2) {
-    T_opt = sb_eff * Ptrain;
+    T_opt = sb * Ptrain;
     t_basis = "_foreach_sqrt of exp_avg_sq: one state's size";
   }
   if (has("adafactor")) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loading and validating rules/*.json. The only place that knows the rule file syntax.
 #include <halo/error.hpp>
+#include <halo/fleet_quantity.hpp>
 #include <halo/io.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>
@@ -462,40 +463,8 @@ std::optional<std::string> closest_rule_id(const RuleSet& rules, std::string_vie
 std::string embedded_rules_schema();
 
 namespace {
-/// A rules file's `compare` list (the fleet comparison's quantities): each {fact, label,
-/// severity}, the fact provided by some probe (when `registry` is given), no fact twice.
-std::vector<FleetQuantity> parse_fleet_compare(const nlohmann::json& list, std::string_view text,
-                                               std::string_view file,
-                                               const ProbeRegistry* registry) {
-  auto fail = [&](const std::string& ptr, const std::string& what) {
-    const JsonPositions pos(text); // only on an error: it scans the text
-    throw InputError(fmt::format("{}:{}: {}: {}", file, pos.line(ptr), ptr.substr(1), what));
-  };
-  if (!list.is_array()) fail("/compare", "must be a list of {fact, label, severity}");
-  std::vector<FleetQuantity> out;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const auto& q = list[i];
-    const std::string ptr = fmt::format("/compare/{}", i);
-    if (!q.is_object() || q.size() != 3 || !q.contains("fact") || !q.contains("label") ||
-        !q.contains("severity"))
-      fail(ptr, R"(needs exactly {"fact", "label", "severity"})");
-    if (!q["fact"].is_string() || q["fact"].get<std::string>().empty())
-      fail(ptr + "/fact", "must be a fact key");
-    if (!q["label"].is_string() || q["label"].get<std::string>().empty())
-      fail(ptr + "/label", "must be a non-empty string");
-    const auto sev =
-        q["severity"].is_string() ? parse_severity(q["severity"].get<std::string>()) : std::nullopt;
-    if (!sev || *sev == Severity::info) fail(ptr + "/severity", "must be error or warning");
-    FleetQuantity fq{q["fact"].get<std::string>(), q["label"].get<std::string>(), *sev};
-    if (registry != nullptr && !registry->provides(fq.pattern))
-      fail(ptr + "/fact", fmt::format("no probe provides the fact '{}'", fq.pattern));
-    for (const auto& before : out)
-      if (before.pattern == fq.pattern)
-        fail(ptr + "/fact", fmt::format("'{}' is compared twice", fq.pattern));
-    out.push_back(std::move(fq));
-  }
-  return out;
-}
+// The `compare` list of a rules file: src/fleet/quantities.cpp.
+using fleet::parse_fleet_compare;
 
 std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
                                    const ProbeRegistry* registry, bool examples, bool schema_check,

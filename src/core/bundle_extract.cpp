@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+// Capture bundles with libarchive, the extraction part: an untrusted archive unpacked for replay
+// into a private directory, member by member under limits, removed again on every way out (a
+// fatal signal included).
+#include "bundle_internal.hpp"
+
+#include <halo/bundle.hpp>
+#include <halo/error.hpp>
+
+#include <fmt/format.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace halo {
+namespace bundle_detail {
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto pos = s.find(sep, start);
+    out.emplace_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) return out;
+    start = pos + 1;
+  }
+}
+
+bool link_stays_inside(const std::string& rel, const std::string& target) {
+  if (target.empty() || target[0] == '/') return false;
+  auto segs = split(rel, '/');
+  segs.pop_back(); // the link's own name
+  long depth = 0;
+  for (const auto& s : segs)
+    if (!s.empty() && s != ".") ++depth;
+  for (const auto& s : split(target, '/')) {
+    if (s.empty() || s == ".") continue;
+    depth += s == ".." ? -1 : 1;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+
+} // namespace bundle_detail
+
+namespace {
+
+using bundle_detail::link_stays_inside;
+using bundle_detail::split;
+
+/// The extraction directory of the live ExtractedBundle, for the signal handler (one at a time).
+std::array<char, 4096> g_bundle_dir = {};
+volatile sig_atomic_t g_bundle_dir_set = 0;
+
+/// Removes everything under the directory `dfd` refers to, then closes it; only
+/// async-signal-safe calls (signal-safety(7): openat, unlinkat, close; getdents64 is a plain
+/// system call), no allocation. Depth is bounded by kMaxBundleDepth.
+void remove_tree_at(int dfd, int depth) {
+  alignas(8) std::array<char, 4096> buf{};
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, dfd, buf.data(), buf.size());
+    if (n <= 0) break;
+    bool removed_any = false;
+    for (long off = 0; off < n;) {
+      struct Dirent64 {
+        std::uint64_t d_ino;
+        std::int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[1]; // NOLINT(*-avoid-c-arrays): struct linux_dirent64, getdents64(2)
+      };
+      const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + off);
+      off += d->d_reclen;
+      const char* name = d->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      if (::unlinkat(dfd, name, 0) == 0) {
+        removed_any = true;
+        continue;
+      }
+      if (depth < 64) {
+        const int sub = ::openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) remove_tree_at(sub, depth + 1);
+      }
+      if (::unlinkat(dfd, name, AT_REMOVEDIR) == 0) removed_any = true;
+    }
+    if (removed_any) ::lseek(dfd, 0, SEEK_SET);
+  }
+  ::close(dfd);
+}
+
+/// On a fatal signal: remove the extraction directory, then die of the same signal (SIG_DFL and
+/// re-raise, so the exit status still says which signal it was).
+void bundle_signal_handler(int sig) {
+  if (g_bundle_dir_set != 0) {
+    g_bundle_dir_set = 0;
+    const int dfd = ::open(g_bundle_dir.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) remove_tree_at(dfd, 0);
+    ::rmdir(g_bundle_dir.data());
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+constexpr std::array<int, 9> kCleanupSignals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
+                                                SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+/// Installs bundle_signal_handler for the fatal signals, on an alternate stack so a stack
+/// overflow (SIGSEGV) can still clean up (sigaltstack(2)).
+void install_cleanup_handlers() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  static std::array<char, std::size_t{64} * 1024> alt_stack{};
+  stack_t ss{};
+  ss.ss_sp = alt_stack.data();
+  ss.ss_size = alt_stack.size();
+  ::sigaltstack(&ss, nullptr);
+  for (int sig : kCleanupSignals) {
+    struct sigaction old {};
+    ::sigaction(sig, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) continue; // nohup and friends: leave ignored signals ignored
+    struct sigaction sa {};
+    sa.sa_handler = bundle_signal_handler;
+    sa.sa_flags = static_cast<int>(SA_ONSTACK | SA_RESETHAND);
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+/// A reader for gzip/xz/zstd/bzip2-compressed (or plain) tar archives using libarchive's
+/// built-in decompressors only: a filter that would run an external program (libarchive
+/// returns ARCHIVE_WARN for those, archive_read_support_filter_* (3)) is not registered, and
+/// lrzip, lzop, grzip, lz4 via program and the like are never offered (no support_filter_all).
+archive* new_bundle_reader() {
+  using Support = int (*)(archive*);
+  archive* in = archive_read_new();
+  for (Support add :
+       {Support{archive_read_support_filter_gzip}, Support{archive_read_support_filter_xz},
+        Support{archive_read_support_filter_zstd}, Support{archive_read_support_filter_bzip2}}) {
+    archive* probe = archive_read_new();
+    const bool builtin = add(probe) == ARCHIVE_OK;
+    archive_read_free(probe);
+    if (builtin) add(in);
+  }
+  archive_read_support_format_tar(in);
+  archive_read_support_format_gnutar(in);
+  return in;
+}
+
+} // namespace
+
+ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
+  // The archive itself: a regular file (a FIFO or /dev/zero would block or never end).
+  {
+    struct stat st {};
+    if (::stat(archive_path.c_str(), &st) != 0)
+      throw InputError(fmt::format("{}: cannot be read: {}", archive_path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+      throw InputError(fmt::format("{}: cannot be read: not a regular file", archive_path));
+  }
+  install_cleanup_handlers();
+  std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
+  if (templ.size() >= g_bundle_dir.size() || ::mkdtemp(templ.data()) == nullptr)
+    throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
+  dir_ = templ;
+  std::memcpy(g_bundle_dir.data(), templ.c_str(), templ.size() + 1);
+  g_bundle_dir_set = 1;
+  archive* in = new_bundle_reader();
+  archive* out = archive_write_disk_new();
+  // Entry names are checked below and made absolute under dir_; no owners, no special modes.
+  archive_write_disk_set_options(out,
+                                 ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+  auto cleanup = [&] {
+    archive_read_free(in);
+    archive_write_free(out);
+    g_bundle_dir_set = 0;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  };
+  auto refuse = [&](const std::string& what) {
+    cleanup();
+    throw InputError(fmt::format("{}: {}", archive_path, what));
+  };
+  auto fail = [&](archive* a) {
+    const std::string msg =
+        archive_error_string(a) != nullptr ? archive_error_string(a) : "unknown error";
+    refuse("not a readable capture bundle: " + msg);
+  };
+  if (archive_read_open_filename(in, archive_path.c_str(), std::size_t{64} * 1024) != ARCHIVE_OK)
+    fail(in);
+  archive_entry* e = nullptr;
+  int rc = ARCHIVE_OK;
+  std::size_t members = 0;
+  std::uint64_t total = 0;
+  while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
+    const char* name = archive_entry_pathname(e);
+    const std::string rel = name != nullptr ? name : "";
+    const auto segs = split(rel, '/');
+    if (rel.empty() || rel[0] == '/' || std::find(segs.begin(), segs.end(), "..") != segs.end() ||
+        archive_entry_hardlink(e) != nullptr)
+      refuse(fmt::format("entry '{}' would be extracted outside the bundle", rel));
+    if (++members > kMaxBundleMembers)
+      refuse(fmt::format("more than {} members; not a capture bundle", kMaxBundleMembers));
+    if (segs.size() > kMaxBundleDepth)
+      refuse(fmt::format("entry '{}' is nested deeper than {} levels", rel, kMaxBundleDepth));
+    const auto type = archive_entry_filetype(e);
+    if (type == AE_IFLNK) {
+      const char* t = archive_entry_symlink(e);
+      const std::string target = t != nullptr ? t : "";
+      if (!link_stays_inside(rel, target))
+        refuse(
+            fmt::format("entry '{}' is a symbolic link to '{}', outside the bundle", rel, target));
+    } else if (type != AE_IFREG && type != AE_IFDIR) {
+      refuse(fmt::format("entry '{}' is not a regular file, directory or symbolic link (device "
+                         "nodes, FIFOs and sockets are never extracted)",
+                         rel));
+    }
+    // Plain permissions only: no set-user-ID, set-group-ID or sticky bits, always readable and
+    // writable by us so the directory can be removed again.
+    const mode_t perm = archive_entry_perm(e);
+    archive_entry_set_perm(
+        e, static_cast<mode_t>((perm & 0755U) | (type == AE_IFDIR ? 0700U : 0600U)));
+    archive_entry_set_uid(e, ::getuid());
+    archive_entry_set_gid(e, ::getgid());
+    const std::string dest = (dir_ / rel).string();
+    archive_entry_set_pathname(e, dest.c_str());
+    if (archive_write_header(out, e) != ARCHIVE_OK) fail(out);
+    const void* buf = nullptr;
+    std::size_t size = 0;
+    la_int64_t offset = 0;
+    int r = ARCHIVE_OK;
+    while ((r = archive_read_data_block(in, &buf, &size, &offset)) == ARCHIVE_OK) {
+      // Offset + size, not size alone: a sparse entry could claim terabytes with a few bytes.
+      const std::uint64_t end_at =
+          static_cast<std::uint64_t>(std::max<la_int64_t>(offset, 0)) + size;
+      if (end_at > kMaxBundleMemberBytes)
+        refuse(fmt::format("entry '{}' is larger than {} bytes", rel, kMaxBundleMemberBytes));
+      total += size;
+      if (total > kMaxBundleBytes)
+        refuse(fmt::format("expands to more than {} bytes; not a capture bundle", kMaxBundleBytes));
+      if (archive_write_data_block(out, buf, size, offset) != ARCHIVE_OK) fail(out);
+    }
+    if (r != ARCHIVE_EOF) fail(in);
+    if (archive_write_finish_entry(out) != ARCHIVE_OK) fail(out);
+  }
+  if (rc != ARCHIVE_EOF) fail(in);
+  archive_read_free(in);
+  archive_write_free(out);
+  in = nullptr;
+  out = nullptr;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir_ / ".halo/manifest.json", ec)) {
+    g_bundle_dir_set = 0;
+    std::filesystem::remove_all(dir_, ec);
+    throw InputError(
+        fmt::format("{}: not a halo-doctor capture bundle (no .halo/manifest.json)", archive_path));
+  }
+}
+
+ExtractedBundle::~ExtractedBundle() {
+  g_bundle_dir_set = 0;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string ExtractedBundle::runtime_facts_file() const {
+  const auto p = dir_ / kBundleRuntimeFacts;
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
+}
+
+} // namespace halo

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// The capture bundle's three parts share this private header (include/halo/bundle.hpp is the
+// public one): redaction (src/core/bundle_redact.cpp: the environment allow-list, URL and
+// secret masking, serial-number pseudonyms), archive writing (src/core/bundle.cpp: what the
+// probes read, as a gzip'd tar) and extraction (src/core/bundle_extract.cpp: safe unpacking of
+// an untrusted archive).
+#pragma once
+
+#include <halo/fact.hpp>
+#include <halo/probe.hpp>
+#include <halo/root.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace halo::bundle_detail {
+
+/// `s` cut at every `sep`: n separators give n + 1 fields (empty ones included).
+std::vector<std::string> split(std::string_view s, char sep);
+
+/// True when a symlink stored at `rel` with target `target` stays inside the bundle: relative,
+/// and its `..` never climbs above the bundle's root counting from the link's directory.
+/// (Reads of a replayed bundle are confined by Root as well; this refuses the obvious cases.)
+/// The writer stores only such links; extraction refuses any other.
+bool link_stays_inside(const std::string& rel, const std::string& target);
+
+/// The environment allow-list: every variable some probe declares it reads (Probe::env_reads),
+/// sorted, each once.
+std::vector<std::string> env_allow_list(const ProbeRegistry& reg);
+
+/// Container secret mounts (Docker and Kubernetes: /run/secrets, the service-account token
+/// under /var/run/secrets/kubernetes.io/serviceaccount), also under /run/host: a probe may test
+/// that they exist, but their files are bearer tokens, so a bundle stores the directory and never
+/// a file's bytes.
+bool secret_mount(const std::string& abs);
+
+/// Makes a bundle safe to post: secrets are never stored (the environment by allow-list, URL
+/// credentials and secret-named variables masked, secret mounts empty), and unless `--no-redact`
+/// the identities are replaced: the host name by `redacted-host`, human user names (uid
+/// 1000..59999 in /etc/passwd) by user1, user2, ..., serial numbers and UUIDs by pseudonyms that
+/// are stable within the bundle (the same value gets the same pseudonym, so fleet compare still
+/// tells GPUs apart).
+class Redactor {
+public:
+  /// `env_allow`: env_allow_list(); `on`: CaptureOptions::redact (secrets are masked either way).
+  Redactor(const Root& root, std::vector<std::string> env_allow, bool on);
+  ~Redactor();
+  Redactor(const Redactor&) = delete;
+  Redactor& operator=(const Redactor&) = delete;
+  Redactor(Redactor&&) = delete;
+  Redactor& operator=(Redactor&&) = delete;
+
+  /// Learns the machine's serial numbers and UUIDs from where the kernel shows them (DMI, NVMe,
+  /// PCI/amdgpu sysfs), whether or not a probe reads those files, so that they are replaced
+  /// wherever else they occur (a kernel log line).
+  void learn_machine_identifiers(const Root& root);
+  /// First pass, over every stored file in path order: learns the identifiers and the secrets of
+  /// the environment, so the second pass can remove them wherever else they occur.
+  void learn(const std::string& abs, const std::string& text);
+  /// Second pass: the text of the file at target path `abs` as stored in the bundle.
+  std::string apply(const std::string& abs, std::string text);
+  /// Runtime facts: identifier values get pseudonyms, home directories and learnt secrets are
+  /// replaced in every string.
+  void apply(FactSet& facts);
+  /// What was redacted, one line each (the manifest's `redactions`).
+  const std::vector<std::string>& notes() const;
+
+private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace halo::bundle_detail
