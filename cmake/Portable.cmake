@@ -3,7 +3,7 @@
 # Rocky 9, Ubuntu 22.04 and 24.04, Debian 12, Fedora, Arch). libstdc++ and libgcc are linked
 # statically, and so is every library Debian 12 ships a static archive of; fmt and spdlog (shared
 # only in Debian) are compiled in through their header-only modes. libdrm, ROCr and libkmod stay
-# dlopen()ed (checks/libdrm.cpp, checks/hsa_child.cpp, checks/module_file.cpp), so the binary's
+# dlopen()ed (checks/gpus/libdrm.cpp, checks/runtime/hsa_child.cpp, checks/kernel_args/module_file.cpp), so the binary's
 # NEEDED entries are glibc's alone (tests/cli/release.sh checks readelf -d and objdump -T).
 #
 # Sets the HALO_LIB_* variables CMakeLists.txt links with.

@@ -26,7 +26,7 @@ build_packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev
   libyaml-cpp-dev libkmod-dev
-  # checks/offload_bundle.cpp: the ELF section and compressed offload bundles of libtorch_hip.so
+  # checks/framework/offload_bundle.cpp: the ELF section and compressed offload bundles of libtorch_hip.so
   libelf-dev libzstd-dev zlib1g-dev
 )
 # The test suite (scripts/test.sh, .ci/run): every real tool a test compares the doctor with.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The allocator settings string as c10 reads it (checks/alloc_conf.hpp). Source:
+// The allocator settings string as c10 reads it (checks/framework/alloc_conf.hpp). Source:
 // c10/core/AllocatorConfig.cpp (lexArgs, consumeToken, parseArgs and the parse* helpers).
 #include "alloc_conf.hpp"
 

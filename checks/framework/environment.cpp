@@ -24,7 +24,7 @@ const std::vector<std::string>& env_names() {
       "FLASH_ATTENTION_*", "TORCH_ROCM_AOTRITON_*", "PYTORCH_HIP_ALLOC_CONF",
       "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ROCM_PATH", "CUDA_VISIBLE_DEVICES",
       // SUDO_UID: under sudo, device access is judged for the invoking user
-      // (checks/device_access.cpp).
+      // (checks/host/device_access.cpp).
       "SUDO_UID",
       "CONTAINER_ID", // distrobox (distrobox-enter)
       // debugging switches (derived env.debug_settings)

@@ -4,7 +4,7 @@
 //
 // - The environment: `--python PATH`'s (a venv, a prefix or the system: see plan_search), else
 //   VIRTUAL_ENV, else CONDA_PREFIX, from /proc/self/environ (the environment training will see,
-//   as checks/environment.cpp reads it), else the system site directories.
+//   as checks/framework/environment.cpp reads it), else the system site directories.
 //   A venv sees the system directories only with `include-system-site-packages = true` in its
 //   pyvenv.cfg (https://docs.python.org/3/library/venv.html). The first torch/version.py found
 //   in the bounded list of site directories wins.
@@ -1163,7 +1163,7 @@ std::unique_ptr<Probe> make_framework_probe() {
       "`file:line`; `hip = None`: hip_version missing, \"not a ROCm build\"); build "
       "`rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the file names of "
       "`torch/lib/{rocblas,hipblaslt}/library` (or `_rocm_sdk_libraries_*/lib/...` for TheRock "
-      "wheels). offload_targets (checks/offload_bundle.cpp): entry ids "
+      "wheels). offload_targets (checks/framework/offload_bundle.cpp): entry ids "
       "`hipv4-amdgcn-amd-amdhsa--gfxNNN[:features]`; CCOB bundles decompressed only as far as "
       "their header, zstd or zlib; at most 64 bundles; source: the bundles read, how many "
       "compressed, targets only some have; `error` for a library that is not ELF, has no such "
@@ -1175,7 +1175,7 @@ std::unique_ptr<Probe> make_framework_probe() {
       "directories of `torch/lib/aotriton.images` (AOTriton 0.8b and later, pytorch PR 140172). "
       "flash_attn: `flash_attn/__init__.py` or its dist-info, and the offload bundles of "
       "`flash_attn_2_cuda*.so`. bitsandbytes, torchvision, torchaudio and flash_attn are looked up "
-      "in the site directory torch came from. The derived probe adds "
+      "in the site directory torch came from. The framework derivations add "
       "`framework.torch.rocm_version`, `framework.torch.kernel_targets`, "
       "`framework.companion_problems` and `gpu.N.aotriton_images`.",
       std::vector<std::string>{

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Probe: what PyTorch itself reports (`--framework-deep`, live system only). Runs the interpreter
 // training will use (`--python PATH`, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python,
-// else python3 on PATH) in a child process with a time limit (checks/child_run.hpp run_program),
-// stdin and stderr on /dev/null, and a script that imports torch and prints one JSON line:
-// torch.__version__, torch.version.hip, torch.cuda.is_available(), torch.cuda.device_count(), and
-// for each device get_device_properties(i).{name,total_memory,gcnArchName} and
+// else python3 on PATH) in a child process with a time limit (checks/common/child_run.hpp
+// run_program), stdin and stderr on /dev/null, and a script that imports torch and prints one JSON
+// line: torch.__version__, torch.version.hip, torch.cuda.is_available(), torch.cuda.device_count(),
+// and for each device get_device_properties(i).{name,total_memory,gcnArchName} and
 // torch.cuda.mem_get_info(i) (PyTorch's documented torch.cuda API; on ROCm builds torch.cuda is
 // HIP). A Python that is missing, hangs, crashes or prints no JSON is a fact with that status.
 #include "child_run.hpp"
@@ -226,7 +226,8 @@ std::unique_ptr<Probe> make_framework_deep_probe() {
       "only with `--framework-deep` on the live system (else not probed): the interpreter's own "
       "answer (torch.cuda), run in a child with a time limit (docs/framework.md). The interpreter: "
       "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "
-      "on the PATH. The derived probe adds what HIP device 0 could give a process "
+      "on the PATH. The framework_deep_capacity derivation adds what HIP device 0 could give a "
+      "process "
       "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
       "(`framework.deep.device0_seen_ratio`).",
       std::vector<std::string>{"python -c (torch.cuda queries)"}, collect);

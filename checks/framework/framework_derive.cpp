@@ -30,7 +30,7 @@ namespace halo::probes {
 namespace {
 
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
-/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/alloc_conf.hpp), and
+/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/framework/alloc_conf.hpp), and
 /// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
 /// PYTORCH_CUDA_ALLOC_CONF and only when it is unset PYTORCH_HIP_ALLOC_CONF.
 void derive_alloc_conf(FactSet& facts) {
@@ -393,7 +393,7 @@ std::unique_ptr<Probe> make_framework_env_derivation() {
        "set"},
       {"framework.alloc_conf.problems", list, "",
        "what c10/core/AllocatorConfig.cpp would reject in them, each parsed as it does "
-       "(checks/alloc_conf.cpp): the TORCH_CHECK message it would raise"},
+       "(checks/framework/alloc_conf.cpp): the TORCH_CHECK message it would raise"},
       {"framework.alloc_conf.shadowed", boolean, "",
        "the CUDA and HIP names are both set and differ (c10/cuda/CUDAAllocatorConfig.h reads the "
        "HIP name only when the CUDA name is unset)"},

@@ -24,7 +24,7 @@
 namespace halo::probes {
 namespace {
 
-/// gpu.N.ras.*: the RAS counters (checks/ras.cpp) of GPU N's DRM card.
+/// gpu.N.ras.*: the RAS counters (checks/gpus/ras.cpp) of GPU N's DRM card.
 void derive_ras_per_gpu(FactSet& facts) {
   const std::int64_t n = facts.get_int("gpu.count").value_or(0);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -36,7 +36,7 @@ void derive_ras_per_gpu(FactSet& facts) {
   }
 }
 
-/// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/drm.cpp) of GPU
+/// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/gpus/drm.cpp) of GPU
 /// N's DRM card.
 void derive_link_and_thermal_per_gpu(FactSet& facts) {
   const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
@@ -56,7 +56,7 @@ void derive_link_and_thermal_per_gpu(FactSet& facts) {
   }
 }
 
-/// XGMI per GPU (checks/xgmi.cpp) and for the host: xgmi.expected_members, the physical
+/// XGMI per GPU (checks/gpus/xgmi.cpp) and for the host: xgmi.expected_members, the physical
 /// MI300-series GPUs here (an MI300X or MI325X board joins its eight OAMs in one hive), and
 /// xgmi.main_hive_id, the hive most of them are in.
 void derive_xgmi(FactSet& facts) {
@@ -83,12 +83,12 @@ void derive_xgmi(FactSet& facts) {
   facts.put_ok("xgmi.main_hive_id", best->first, "derived: the hive most GPUs are in");
 }
 
-/// Firmware of the GPUs (checks/gpu_firmware.cpp) compared within each product (PCI device id):
+/// Firmware of the GPUs (checks/gpus/gpu_firmware.cpp) compared within each product (PCI device id):
 /// gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
 /// ("mec (0x000080a5: GPU 2; 0x000080b1: GPUs 0, 1)"), gpu.firmware_compared the number of
 /// GPUs of the largest product group whose firmware could be read. Partitions count once.
 /// gpu.N.perf_level: the DPM performance level of GPU N's card; gpu.N.metrics.*: its gpu_metrics
-/// table (checks/gpu_metrics.cpp).
+/// table (checks/gpus/gpu_metrics.cpp).
 void derive_gpu_firmware(FactSet& facts) {
   const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
   std::map<std::int64_t, std::vector<std::int64_t>> by_product;

@@ -54,7 +54,7 @@ void derive_gpus(FactSet& facts) {
     else if (from_pci)
       // A GPU that never reached KFD (too-old kernel, amdgpu not bound) still has its PCI id.
       facts.put_ok(pre + ".gfx_target", from_pci->gfx,
-                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gfx.cpp)", *device_id,
+                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gpus/gfx.cpp)", *device_id,
                                from_pci->name));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, basis,
@@ -67,7 +67,7 @@ void derive_gpus(FactSet& facts) {
     facts.put_ok(pre + ".card", card, basis);
     if (from_pci)
       facts.put_ok(pre + ".name", from_pci->name,
-                   fmt::format("PCI device id 0x{:04x} (table in checks/gfx.cpp)", *device_id));
+                   fmt::format("PCI device id 0x{:04x} (table in checks/gpus/gfx.cpp)", *device_id));
     else
       facts.put_status(pre + ".name", Status::missing, basis, "PCI device id not in the table");
     if (!slot.empty())
@@ -79,9 +79,9 @@ void derive_gpus(FactSet& facts) {
       alias(facts, pre + "." + m, card.empty() ? std::string() : "drm." + card + "." + m, why);
     auto apu = apu_basis(gfx, device_id);
     facts.put_ok(pre + ".apu", apu.has_value(),
-                 "derived: " + apu.value_or("not in the APU table (checks/gfx.cpp)"));
-    facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gfx.cpp");
-    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gfx.cpp");
+                 "derived: " + apu.value_or("not in the APU table (checks/gpus/gfx.cpp)"));
+    facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gpus/gfx.cpp");
+    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gpus/gfx.cpp");
   };
 
   // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node
@@ -294,20 +294,20 @@ std::unique_ptr<Probe> make_gpu_list_derivation() {
       {"gpu.count", integer, "count",
        "the GPUs: KFD GPU nodes, else AMD DRM cards, else AMD PCI GPUs"},
       {"gpu.*.gfx_target", string, "",
-       "GPU N's gfx target (KFD; without KFD, from the PCI device id: checks/gfx.cpp)"},
+       "GPU N's gfx target (KFD; without KFD, from the PCI device id: checks/gpus/gfx.cpp)"},
       {"gpu.*.device_id", integer, "", "GPU N's PCI device id"},
       {"gpu.*.card", string, "", "GPU N's DRM card (`card1`), joined by render minor"},
       {"gpu.*.vram_total_bytes", integer, "bytes",
        "GPU N's VRAM (a partition's: its KFD frame-buffer bank, ROCm#4750)"},
       {"gpu.*.vis_vram_total_bytes", integer, "bytes", "GPU N's CPU-visible VRAM"},
       {"gpu.*.gtt_total_bytes", integer, "bytes", "GPU N's GTT"},
-      {"gpu.*.apu", boolean, "", "GPU N is an APU (table in checks/gfx.cpp)"},
-      {"gpu.*.instinct", boolean, "", "GPU N is an Instinct accelerator (table in checks/gfx.cpp)"},
+      {"gpu.*.apu", boolean, "", "GPU N is an APU (table in checks/gpus/gfx.cpp)"},
+      {"gpu.*.instinct", boolean, "", "GPU N is an Instinct accelerator (table in checks/gpus/gfx.cpp)"},
       {"gpu.*.mi300_series", boolean, "", "GPU N is MI300-class"},
       {"gpu.*.kfd_node", string, "", "GPU N's KFD node id"},
       {"gpu.*.amdgpu_bound", boolean, "", "amdgpu drives GPU N's PCI device"},
       {"gpu.*.name", string, "",
-       "the product name from the PCI device id table (checks/gfx.cpp, pci.ids names)"},
+       "the product name from the PCI device id table (checks/gpus/gfx.cpp, pci.ids names)"},
       {"gpu.*.pci_slot", string, "",
        "GPU N's PCI address: its DRM card's PCI device (`/sys/class/drm/cardX/device`), else its "
        "PCI device"},

@@ -20,7 +20,7 @@
 namespace halo::probes {
 namespace {
 
-/// Where the doctor runs (checks/runenv.cpp lists the markers and their sources). A container
+/// Where the doctor runs (checks/host/runenv.cpp lists the markers and their sources). A container
 /// also shows when PCI lists no AMD GPU while /dev/kfd exists (the device was passed in).
 /// Whether the machine is a virtual machine, as systemd-detect-virt decides it from DMI (systemd
 /// src/basic/virt.c detect_vm_dmi_vendor(): the first of product_name, sys_vendor, board_vendor,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor plan --measure (issue 34): the run measured on this machine's GPU by the user's own
-// torch, transformers and peft, in a child process with a time limit (checks/child_run.hpp).
+// torch, transformers and peft, in a child process with a time limit (checks/common/child_run.hpp).
 #pragma once
 
 #include <halo/plan.hpp>
@@ -10,10 +10,10 @@
 
 namespace halo::probes {
 
-/// The text of checks/plan_measure.py, compiled in (cmake/EmbedPlanMeasure.cmake).
+/// The text of checks/plan/plan_measure.py, compiled in (cmake/EmbedPlanMeasure.cmake).
 std::string_view plan_measure_script();
 
-/// Runs checks/plan_measure.py under the interpreter `given` (--python; empty:
+/// Runs checks/plan/plan_measure.py under the interpreter `given` (--python; empty:
 /// $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else python3 on PATH, as
 /// --framework-deep chooses) with the run of `p`: random weights from the model's config.json
 /// (never a download), the method, micro-batch, sequence length, optimizer, checkpointing and

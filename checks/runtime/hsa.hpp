@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Pieces of the ROCr (HSA runtime) probe that tests reach directly. The probe itself is
-// make_hsa_probe() in checks/probes.hpp; docs/hsa.md maps its facts to rocminfo's output.
+// make_hsa_probe() in checks/common/probes.hpp; docs/hsa.md maps its facts to rocminfo's output.
 #pragma once
 
 #include <halo/fact.hpp>
@@ -42,7 +42,7 @@ std::optional<std::string> version_from_info_text(std::string_view text);
 std::optional<RocmVersion> rocm_version_of(const std::filesystem::path& real_library_path);
 
 /// Decodes the ROCr child's protocol (one JSON event object per line: load, init, system, agent,
-/// pool, ... as checks/hsa_child.cpp's child_body writes them) into hsa.* facts, as the probe does
+/// pool, ... as checks/runtime/hsa_child.cpp's child_body writes them) into hsa.* facts, as the probe does
 /// for a child that ended normally. The lines are untrusted (a replay library or a broken ROCr
 /// writes them): anything malformed becomes a fact with status error, never an exception. Used by
 /// the probe's tests and the fuzz target tests/fuzz/fuzz_hsa_child.cpp.

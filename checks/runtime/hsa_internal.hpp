@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Internal pieces of the ROCr probe, shared by its three files and not part of its interface
-// (checks/hsa.hpp, checks/probes.hpp):
-// - checks/hsa_child.cpp: the forked child: loads ROCr (dlopen), queries it, writes events;
-// - checks/hsa_protocol.cpp: the line protocol between that child and the doctor: one JSON event
+// (checks/runtime/hsa.hpp, checks/common/probes.hpp):
+// - checks/runtime/hsa_child.cpp: the forked child: loads ROCr (dlopen), queries it, writes events;
+// - checks/runtime/hsa_protocol.cpp: the line protocol between that child and the doctor: one JSON event
 //   object per line, written by the child and parsed back by the parent;
-// - checks/hsa.cpp: the events turned into hsa.* facts, and the probe itself.
+// - checks/runtime/hsa.cpp: the events turned into hsa.* facts, and the probe itself.
 #pragma once
 
 #include <hsa/hsa.h>
@@ -40,7 +40,7 @@ inline constexpr unsigned kDeviceGpu = static_cast<unsigned>(HSA_DEVICE_TYPE_GPU
 inline constexpr unsigned kSegmentGlobal = static_cast<unsigned>(HSA_AMD_SEGMENT_GLOBAL);
 
 // ---------------------------------------------------------------------------------------------
-// The protocol (checks/hsa_protocol.cpp). The child writes, in this order: "load" (requested,
+// The protocol (checks/runtime/hsa_protocol.cpp). The child writes, in this order: "load" (requested,
 // path, errors) or "load_failed" (errors); "init" (code, string); "system" (version_major,
 // version_minor, errors); "agents_failed" (string) or, per agent, "agent" (index and the queried
 // fields, errors) followed by its "pool" events (agent, index, fields, errors) or "pools_failed"
@@ -72,9 +72,9 @@ Events parse_events(const std::vector<std::string>& lines);
 std::string step_after(const Events& ev);
 
 // ---------------------------------------------------------------------------------------------
-// The child (checks/hsa_child.cpp).
+// The child (checks/runtime/hsa_child.cpp).
 
-/// Runs in the forked child (run_in_child, checks/child_run.hpp): dlopens the first of
+/// Runs in the forked child (run_in_child, checks/common/child_run.hpp): dlopens the first of
 /// `candidates` (library_candidates()) that is ROCr, calls hsa_init and writes the events above
 /// to `fd`, one per line, as far as the runtime lets it.
 void child_body(int fd, const std::vector<std::string>& candidates);

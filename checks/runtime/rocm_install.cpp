@@ -8,7 +8,7 @@
 //     release, "10.1.0" for rocm-sdk-core 10.1.0a20260813).
 //   PREFIX/share/therock/therock_manifest.json: TheRock's build manifest, whose `rocm_version` is
 //     the same base release (ROCm/TheRock build_tools, `share/therock` of every TheRock root).
-// The prefixes are tried in the order the doctor's ROCr search takes (checks/hsa.hpp
+// The prefixes are tried in the order the doctor's ROCr search takes (checks/runtime/hsa.hpp
 // library_candidates: $ROCM_PATH, then /opt/rocm), then TheRock's rocm-sdk-core wheel in the
 // Python environment training will see (`SITE/_rocm_sdk_core`, what `import torch` preloads for a
 // TheRock wheel: torch/_rocm_init.py).

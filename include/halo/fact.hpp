@@ -150,10 +150,10 @@ namespace keys {
 /// Every fact `halo-doctor bench --json` writes and `--add-facts FILE` merges (pattern;
 /// docs/bench.md declares them).
 inline constexpr std::string_view bench_all = "bench.**";
-/// The machine's host name, string (/proc/sys/kernel/hostname; checks/os.cpp).
+/// The machine's host name, string (/proc/sys/kernel/hostname; checks/host/os.cpp).
 inline constexpr std::string_view host_name = "host.name";
 /// The running kernel's release, string, as `uname -r` (/proc/sys/kernel/osrelease;
-/// checks/kernel.cpp). The module-file probe looks in /lib/modules/<release>.
+/// checks/kernel_args/kernel.cpp). The module-file probe looks in /lib/modules/<release>.
 inline constexpr std::string_view kernel_release = "kernel.release";
 /// Number of AMD GPUs, integer (derived: KFD GPU nodes, else DRM cards, else PCI).
 inline constexpr std::string_view gpu_count = "gpu.count";
@@ -167,29 +167,29 @@ inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
 /// Whether the machine is a VM, string: "none", systemd-detect-virt's name, "vm-other"
 /// (derived from /sys/class/dmi/id and /proc/cpuinfo; checks/host/host_derive.cpp).
 inline constexpr std::string_view host_virtualization = "host.virtualization";
-/// PRETTY_NAME of os-release, string (checks/os.cpp).
+/// PRETTY_NAME of os-release, string (checks/host/os.cpp).
 inline constexpr std::string_view os_pretty_name = "os.pretty_name";
 /// Where the doctor runs, string: "host" or the container kind (derived; checks/host/).
 inline constexpr std::string_view host_runs_in = "host.runs_in";
-/// The site directory the framework probe found torch in, string (checks/framework.cpp).
+/// The site directory the framework probe found torch in, string (checks/framework/framework.cpp).
 inline constexpr std::string_view framework_python_env = "framework.python_env";
-/// torch.__version__, string (torch/version.py; checks/framework.cpp).
+/// torch.__version__, string (torch/version.py; checks/framework/framework.cpp).
 inline constexpr std::string_view framework_torch_version = "framework.torch.version";
-/// "rocm", "cuda" or "cpu", string (checks/framework.cpp).
+/// "rocm", "cuda" or "cpu", string (checks/framework/framework.cpp).
 inline constexpr std::string_view framework_torch_build = "framework.torch.build";
-/// torch.version.hip, string (checks/framework.cpp).
+/// torch.version.hip, string (checks/framework/framework.cpp).
 inline constexpr std::string_view framework_torch_hip_version = "framework.torch.hip_version";
 /// The ROCm release a wheel bundles, "MAJOR.MINOR" string (derived; checks/framework/).
 inline constexpr std::string_view framework_torch_rocm_version = "framework.torch.rocm_version";
 /// The gfx targets a ROCm wheel has kernels for, list of strings (derived; checks/framework/).
 inline constexpr std::string_view framework_torch_kernel_targets = "framework.torch.kernel_targets";
-/// MemTotal of /proc/meminfo, integer bytes (kB x 1024; checks/memory.cpp).
+/// MemTotal of /proc/meminfo, integer bytes (kB x 1024; checks/host/memory.cpp).
 inline constexpr std::string_view mem_total_bytes = "mem.total_bytes";
 /// The TTM module amdgpu uses, string: "ttm", "amdttm" or "amd_ttm" (the holders link of
-/// /sys/module/<m>/holders/amdgpu, else DKMS amdgpu -> amdttm; checks/ttm.cpp).
+/// /sys/module/<m>/holders/amdgpu, else DKMS amdgpu -> amdttm; checks/ttm/ttm.cpp).
 inline constexpr std::string_view ttm_module = "ttm.module";
 /// The active TTM pages_limit, integer bytes (units::kTtmPageBytes x the pages of
-/// /sys/module/<ttm.module>/parameters/pages_limit; checks/ttm.cpp).
+/// /sys/module/<ttm.module>/parameters/pages_limit; checks/ttm/ttm.cpp).
 inline constexpr std::string_view ttm_pages_limit_bytes = "ttm.pages_limit_bytes";
 /// The TTM limit halo-doctor recommends, integer bytes: (floor(MemTotal in GiB) - --reserve)
 /// GiB (derived; checks/ttm/ttm_derive.cpp).
@@ -198,52 +198,52 @@ inline constexpr std::string_view ttm_recommended_bytes = "ttm.recommended_bytes
 /// MemTotal minus units::kTtmOsHeadroomBytes (derived; checks/ttm/ttm_derive.cpp).
 inline constexpr std::string_view ttm_max_limit_bytes = "ttm.max_limit_bytes";
 /// ID of os-release, string, e.g. "ubuntu" (/etc/os-release, else /usr/lib/os-release;
-/// checks/os.cpp).
+/// checks/host/os.cpp).
 inline constexpr std::string_view os_id = "os.id";
-/// The uid the doctor runs as, integer (Uid: of /proc/self/status; checks/device_access.cpp).
+/// The uid the doctor runs as, integer (Uid: of /proc/self/status; checks/host/device_access.cpp).
 inline constexpr std::string_view user_uid = "user.uid";
-/// The name of that uid, string (/etc/passwd; checks/device_access.cpp).
+/// The name of that uid, string (/etc/passwd; checks/host/device_access.cpp).
 inline constexpr std::string_view user_name = "user.name";
 /// SUDO_USER of the doctor's environment, string: who ran sudo (/proc/self/environ;
-/// checks/environment.cpp).
+/// checks/framework/environment.cpp).
 inline constexpr std::string_view env_sudo_user = "env.sudo_user";
 /// The boot stack that owns the kernel command line, string a fix::parse_stack name
 /// ("grub-debian", "nixos", ...); an error fact when strong signals name two stacks
-/// (checks/boot_stack.cpp).
+/// (checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_stack = "boot.stack";
 /// Why boot.stack is what it is, list of strings, one per signal ("/etc/os-release: ID=ubuntu",
-/// "update-grub is installed (/usr/sbin)"; checks/boot_stack.cpp).
+/// "update-grub is installed (/usr/sbin)"; checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_evidence = "boot.evidence";
-/// The *.cfg files of /etc/default/grub.d, list of file names (checks/boot_stack.cpp).
+/// The *.cfg files of /etc/default/grub.d, list of file names (checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_grub_d_files = "boot.grub_d_files";
 /// The lines of the NixOS configuration (/etc/nixos/*.nix, one directory deep) that hold a
-/// ttm/amdttm/amdgpu/iommu kernel parameter, list of "PATH:LINE: TEXT" (checks/boot_stack.cpp).
+/// ttm/amdttm/amdgpu/iommu kernel parameter, list of "PATH:LINE: TEXT" (checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_nixos_kernel_param_lines = "boot.nixos_kernel_param_lines";
 /// The tool that builds the initramfs, string, e.g. "update-initramfs", "dracut"
-/// (derived from boot.tools; checks/boot_stack.cpp).
+/// (derived from boot.tools; checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_initramfs_tool = "boot.initramfs_tool";
 /// How the host's / was found, string: "the same root (not in a container)", "--host-root DIR"
 /// or "/run/host (the host's / in this toolbox container)"; missing, with the reason, in a
-/// container without it (detect_host_root, src/core/host_root.cpp; checks/runenv.cpp).
+/// container without it (detect_host_root, src/core/host_root.cpp; checks/host/runenv.cpp).
 inline constexpr std::string_view runenv_host_root = "runenv.host_root";
 /// The kernel log's lines about amdgpu, firmware and module signing, list of strings with the
 /// time as dmesg prints it (/dev/kmsg, or ROOT/.halo/dmesg.txt under --root;
-/// checks/kernel_log.cpp).
+/// checks/kernel_log/kernel_log.cpp).
 inline constexpr std::string_view kernel_log_lines = "kernel_log.lines";
 /// Which firmware files that failed to load at boot are on disk now, list of strings
-/// (/lib/firmware and the kernel's other firmware paths; checks/kernel_log.cpp).
+/// (/lib/firmware and the kernel's other firmware paths; checks/kernel_log/kernel_log.cpp).
 inline constexpr std::string_view kernel_log_firmware_on_disk = "kernel_log.firmware_on_disk";
 
 /// Key prefixes of whole families of facts: every key that starts with one belongs to it.
-/// The runtime HSA probe's facts (ROCr through hsa_init; checks/hsa.cpp).
+/// The runtime HSA probe's facts (ROCr through hsa_init; checks/runtime/hsa.cpp).
 inline constexpr std::string_view hsa_prefix = "hsa.";
-/// The runtime libdrm_amdgpu probe's facts (amdgpu_query_*; checks/libdrm.cpp).
+/// The runtime libdrm_amdgpu probe's facts (amdgpu_query_*; checks/gpus/libdrm.cpp).
 inline constexpr std::string_view libdrm_prefix = "libdrm.";
-/// The framework probes' facts (a Python environment's torch; checks/framework.cpp,
-/// checks/framework_deep.cpp).
+/// The framework probes' facts (a Python environment's torch; checks/framework/framework.cpp,
+/// checks/framework/framework_deep.cpp).
 inline constexpr std::string_view framework_prefix = "framework.";
 /// The amdgpu module file's facts (libkmod and modinfo of the module modprobe would load;
-/// checks/module_file.cpp).
+/// checks/kernel_args/module_file.cpp).
 inline constexpr std::string_view amdgpu_module_prefix = "amdgpu.module.";
 
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
@@ -252,10 +252,10 @@ std::string gpu(std::int64_t index, std::string_view field);
 /// that field on every GPU.
 std::string gpu(std::string_view index, std::string_view field);
 /// `hsa.gpu.<index>.<field>`: a fact of ROCr's GPU agent `index`, numbered among the GPUs ROCr
-/// sees (ROCR_VISIBLE_DEVICES), not as gpu.N (checks/hsa.cpp); `hsa_gpu("*", field)` is a pattern.
+/// sees (ROCR_VISIBLE_DEVICES), not as gpu.N (checks/runtime/hsa.cpp); `hsa_gpu("*", field)` is a pattern.
 std::string hsa_gpu(std::string_view index, std::string_view field);
 /// `modprobe.options.<module>.<param>`: the value modprobe.d gives a module parameter, string,
-/// with `file:line` as its source (checks/modprobe.cpp).
+/// with `file:line` as its source (checks/kernel_args/modprobe.cpp).
 std::string modprobe_option(std::string_view module, std::string_view param);
 /// `probe.<id>.status`: "ok", or an error fact when probe `id` threw or could not finish
 /// (the probe registry, src/core/registry.cpp).
@@ -293,7 +293,7 @@ inline constexpr std::string_view power_cap_uw = "power.cap_uw";
 /// The default power cap, integer microwatts (hwmon power1_cap_default).
 inline constexpr std::string_view power_cap_default_uw = "power.cap_default_uw";
 /// Socket power the SMU reports, watts (gpu_metrics average_socket_power;
-/// checks/gpu_metrics.cpp).
+/// checks/gpus/gpu_metrics.cpp).
 inline constexpr std::string_view metrics_socket_power_w = "metrics.socket_power_w";
 /// Thermal throttler reasons active now, list of strings (gpu_metrics indep_throttle_status).
 inline constexpr std::string_view metrics_throttle_thermal = "metrics.throttle_thermal";
@@ -301,13 +301,13 @@ inline constexpr std::string_view metrics_throttle_thermal = "metrics.throttle_t
 inline constexpr std::string_view metrics_throttle_power = "metrics.throttle_power";
 /// Current throttler reasons active now, list of strings (gpu_metrics indep_throttle_status).
 inline constexpr std::string_view metrics_throttle_current = "metrics.throttle_current";
-/// GPUs in the GPU's XGMI hive, itself included, integer (xgmi_num_hops; checks/xgmi.cpp).
+/// GPUs in the GPU's XGMI hive, itself included, integer (xgmi_num_hops; checks/gpus/xgmi.cpp).
 inline constexpr std::string_view xgmi_hive_size = "xgmi.hive_size";
 /// Logical GPUs (KFD nodes) of the GPU's card, integer: 1 in SPX, 8 in CPX on an MI300X.
 inline constexpr std::string_view partition_nodes = "partition_nodes";
 } // namespace gpu_field
 
-/// The fields of `hsa.gpu.N.<field>` that code outside the probes reads (checks/hsa.cpp).
+/// The fields of `hsa.gpu.N.<field>` that code outside the probes reads (checks/runtime/hsa.cpp).
 namespace hsa_gpu_field {
 /// Size of the agent's coarse-grained global memory pool, integer bytes
 /// (hsa_amd_memory_pool_get_info HSA_AMD_MEMORY_POOL_INFO_SIZE).

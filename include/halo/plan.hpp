@@ -2,7 +2,7 @@
 // halo-doctor plan (issue 15): will this training run fit on this machine, and is its
 // configuration right for the GPU? The model comes from a Hugging Face config.json, the run from a
 // training configuration (TrainingArguments JSON, axolotl YAML, torchtune YAML, accelerate YAML)
-// and the command line. Nothing here touches the machine: the plan probe (checks/plan.cpp) turns a
+// and the command line. Nothing here touches the machine: the plan probe (checks/plan/plan.cpp) turns a
 // Plan into `plan.*` facts, the derive stage sets them against the GPU's usable memory, and the
 // rules in rules/plan.json judge them. docs/plan.md states every formula and its source.
 #pragma once
@@ -247,7 +247,7 @@ struct Alternative {
 };
 
 /// `plan --measure`: the run measured on this machine's GPU 0 by the user's own torch,
-/// transformers and peft (checks/plan_measure.py, run in a child with a time limit). Bytes.
+/// transformers and peft (checks/plan/plan_measure.py, run in a child with a time limit). Bytes.
 struct Measurement {
   /// "ok", "not_measured" (no torch, transformers, peft or GPU; the reason says which), "oom",
   /// "error" (the child crashed, hung, or answered nonsense).

@@ -31,11 +31,11 @@ struct ProbeOptions {
   /// The host's root directory as seen from here (`--host-root DIR`); empty: detected
   /// (detect_host_root).
   std::string host_root;
-  /// The training run to judge (`plan`, `check --model`): the plan probe (checks/plan.cpp)
+  /// The training run to judge (`plan`, `check --model`): the plan probe (checks/plan/plan.cpp)
   /// turns it into `plan.*` facts; nullptr: no run given, and `plan.present` is false.
   std::shared_ptr<const plan::Plan> plan;
   /// Ask PyTorch itself (`--framework-deep`): run the interpreter training will use in a child
-  /// process and import torch (checks/framework_deep.cpp). Off: the framework.deep.* facts are
+  /// process and import torch (checks/framework/framework_deep.cpp). Off: the framework.deep.* facts are
   /// not probed.
   bool framework_deep = false;
   /// The interpreter for that (`--python PATH`); empty: $VIRTUAL_ENV/bin/python, else
@@ -273,7 +273,7 @@ struct IncompleteProbe {
 /// everything: `halo-doctor slurm` leaves the node alone then, docs/slurm.md).
 std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts);
 
-/// Builds the registry of built-in probes (checks/registry.cpp: one line per probe).
+/// Builds the registry of built-in probes (checks/common/registry.cpp: one line per probe).
 ProbeRegistry builtin_probes();
 
 } // namespace halo

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The initramfs probe (checks/initramfs.cpp) against real tools: an image made the way
+# The initramfs probe (checks/boot/initramfs.cpp) against real tools: an image made the way
 # initramfs-tools makes one since 0.141 (uncompressed cpio segments first, the firmware in one of
 # them, then a zstd-compressed main cpio), with the real `cpio -H newc` and `zstd`, and the
 # doctor's answer for each firmware file the kernel log names compared with the real

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The modprobe.d parser (checks/modprobe.cpp) through its probe: the input is a file in
+// The modprobe.d parser (checks/kernel_args/modprobe.cpp) through its probe: the input is a file in
 // etc/modprobe.d of a scratch root.
 #include "fuzz_common.hpp"
 #include "probes.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The boot-stack probe (checks/boot_stack.cpp): detection order and the conflict refusal.
+// The boot-stack probe (checks/boot/boot_stack.cpp): detection order and the conflict refusal.
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The static framework probe (checks/framework.cpp): which torch the training environment holds,
+// The static framework probe (checks/framework/framework.cpp): which torch the training environment holds,
 // read from torch/version.py and the wheel's kernel library file names, through the Root.
 #include "fixture_tree.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The module-file probe (checks/module_file.cpp) where there is no module to read: these cases
+// The module-file probe (checks/kernel_args/module_file.cpp) where there is no module to read: these cases
 // need no tools; tests/cli/module_signature.sh reads real signed and compressed modules.
 #include "fixture_tree.hpp"
 
