@@ -41,9 +41,9 @@ std::string describe_end(const ChildRun& run, double timeout_s);
 /// True when `path` is a regular file this process may execute.
 bool executable(const std::string& path);
 
-/// The interpreter the training run uses and how it was chosen (checks/framework_deep.cpp):
-/// `given` (--python) when set, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else
-/// python3 on PATH; {"", reason} when there is none.
+/// The interpreter the training run uses and how it was chosen, on the live system:
+/// resolve_python(Root("/"), given) (checks/python_env.hpp) as {path, basis}; {"", reason} when
+/// there is none.
 std::pair<std::string, std::string> choose_python(const std::string& given);
 
 } // namespace halo::probes

@@ -98,7 +98,23 @@ std::string read_file_or_throw(const std::string& path) {
   return read_input_file(path);
 }
 
+void require_python_exists(const CommonOptions& o) {
+  if (o.python.empty() || !o.bundle.empty() || !o.facts_file.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(o.root, ec) != "/" || ec) return;
+  // lstat-free: a dangling link names no interpreter either.
+  if (!std::filesystem::exists(o.python, ec))
+    throw InputError(fmt::format("--python {}: no such file (give the path of the interpreter "
+                                 "whose environment to judge, e.g. ~/venv/bin/python)",
+                                 o.python));
+  if (std::filesystem::is_directory(o.python, ec))
+    throw InputError(fmt::format("--python {}: is a directory, not an interpreter (e.g. {}/bin/"
+                                 "python)",
+                                 o.python, o.python));
+}
+
 FactSet gather(const CommonOptions& o, const ProbeRegistry& reg) {
+  require_python_exists(o);
   if (!o.bundle.empty()) {
     if (!o.facts_file.empty()) throw InputError("--bundle and --facts cannot be combined");
     const ExtractedBundle bundle(o.bundle);

@@ -82,6 +82,11 @@ ProbeOptions probe_options(const CommonOptions& o);
 /// Throws InputError for a missing root or a bad facts file.
 FactSet gather(const CommonOptions& o, const ProbeRegistry& reg);
 
+/// Throws InputError (exit 2) naming the path when `--python PATH` names no file on the live
+/// system (probing /, not --root, --bundle or --facts: a fixture or bundle records the
+/// environment's directories, not its interpreters, and the static probe reads those).
+void require_python_exists(const CommonOptions& o);
+
 /// Loads the built-in rules or --rules DIR, applying --only/--skip (unknown ids: InputError).
 RuleSet load_rules(const CommonOptions& o, const ProbeRegistry& reg);
 
