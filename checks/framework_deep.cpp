@@ -265,7 +265,9 @@ std::unique_ptr<Probe> make_framework_deep_probe() {
       "could give a process "
       "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
       "(`framework.deep.device0_seen_ratio`).",
-      std::vector<std::string>{"python -c (torch.cuda queries)"}, collect);
+      std::vector<std::string>{"/proc/self/environ (the interpreter: checks/python_env.hpp)",
+                               "python -c (torch.cuda queries)"},
+      collect);
   probe->set_env_reads(python_env_reads());
   return probe;
 }

@@ -155,8 +155,9 @@ std::optional<std::string> first_interpreter(const std::vector<OnPath>& all, std
   return std::nullopt;
 }
 
-/// pyenv-version-file-read: the first whitespace-separated word of each line (lines cut at 1024
-/// bytes), joined by ':'; std::nullopt when the file is absent or names nothing.
+/// pyenv-version-file-read (pyenv 2.6): the first whitespace-separated word of each line (lines
+/// read 1024 bytes at a time), empty lines and `#` comments skipped, joined by ':'; std::nullopt
+/// when the file is absent, empty or names nothing.
 std::optional<std::string> read_version_file(const Root& root, const std::string& file) {
   ReadResult r = root.read(file, kMaxVersionFileBytes);
   if (!r.ok()) return std::nullopt;
@@ -164,7 +165,7 @@ std::optional<std::string> read_version_file(const Root& root, const std::string
   for (auto line : split_lines(r.text)) {
     if (line.size() > 1024) line.resize(1024);
     std::size_t b = line.find_first_not_of(" \t\r\v\f");
-    if (b == std::string::npos) continue;
+    if (b == std::string::npos || line[b] == '#') continue;
     std::size_t e = line.find_first_of(" \t\r\v\f", b);
     words.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
     if (words.size() >= kMaxVersions) break;
@@ -177,7 +178,8 @@ std::optional<std::string> read_version_file(const Root& root, const std::string
 std::optional<std::string> find_local_version_file(const Root& root, std::string dir) {
   for (int n = 0; n < kMaxDirDepth && !dir.empty(); ++n) {
     const std::string f = join(dir, ".python-version");
-    if (root.exists(f)) return f;
+    // `[ -f FILE ]`: a regular file (a directory of that name is passed over).
+    if (const UniqueFd fd(root.open_regular(f)); fd) return f;
     if (dir == "/") break;
     dir = parent_dir(dir);
   }
@@ -203,7 +205,11 @@ std::optional<std::vector<long>> numeric_version(std::string_view v) {
 /// release). The name of the directory, or std::nullopt.
 std::optional<std::string> installed_version(const Root& root, const std::string& versions,
                                              std::string v) {
-  if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..") return std::nullopt;
+  // is_version_safe (pyenv-version-file-read, CVE-2022-35861): a name with '/' (a
+  // pyenv-virtualenv `3.11.7/envs/NAME`) must stay inside versions/; none may climb out.
+  if (v.empty() || v.front() == '/' || v == "." || v == ".." || v.starts_with("../") ||
+      v.ends_with("/..") || v.find("/../") != std::string::npos)
+    return std::nullopt;
   if (root.is_dir(join(versions, v))) return v;
   if (v.starts_with("python-")) {
     v = v.substr(7);

@@ -345,7 +345,9 @@ TEST_CASE("framework probe: a pyenv shim on PATH judges pyenv's version, as pyen
                                          "ELF",
                                          4));
   t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
-  t.file("/home/dev/proj/.python-version", "  3.11.7  # the project's\n");
+  // pyenv 2.6's pyenv-version-file-read skips comment lines and reads each line's first word.
+  t.file("/home/dev/proj/.python-version",
+         "# pinned for the project\n\n  3.11.7  # the project's\n");
   t.dir("/home/dev/proj/src");
   const std::string path = "PATH=" + root + "/shims:/usr/bin:/bin" + nul + "HOME=/home/dev" + nul;
   auto env_of = [&](const std::string& file) {
