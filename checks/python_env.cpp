@@ -34,6 +34,7 @@ constexpr std::string_view kPyenvRoot = "PYENV_ROOT";
 constexpr std::string_view kPyenvDir = "PYENV_DIR";
 constexpr std::string_view kPwd = "PWD";
 constexpr std::string_view kHome = "HOME";
+constexpr std::string_view kUvProjectEnvironment = "UV_PROJECT_ENVIRONMENT";
 
 /// /proc/self/environ is bounded like checks/framework.cpp reads it.
 constexpr std::size_t kMaxEnvironBytes = std::size_t{1024} * 1024;
@@ -228,6 +229,47 @@ std::optional<std::string> installed_version(const Root& root, const std::string
   return std::nullopt;
 }
 
+/// Where a lookup from the working directory starts: $PYENV_DIR, then $PWD (pyenv's order; uv and
+/// a shell use the working directory, which PWD names); on the live system without either, the
+/// doctor's own working directory.
+std::vector<std::string> start_dirs(const Root& root, const Env& env, bool with_pyenv_dir) {
+  std::vector<std::string> starts;
+  if (with_pyenv_dir && !env.abs(kPyenvDir).empty()) starts.push_back(normal(env.abs(kPyenvDir)));
+  if (!env.abs(kPwd).empty()) starts.push_back(normal(env.abs(kPwd)));
+  if (starts.empty() && root.is_live()) {
+    std::error_code ec;
+    auto cwd = std::filesystem::current_path(ec);
+    if (!ec) starts.push_back(cwd.string());
+  }
+  return starts;
+}
+
+/// A uv project environment the interpreter found is not: uv finds the project as the nearest
+/// directory with a pyproject.toml from the working directory up, and `uv run` uses its `.venv`,
+/// or UV_PROJECT_ENVIRONMENT (absolute, or relative to the project)
+/// (https://docs.astral.sh/uv/concepts/projects/config/#project-environment-path). uv does not
+/// activate it, so a plain `python3` does not get it: the doctor names it and does not judge it.
+/// Empty when there is none or it is `python`'s own.
+std::string uv_note(const Root& root, const Env& env, const std::string& python) {
+  const auto starts = start_dirs(root, env, false);
+  if (starts.empty()) return {};
+  std::string dir = starts.front();
+  for (int n = 0; n < kMaxDirDepth && !dir.empty(); ++n) {
+    if (const UniqueFd fd(root.open_regular(join(dir, "pyproject.toml"))); fd) {
+      std::string venv = join(dir, ".venv");
+      if (auto v = env.get(kUvProjectEnvironment); v && !v->empty())
+        venv = v->front() == '/' ? normal(*v) : normal(join(dir, *v));
+      if (!root.exists(join(venv, "pyvenv.cfg")) || python.starts_with(venv + "/")) return {};
+      return fmt::format("; not judged: {}, the project environment `uv run` uses in {} (uv does "
+                         "not activate it: activate it or pass --python {}/bin/python)",
+                         venv, dir, venv);
+    }
+    if (dir == "/") break;
+    dir = parent_dir(dir);
+  }
+  return {};
+}
+
 PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim) {
   // PYENV_ROOT: the shim exports the root it was made for before it runs `pyenv exec`
   // (pyenv-rehash create_prototype_shim), which wins over the caller's; the shims live in
@@ -257,15 +299,7 @@ PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim)
     version = *v;
     origin = "PYENV_VERSION";
   } else {
-    std::vector<std::string> starts;
-    if (!env.abs(kPyenvDir).empty()) starts.push_back(normal(env.abs(kPyenvDir)));
-    if (!env.abs(kPwd).empty()) starts.push_back(normal(env.abs(kPwd)));
-    // pyenv reads $PWD; a live process started without one has its working directory.
-    if (starts.empty() && root.is_live()) {
-      std::error_code ec;
-      auto cwd = std::filesystem::current_path(ec);
-      if (!ec) starts.push_back(cwd.string());
-    }
+    const std::vector<std::string> starts = start_dirs(root, env, true);
     std::optional<std::string> file;
     for (const auto& s : starts)
       if ((file = find_local_version_file(root, s))) break;
@@ -337,10 +371,16 @@ PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim)
 } // namespace
 
 const std::vector<std::string>& python_env_reads() {
-  static const std::vector<std::string> names{
-      std::string(kVirtualEnv), std::string(kCondaPrefix),  std::string(kCondaDefaultEnv),
-      std::string(kPath),       std::string(kPyenvVersion), std::string(kPyenvRoot),
-      std::string(kPyenvDir),   std::string(kPwd),          std::string(kHome)};
+  static const std::vector<std::string> names{std::string(kVirtualEnv),
+                                              std::string(kCondaPrefix),
+                                              std::string(kCondaDefaultEnv),
+                                              std::string(kPath),
+                                              std::string(kPyenvVersion),
+                                              std::string(kPyenvRoot),
+                                              std::string(kPyenvDir),
+                                              std::string(kPwd),
+                                              std::string(kHome),
+                                              std::string(kUvProjectEnvironment)};
   return names;
 }
 
@@ -387,12 +427,17 @@ PythonChoice resolve_python(const Root& root, const std::string& given) {
     if (!p.script) {
       c.kind = PythonKind::path;
       c.python = p.path;
-      c.basis = fmt::format("python3 on PATH, {}{}", p.path,
+      c.basis = fmt::format("python3 on PATH, {}{}{}", p.path,
                             skipped.empty() ? std::string()
-                                            : fmt::format(" (after the script {})", skipped));
+                                            : fmt::format(" (after the script {})", skipped),
+                            uv_note(root, env, p.path));
       return c;
     }
-    if (is_pyenv_shim(p)) return resolve_pyenv(root, env, p);
+    if (is_pyenv_shim(p)) {
+      c = resolve_pyenv(root, env, p);
+      c.basis += uv_note(root, env, c.python);
+      return c;
+    }
     if (skipped.empty()) skipped = p.path;
   }
   c.basis = skipped.empty()
@@ -400,6 +445,7 @@ PythonChoice resolve_python(const Root& root, const std::string& given) {
                 : fmt::format("no VIRTUAL_ENV, CONDA_PREFIX or python3 interpreter on PATH in {} "
                               "(only the script {})",
                               env.source, skipped);
+  c.basis += uv_note(root, env, "");
   return c;
 }
 

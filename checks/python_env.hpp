@@ -37,7 +37,8 @@ struct PythonChoice {
 };
 
 /// The environment variables the resolution reads (a probe's env_reads): VIRTUAL_ENV,
-/// CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, PYENV_VERSION, PYENV_ROOT, PYENV_DIR, PWD, HOME.
+/// CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, PYENV_VERSION, PYENV_ROOT, PYENV_DIR, PWD, HOME,
+/// UV_PROJECT_ENVIRONMENT.
 const std::vector<std::string>& python_env_reads();
 
 /// Resolves the interpreter of the environment training will see, from `/proc/self/environ`
@@ -61,8 +62,9 @@ const std::vector<std::string>& python_env_reads();
 ///    parent, else $PYENV_ROOT, else $HOME/.pyenv. Another `#!` script (an asdf shim) is passed
 ///    over and named in `basis`.
 /// uv does not activate its project environment: `uv run` uses `.venv` (or
-/// UV_PROJECT_ENVIRONMENT), which a plain `python3` does not; such an environment is judged only
-/// when activated (VIRTUAL_ENV) or named with --python (docs/framework.md).
+/// UV_PROJECT_ENVIRONMENT) of the nearest pyproject.toml's directory, which a plain `python3`
+/// does not; such an environment is judged only when activated (VIRTUAL_ENV) or named with
+/// --python, and otherwise named in `basis` ("not judged: ...") (docs/framework.md).
 /// PWD under --root is the recorded process's, resolved inside the root.
 PythonChoice resolve_python(const Root& root, const std::string& given);
 

@@ -7,6 +7,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -17,10 +18,9 @@ namespace {
 /// `.`), at most 64 bytes; anything else is not learnt.
 bool plausible_name(std::string_view n) {
   if (n.empty() || n.size() > 64 || n == "." || n == "..") return false;
-  for (const char c : n)
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '-' && c != '.')
-      return false;
-  return true;
+  return std::ranges::all_of(n, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
 }
 
 bool word_char(char c) {

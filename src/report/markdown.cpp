@@ -245,6 +245,7 @@ std::string markdown_report(const std::vector<Result>& results, const ReportCont
   if (!notes.empty()) {
     out += "\nNotes (info): ";
     std::vector<std::string> ids;
+    ids.reserve(notes.size());
     for (const Result* r : notes)
       ids.push_back(md_code(r->id));
     out += fmt::format("{}\n", fmt::join(ids, ", "));

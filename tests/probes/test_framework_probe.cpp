@@ -408,6 +408,43 @@ TEST_CASE("framework probe: a pyenv shim on PATH judges pyenv's version, as pyen
   }
 }
 
+// uv does not activate its project environment (`uv run` uses the nearest pyproject.toml's .venv,
+// or UV_PROJECT_ENVIRONMENT): the environment judged is still python3 on PATH's, and the source
+// names the uv environment that was not judged and how to judge it.
+TEST_CASE("framework probe: a uv project's .venv is named, not judged, unless activated",
+          "[probe][framework][uv]") {
+  FixtureTree t;
+  const std::string nul(1, '\0');
+  t.file("/usr/bin/python3", std::string("\x7f"
+                                         "ELF",
+                                         4));
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
+  t.file("/home/dev/proj/pyproject.toml", "[project]\nname = \"train\"\n");
+  t.file("/home/dev/proj/.venv/pyvenv.cfg", "home = /usr/bin\nuv = 0.9.2\n");
+  t.file("/home/dev/proj/.venv/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.9.1+rocm6.4", "None", "'6.4.43482'"));
+  t.dir("/home/dev/proj/src");
+  auto run = [&](const std::string& vars) {
+    t.file("/proc/self/environ", "PATH=/usr/bin:/bin" + nul + vars);
+    return probe_one(t.path(), "framework");
+  };
+  {
+    const FactSet f = run("PWD=/home/dev/proj/src" + nul);
+    CHECK(str(f, "framework.torch.version") == "1.13.0a0");
+    CHECK(f.find("framework.python_env")->source ==
+          "python3 on PATH, /usr/bin/python3; not judged: /home/dev/proj/.venv, the project "
+          "environment `uv run` uses in /home/dev/proj (uv does not activate it: activate it or "
+          "pass --python /home/dev/proj/.venv/bin/python) (the system site directories)");
+  }
+  // UV_PROJECT_ENVIRONMENT moves it (relative to the project); without a pyvenv.cfg there, none.
+  CHECK(run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul)
+            .find("framework.python_env")
+            ->source.find("not judged") == std::string::npos);
+  // Activated (VIRTUAL_ENV), it is the environment judged.
+  CHECK(str(run("PWD=/home/dev/proj" + nul + "VIRTUAL_ENV=/home/dev/proj/.venv" + nul),
+            "framework.torch.version") == "2.9.1+rocm6.4");
+}
+
 // site.py (https://docs.python.org/3/library/site.html): the user site directory
 // ~/.local/lib/pythonX.Y/site-packages comes before the system and conda site-packages when
 // ENABLE_USER_SITE holds: not in a venv without the system directories, not with
