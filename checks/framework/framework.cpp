@@ -21,6 +21,7 @@
 //   (reference/framework-facts.md 1.3).
 #include "offload_bundle.hpp"
 #include "probes.hpp"
+#include "python_env.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -216,29 +217,6 @@ std::string parent_dir(std::string_view path) {
   return std::string(path.substr(0, slash));
 }
 
-/// The first `python3` on the PATH training will see that is an interpreter, not a script: a
-/// pyenv or asdf shim (`#!`) chooses its interpreter at run time, which a file read cannot tell,
-/// so it is passed over (and named in `skipped`). At most 64 PATH entries; only absolute ones.
-std::string python_on_path(const Root& root, std::string_view path, std::string& skipped) {
-  std::size_t start = 0;
-  for (int n = 0; n < 64 && start < path.size(); ++n) {
-    const std::size_t end = std::min(path.find(':', start), path.size());
-    const std::string_view dir = path.substr(start, end - start);
-    start = end + 1;
-    if (dir.empty() || dir.front() != '/') continue;
-    std::string candidate = join(dir, "python3");
-    const UniqueFd fd(root.open_regular(candidate));
-    if (!fd) continue;
-    std::array<char, 2> head{};
-    if (::pread(fd.get(), head.data(), head.size(), 0) == 2 && head[0] == '#' && head[1] == '!') {
-      if (skipped.empty()) skipped = candidate;
-      continue;
-    }
-    return candidate;
-  }
-  return {};
-}
-
 /// The user site directory ahead of the others (site.py main(): addusersitepackages() runs
 /// before addsitepackages(), so `pip install --user` packages shadow the environment's):
 /// $PYTHONUSERBASE, else $HOME/.local, then lib/python3.N/site-packages for the Python versions
@@ -283,19 +261,15 @@ void add_user_site(const Root& root, const PythonEnvVars& env, bool enabled, Sea
   if (p.dirs.size() > kMaxSiteDirs) p.dirs.resize(kMaxSiteDirs);
 }
 
-SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string python) {
+SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const PythonChoice& choice) {
   SearchPlan p;
-  // Without --python, VIRTUAL_ENV or CONDA_PREFIX: python3 on the PATH training will see, told
-  // apart the same way (`python3` resolves through PATH: execvp(3)).
-  std::string label = "--python " + python;
-  if (python.empty() && env.virtual_env.empty() && env.conda_prefix.empty() &&
-      env.read_reason.empty()) {
-    std::string skipped;
-    python = python_on_path(root, env.path, skipped);
-    label = fmt::format("python3 on PATH, {}{}", python,
-                        skipped.empty() ? std::string()
-                                        : fmt::format(" (after the script {})", skipped));
-  }
+  // The interpreter checks/framework/python_env.cpp resolves, the one --framework-deep runs: --python, an
+  // activated venv or conda environment, else python3 on PATH (a pyenv shim resolved as pyenv
+  // does).
+  const bool by_interpreter = choice.kind == PythonKind::given ||
+                              choice.kind == PythonKind::pyenv || choice.kind == PythonKind::path;
+  const std::string python = by_interpreter ? choice.python : std::string();
+  const std::string& label = choice.basis;
   bool system = true;
   // site.py's ENABLE_USER_SITE: off in a venv that does not see the system site directories
   // (venv(): "ENABLE_USER_SITE = False"), else on unless PYTHONNOUSERSITE (-s) is set; a conda
@@ -330,22 +304,21 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, std::string p
       system = false;
       p.basis = fmt::format("{} (the prefix {})", label, prefix);
     }
-  } else if (!env.virtual_env.empty()) {
+  } else if (choice.kind == PythonKind::virtual_env) {
     add(join(env.virtual_env, "lib"), "site-packages");
     system = venv_sees_system(root, env.virtual_env);
     user_site = system;
     p.basis = fmt::format("VIRTUAL_ENV={} ({})", env.virtual_env, env.source);
     if (system) p.basis += ", with the system site directories (pyvenv.cfg)";
-  } else if (!env.conda_prefix.empty()) {
+  } else if (choice.kind == PythonKind::conda) {
     add(join(env.conda_prefix, "lib"), "site-packages");
     system = false;
-    p.basis = fmt::format("CONDA_PREFIX={} ({})", env.conda_prefix, env.source);
+    p.basis = choice.basis;
   } else if (!env.read_reason.empty()) {
     p.basis = fmt::format("the system site directories ({} could not be read: {})", env.source,
                           env.read_reason);
   } else {
-    p.basis = "the system site directories (no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH in " +
-              env.source + ")";
+    p.basis = "the system site directories (" + choice.basis + ")";
   }
   if (system) {
     // pip's and the distribution's directories: Debian/Ubuntu dist-packages, Fedora/Arch
@@ -1000,10 +973,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   const PythonEnvVars env = read_env(root);
   // A relative --python names a file of the machine the doctor runs on: only the live root has it.
-  std::string python = ctx.options.python;
-  if (!python.empty() && python.front() != '/')
-    python = root.is_live() ? std::filesystem::absolute(python).lexically_normal().string() : "";
-  const SearchPlan plan = plan_search(root, env, python);
+  const SearchPlan plan = plan_search(root, env, resolve_python(root, ctx.options.python));
   std::string site;
   for (const auto& dir : plan.dirs)
     if (root.exists(join(dir, "torch/version.py"))) {
@@ -1157,8 +1127,10 @@ std::unique_ptr<Probe> make_framework_probe() {
       "framework", std::move(decls),
       "without running Python (docs/framework.md): the site directory of the environment training "
       "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
-      "`/proc/self/environ`, else the first `python3` on its PATH that is not a script, else the "
-      "system site directories) holding the first "
+      "`/proc/self/environ`, else the first `python3` on its PATH: a pyenv shim resolved to the "
+      "pyenv version's interpreter as pyenv picks it (PYENV_VERSION, `.python-version` from PWD "
+      "up, `$PYENV_ROOT/version`, `system`; checks/framework/python_env.hpp), another script passed over; "
+      "else the system site directories) holding the first "
       "`torch/version.py`; `__version__`, `hip`, `cuda`, `git_version` from that file (source "
       "`file:line`; `hip = None`: hip_version missing, \"not a ROCm build\"); build "
       "`rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the file names of "
@@ -1180,6 +1152,9 @@ std::unique_ptr<Probe> make_framework_probe() {
       "`framework.companion_problems` and `gpu.N.aotriton_images`.",
       std::vector<std::string>{
           "/proc/self/environ",
+          "PATH entries/python3 (the first 4 KiB: a pyenv shim?)",
+          "$PYENV_DIR or $PWD and their parents/.python-version, $PYENV_ROOT/version",
+          "$PYENV_ROOT/versions/",
           "$VIRTUAL_ENV/pyvenv.cfg",
           "--python PATH: PATH/../../pyvenv.cfg",
           "PATH/../../lib/python3.*/site-packages/torch/version.py",
@@ -1205,10 +1180,13 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torchaudio/version.py",
           "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       collect);
-  probe->set_env_reads({std::string(kEnvVirtualEnv), std::string(kEnvCondaPrefix),
-                        std::string(kEnvPath), std::string(kEnvLdLibraryPath),
-                        std::string(kEnvHome), std::string(kEnvPythonUserBase),
-                        std::string(kEnvPythonNoUserSite), std::string(kEnvBnbRocmVersion)});
+  // The interpreter's resolution (checks/framework/python_env.hpp) and the site directories' own.
+  std::vector<std::string> env_reads = python_env_reads();
+  for (const auto name : {kEnvVirtualEnv, kEnvCondaPrefix, kEnvPath, kEnvLdLibraryPath, kEnvHome,
+                          kEnvPythonUserBase, kEnvPythonNoUserSite, kEnvBnbRocmVersion})
+    if (std::find(env_reads.begin(), env_reads.end(), name) == env_reads.end())
+      env_reads.emplace_back(name);
+  probe->set_env_reads(std::move(env_reads));
   return probe;
 }
 

@@ -10,12 +10,17 @@
 #include "child_run.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
+#include "python_env.hpp"
 
+#include <halo/io.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 
 namespace halo::probes {
@@ -110,17 +115,32 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                                "not one under --root");
     return;
   }
-  const auto chosen = choose_python(o.python);
-  const std::string& python = chosen.first;
-  const std::string& basis = chosen.second;
+  // The interpreter the static probe judges too (checks/framework/python_env.hpp): a pyenv shim is
+  // resolved to the version's own interpreter, which is what the shim would exec.
+  const PythonChoice chosen = resolve_python(ctx.root, o.python);
+  const std::string& python = chosen.python;
+  const std::string& basis = chosen.basis;
   if (python.empty() || !executable(python)) {
     // Asked for, and not possible: an error (could not be checked), not a skip.
     all_status(facts, Status::error, python.empty() ? "PATH" : python,
-               python.empty() ? "no python3 on PATH" : python + " is not an executable file");
+               python.empty() ? basis
+                              : fmt::format("{} is not an executable file ({})", python, basis));
     return;
   }
   const std::string src = fmt::format("{} -c <torch query> ({})", python, basis);
+  // Importing torch takes seconds and the run is otherwise silent: say what it waits for, on a
+  // terminal only (as cargo's and pip's progress goes to stderr when it is a tty), so a pipe, a
+  // log or a CI job's stderr gets no extra line.
+  const bool tell = ::isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  if (tell)
+    write_stderr_text(fmt::format("halo-doctor: importing torch with {} (up to {:g} s)... ", python,
+                                  o.framework_timeout_s));
   const ChildRun run = run_program({python, "-c", kScript}, o.framework_timeout_s, kMaxOutputBytes);
+  if (tell)
+    write_stderr_text(fmt::format(
+        "{:.1f} s\n",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));
   if (!run.started) {
     all_status(facts, Status::error, src, "could not start it: " + run.start_error);
     return;
@@ -207,30 +227,27 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::pair<std::string, std::string> choose_python(const std::string& given) {
-  if (!given.empty()) return {given, "--python"};
-  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-    if (const char* v = std::getenv(var); v != nullptr && *v == '/') {
-      const std::string p = std::string(v) + "/bin/python";
-      if (executable(p)) return {p, std::string("$") + var + "/bin/python"};
-    }
-  if (const char* path = std::getenv("PATH"); path != nullptr)
-    for (const auto& dir : split_list(path, ':', 64))
-      if (!dir.empty() && dir.front() == '/' && executable(dir + "/python3"))
-        return {dir + "/python3", "python3 on PATH"};
-  return {"", "no python3 on PATH"};
+  const PythonChoice c = resolve_python(Root("/"), given);
+  return {c.python, c.basis};
 }
 
 std::unique_ptr<Probe> make_framework_deep_probe() {
-  return std::make_unique<BasicProbe>(
+  auto probe = std::make_unique<BasicProbe>(
       "framework_deep", declarations(),
       "only with `--framework-deep` on the live system (else not probed): the interpreter's own "
       "answer (torch.cuda), run in a child with a time limit (docs/framework.md). The interpreter: "
       "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "
-      "on the PATH. The framework_deep_capacity derivation adds what HIP device 0 could give a "
-      "process "
+      "on the PATH, a pyenv shim resolved to the pyenv version's interpreter (PYENV_VERSION, "
+      "`.python-version` from PWD up, `$PYENV_ROOT/version`, `system`): the one the static "
+      "framework probe judges (checks/framework/python_env.hpp). The framework_deep_capacity derivation adds what HIP device 0 "
+      "could give a process "
       "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
       "(`framework.deep.device0_seen_ratio`).",
-      std::vector<std::string>{"python -c (torch.cuda queries)"}, collect);
+      std::vector<std::string>{"/proc/self/environ (the interpreter: checks/framework/python_env.hpp)",
+                               "python -c (torch.cuda queries)"},
+      collect);
+  probe->set_env_reads(python_env_reads());
+  return probe;
 }
 
 } // namespace halo::probes

@@ -183,6 +183,9 @@ inline constexpr std::string_view framework_torch_hip_version = "framework.torch
 inline constexpr std::string_view framework_torch_rocm_version = "framework.torch.rocm_version";
 /// The gfx targets a ROCm wheel has kernels for, list of strings (derived; checks/framework/).
 inline constexpr std::string_view framework_torch_kernel_targets = "framework.torch.kernel_targets";
+/// The ROCm release of the ROCr library the doctor loaded, string, e.g. "6.4.1"
+/// (PREFIX/.info/version; checks/runtime/hsa.cpp).
+inline constexpr std::string_view hsa_rocm_version = "hsa.rocm_version";
 /// MemTotal of /proc/meminfo, integer bytes (kB x 1024; checks/host/memory.cpp).
 inline constexpr std::string_view mem_total_bytes = "mem.total_bytes";
 /// The TTM module amdgpu uses, string: "ttm", "amdttm" or "amd_ttm" (the holders link of
@@ -268,6 +271,9 @@ namespace gpu_field {
 inline constexpr std::string_view pci_slot = "pci_slot";
 /// The gfx target, string, e.g. "gfx1151" (KFD topology, else the PCI device id table).
 inline constexpr std::string_view gfx_target = "gfx_target";
+/// The GPU's marketing name from the PCI device id table, string, e.g. "Strix Halo (Radeon
+/// 8060S/8050S/8040S)" (checks/gpus/gfx.cpp).
+inline constexpr std::string_view name = "name";
 /// GTT size amdgpu reports, integer bytes (mem_info_gtt_total).
 inline constexpr std::string_view gtt_total_bytes = "gtt_total_bytes";
 /// VRAM (or an APU's carve-out) size amdgpu reports, integer bytes (mem_info_vram_total).

@@ -125,6 +125,15 @@ std::string prometheus_report(const std::vector<Result>& results, const ReportCo
 /// kNpdMaxMessage characters ("OK: ..." or the failing rule ids).
 std::string npd_report(const std::vector<Result>& results, const ReportContext& ctx);
 
+/// The Markdown report to paste into a GitHub issue (`check --format markdown`): the machine
+/// (host, OS, kernel, each GPU with its gfx target and VRAM/GTT, RAM and the TTM pages_limit,
+/// ROCm, PyTorch) as a table, the failing and warning findings and those that could not be
+/// checked with evidence and fix, the info-level ones by id, then the counts and exit code.
+/// Redacted as a capture bundle is (TextRedactor: host and user names, serial numbers, URL
+/// credentials); every string escaped for CommonMark/GFM (src/report/markdown.cpp).
+std::string markdown_report(const std::vector<Result>& results, const ReportContext& ctx,
+                            const FactSet& facts);
+
 /// node-problem-detector's plugin exit-code contract: 0 OK (nothing failed at or above
 /// `fail_on`), 1 problem (such a failure, pending reboot included), 2 unknown (nothing failed but
 /// a rule at or above `fail_on` could not be checked).

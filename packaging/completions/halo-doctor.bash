@@ -21,7 +21,7 @@ _halo_doctor() {
     --bundle) _filedir 'tar.gz'; return ;;
     --format)
       if [ "$cmd" = plan ]; then COMPREPLY=($(compgen -W "text json" -- "$cur"))
-      elif [ "$cmd" = facts ]; then COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd" -- "$cur")); fi
+      elif [ "$cmd" = facts ]; then COMPREPLY=($(compgen -W "text json markdown" -- "$cur")); else COMPREPLY=($(compgen -W "text json junit prometheus npd markdown" -- "$cur")); fi
       return ;;
     --stack) COMPREPLY=($(compgen -W "auto grubby grub-debian grub-arch rpm-ostree kernelstub systemd-boot nixos" -- "$cur")); return ;;
     --user) COMPREPLY=($(compgen -u -- "$cur")); return ;;
@@ -29,7 +29,7 @@ _halo_doctor() {
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     -o | --output)
       if [ "$cmd" = check ] && [[ $cur != *:* ]]; then
-        COMPREPLY=($(compgen -W "text: json: junit: prometheus: npd:" -- "$cur")); compopt -o nospace
+        COMPREPLY=($(compgen -W "text: json: junit: prometheus: npd: markdown:" -- "$cur")); compopt -o nospace
       else
         _filedir
       fi

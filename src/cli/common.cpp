@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 namespace halo::cli {
 
@@ -72,6 +73,7 @@ void add_rule_options(CLI::App* sub, CommonOptions& o) {
 }
 
 DoctorOptions doctor_options(const CommonOptions& o) {
+  require_python_exists(o);
   DoctorOptions d;
   d.root = o.root;
   d.facts_file = o.facts_file;
@@ -91,6 +93,21 @@ DoctorOptions doctor_options(const CommonOptions& o) {
   d.only = o.only;
   d.skip = o.skip;
   return d;
+
+void require_python_exists(const CommonOptions& o) {
+  if (o.python.empty() || !o.bundle.empty() || !o.facts_file.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(o.root, ec) != "/" || ec) return;
+  // lstat-free: a dangling link names no interpreter either.
+  if (!std::filesystem::exists(o.python, ec))
+    throw InputError(fmt::format("--python {}: no such file (give the path of the interpreter "
+                                 "whose environment to judge, e.g. ~/venv/bin/python)",
+                                 o.python));
+  if (std::filesystem::is_directory(o.python, ec))
+    throw InputError(fmt::format("--python {}: is a directory, not an interpreter (e.g. {}/bin/"
+                                 "python)",
+                                 o.python, o.python));
+}
 }
 
 FailOn parse_fail_on(const std::string& s) {

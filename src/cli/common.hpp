@@ -79,6 +79,11 @@ void add_rule_options(CLI::App* sub, CommonOptions& o);
 /// file and whether --reserve was given are the command's and set by it.
 DoctorOptions doctor_options(const CommonOptions& o);
 
+/// Throws InputError (exit 2) naming the path when `--python PATH` names no file on the live
+/// system (probing /, not --root, --bundle or --facts: a fixture or bundle records the
+/// environment's directories, not its interpreters, and the static probe reads those).
+void require_python_exists(const CommonOptions& o);
+
 /// "error" | "warning" | "info" | "never" as the gate threshold (anything else: error).
 FailOn parse_fail_on(const std::string& s);
 

@@ -34,7 +34,7 @@ Summary summarize(const std::vector<Result>& results) {
 }
 
 std::vector<std::string> report_formats() {
-  return {"text", "json", "junit", "prometheus", "npd"};
+  return {"text", "json", "junit", "prometheus", "npd", "markdown"};
 }
 
 std::string render_report(std::string_view format, const std::vector<Result>& results,
@@ -44,6 +44,7 @@ std::string render_report(std::string_view format, const std::vector<Result>& re
   if (format == "junit") return junit_report(results, ctx);
   if (format == "prometheus") return prometheus_report(results, ctx, facts);
   if (format == "npd") return npd_report(results, ctx);
+  if (format == "markdown") return markdown_report(results, ctx, facts);
   throw std::invalid_argument("unknown report format: " + std::string(format));
 }
 

@@ -70,8 +70,23 @@ start=$(date +%s)
 grep -q 'no answer within the 2 s time limit (killed)' "$tmp/hang.json" || bad "no time-limit reason: $(grep -m1 deep.status "$tmp/hang.json")"
 "$bin" facts --no-runtime --framework-deep --python "$replay/crashes.sh" --format json -o "$tmp/crash.json"
 grep -q 'signal 11' "$tmp/crash.json" || bad "no crash reason: $(grep -m1 deep.status "$tmp/crash.json")"
-"$bin" facts --no-runtime --framework-deep --python "$tmp/no-such-python" --format json -o "$tmp/none.json"
-grep -q 'is not an executable file' "$tmp/none.json" || bad "a missing interpreter is not named"
+# --python to a file that does not exist is a usage error (exit 2, issue 35); one that is not
+# executable is a fact naming it.
+rc=0
+"$bin" facts --no-runtime --framework-deep --python "$tmp/no-such-python" --format json -o "$tmp/none.json" 2>"$tmp/none.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "no-such-python: no such file" "$tmp/none.err" || bad "a missing interpreter: exit $rc, $(cat "$tmp/none.err")"
+printf 'not an interpreter\n' >"$tmp/not-exec"
+"$bin" facts --no-runtime --framework-deep --python "$tmp/not-exec" --format json -o "$tmp/none.json"
+grep -q 'is not an executable file' "$tmp/none.json" || bad "a non-executable interpreter is not named"
+# On a terminal the run says what it waits for (issue 35): one stderr line naming the interpreter
+# and the time limit; on a pipe or file nothing (script(1) from util-linux gives it a pty).
+if command -v script >/dev/null; then
+  script -qec "'$bin' facts --no-runtime --framework-deep --python '$replay/strix-halo-default-ttm.sh' --format json -o '$tmp/tty.json'" /dev/null >"$tmp/tty.txt" </dev/null || bad "the run on a terminal failed: $(cat "$tmp/tty.txt")"
+  grep -q "halo-doctor: importing torch with $replay/strix-halo-default-ttm.sh (up to 60 s)\.\.\. [0-9.]* s" "$tmp/tty.txt" ||
+    bad "no progress line on a terminal: $(cat "$tmp/tty.txt")"
+fi
+"$bin" facts --no-runtime --framework-deep --python "$replay/strix-halo-default-ttm.sh" --format json -o "$tmp/pipe.json" 2>"$tmp/pipe.err"
+[ ! -s "$tmp/pipe.err" ] || bad "a progress line on a non-terminal stderr: $(cat "$tmp/pipe.err")"
 # Without --framework-deep nothing runs, and the rules say how to ask.
 "$bin" facts --no-runtime --format json -o "$tmp/off.json"
 grep -q 'run with --framework-deep' "$tmp/off.json" || bad "not-probed reason missing"

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # End-to-end golden test: the real binary over every fixture root, as a user runs it.
 # Compares `check --format json` and the text report (no colour) with expected.json / expected.txt
-# and the exit code with the one recorded in expected.json. HALO_UPDATE_GOLDEN=1 rewrites them.
+# and the exit code with the one recorded in expected.json; where a fixture has expected.md, also
+# `check --format markdown` (the redacted report for a GitHub issue). HALO_UPDATE_GOLDEN=1 rewrites
+# them (expected.md only where it exists: create one to add a fixture).
 set -u
 bin=$1
 fixtures=$2
@@ -20,9 +22,12 @@ for dir in */; do
   code=$?
   json=$(normalize <"$tmp")
   text=$("$bin" check --root "$dir" --color never --no-runtime)
+  md=""
+  [ -f "$dir/expected.md" ] && md=$("$bin" check --root "$dir" --format markdown --no-runtime | normalize)
   if [ "${HALO_UPDATE_GOLDEN:-0}" = 1 ]; then
     printf '%s\n' "$json" >"$dir/expected.json"
     printf '%s\n' "$text" >"$dir/expected.txt"
+    [ -f "$dir/expected.md" ] && printf '%s\n' "$md" >"$dir/expected.md"
     echo "updated $name (exit $code)"
     continue
   fi
@@ -35,6 +40,9 @@ for dir in */; do
   fi
   if ! diff -u "$dir/expected.txt" <(printf '%s\n' "$text") >/tmp/halo-golden-$$.diff; then
     echo "FAIL $name: text report differs from expected.txt"; head -60 /tmp/halo-golden-$$.diff; fail=1
+  fi
+  if [ -f "$dir/expected.md" ] && ! diff -u "$dir/expected.md" <(printf '%s\n' "$md") >/tmp/halo-golden-$$.diff; then
+    echo "FAIL $name: markdown report differs from expected.md"; head -60 /tmp/halo-golden-$$.diff; fail=1
   fi
   [ $fail = 0 ] && echo "ok $name (exit $code)"
 done

@@ -142,6 +142,9 @@ if [ -z "$rpmfile" ]; then
   if command -v rpmbuild >/dev/null; then bad "no .rpm in $dist"; else skip ".rpm: rpmbuild is not installed"; fi
 elif command -v rpm >/dev/null; then
   [ "$(rpm -qp --qf '%{LICENSE}' "$rpmfile" 2>/dev/null)" = MIT ] || bad "RPM License is not MIT"
+  # The %changelog made from packaging/debian/changelog (cmake/RpmChangelog.cmake, tests/cli/changelog.sh).
+  rpm -qp --changelog "$rpmfile" 2>/dev/null | grep -q "^\* .* - $(dpkg-parsechangelog -l "$src/packaging/debian/changelog" -S Version 2>/dev/null)-1$" ||
+    bad "the .rpm lacks the changelog entry of packaging/debian/changelog"
   rpm -qRp "$rpmfile" 2>/dev/null >"$tmp/requires"
   foreign=$(grep -Ev '^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|ld-linux-x86-64\.so\.2)(\(.*\))?(\(64bit\))?$|^rtld\(GNU_HASH\)$|^/bin/sh$|^rpmlib\(' "$tmp/requires")
   if [ -z "$foreign" ] && [ -s "$tmp/requires" ]; then ok "RPM Requires are glibc's and /bin/sh only ($(wc -l <"$tmp/requires") lines)"; else

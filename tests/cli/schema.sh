@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Every report the binary writes for the fixture roots validates against the published schema
-# docs/report.schema.json (python3-jsonschema, installed by .ci/run). A missing validator fails.
+# docs/report.schema.json, and every facts file (`facts --format json`) against docs/facts.schema.json
+# (python3-jsonschema, installed by .ci/run). A missing validator fails.
 set -u
 bin=$1
 fixtures=$2
@@ -20,8 +21,11 @@ for dir in "$fixtures"/*/; do
   [ -f "$dir/README.md" ] || continue
   name=$(basename "$dir")
   "$bin" check --root "$dir" --format json --no-runtime >"$tmp/$name.json"
+  mkdir -p "$tmp/facts"
+  "$bin" facts --root "$dir" --format json --no-runtime >"$tmp/facts/$name.json"
 done
 "$bin" check --format json >"$tmp/live-machine.json"
+"$bin" facts --format json >"$tmp/facts/live-machine.json"
 # Two --python: an array of two reports (the schema's oneOf).
 "$bin" check --root "$fixtures/strix-halo-torch-rocm62-venv" --format json --no-runtime \
   --python /usr/bin/python3 --python /home/dev/venv/bin/python >"$tmp/two-environments.json"
@@ -60,6 +64,34 @@ for path in sorted(glob.glob(os.path.join(rules_dir, "*.json"))):
     bad += bool(errors)
     if not errors:
         print(f"ok {os.path.basename(path)} against rules/schema.json")
+# Every facts file against docs/facts.schema.json, and the schema rejects what facts_from_json_text
+# refuses or no probe writes.
+fschema = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "facts.schema.json")))
+jsonschema.Draft202012Validator.check_schema(fschema)
+fvalidator = jsonschema.Draft202012Validator(fschema)
+facts_files = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[2]), "facts", "*.json")))
+if len(facts_files) < 10:
+    print(f"FAIL: only {len(facts_files)} facts files were written"); bad += 1
+for path in facts_files:
+    errors = list(fvalidator.iter_errors(json.load(open(path))))
+    for e in errors[:5]:
+        print(f"FAIL facts {path}: {'/'.join(map(str, e.path))}: {e.message[:200]}")
+    bad += bool(errors)
+    if not errors:
+        print(f"ok facts/{os.path.basename(path)} against docs/facts.schema.json")
+good = json.load(open(facts_files[0]))
+key, fact = next((k, f) for k, f in good["facts"].items() if f["status"] == "ok")
+for label, change in [("status 'maybe'", {"status": "maybe"}), ("ok without a value", {"value": None}),
+                      ("missing with a value", {"status": "missing", "reason": "x"}),
+                      ("an object value", {"value": {"a": 1}}), ("an unknown field", {"unit": "GiB"})]:
+    broken = json.loads(json.dumps(good))
+    broken["facts"][key].update(change)
+    if fvalidator.is_valid(broken):
+        print(f"FAIL: the facts schema accepted {label}"); bad += 1
+for label, doc in [("schema_version 2", dict(good, schema_version=2)),
+                   ("a key with a space", dict(good, facts={"gpu 0": fact}))]:
+    if fvalidator.is_valid(doc):
+        print(f"FAIL: the facts schema accepted {label}"); bad += 1
 # The validator itself must reject a broken report.
 broken = json.load(open(sys.argv[2]))
 broken["results"][0]["status"] = "maybe"

@@ -283,7 +283,9 @@ TEST_CASE("framework probe: without VIRTUAL_ENV or CONDA_PREFIX, python3 on PATH
   t.file("/proc/self/environ", std::string("PATH=relative/bin:/opt/pyenv/shims:/opt/conda/envs/"
                                            "py_3.12/bin:/usr/bin") +
                                    '\0' + "HOME=/root" + '\0');
-  t.file("/opt/pyenv/shims/python3", "#!/usr/bin/env bash\nexec pyenv exec python3 \"$@\"\n");
+  // An asdf shim (asdf's internal/shims/shims.go: `exec asdf exec "python3" "$@"`) chooses its
+  // interpreter at run time: passed over. (A pyenv shim is resolved: the test case below.)
+  t.file("/opt/pyenv/shims/python3", "#!/usr/bin/env bash\nexec asdf exec \"python3\" \"$@\"\n");
   t.file("/opt/conda/envs/py_3.12/bin/python3", std::string("\x7f"
                                                             "ELF",
                                                             4));
@@ -312,6 +314,135 @@ TEST_CASE("framework probe: without VIRTUAL_ENV or CONDA_PREFIX, python3 on PATH
   t.file("/proc/self/environ", std::string("PATH=/opt/conda/envs/py_3.12/bin:/usr/bin") + '\0' +
                                    "VIRTUAL_ENV=/home/dev/venv");
   CHECK(str(probe_one(t.path(), "framework"), "framework.torch.version") == "2.5.1+rocm6.2");
+}
+
+// pyenv's shim first on PATH (issue 35 §3): the environment is the pyenv version's, chosen as
+// pyenv chooses it (libexec/pyenv-version-name, pyenv-version-file, pyenv-which), never Debian's
+// python3 further down PATH; the shim is pyenv-rehash's prototype.
+TEST_CASE("framework probe: a pyenv shim on PATH judges pyenv's version, as pyenv picks it",
+          "[probe][framework][pyenv]") {
+  FixtureTree t;
+  const std::string nul(1, '\0');
+  const std::string root = "/home/dev/.pyenv";
+  t.file(root + "/shims/python3",
+         "#!/usr/bin/env bash\nset -e\n[ -n \"$PYENV_DEBUG\" ] && set -x\n\n"
+         "program=\"${0##*/}\"\n\nexport PYENV_ROOT=\"/home/dev/.pyenv\"\n"
+         "exec \"/home/dev/.pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n");
+  const std::string v311 = root + "/versions/3.11.7";
+  t.file(v311 + "/bin/python3", std::string("\x7f"
+                                            "ELF",
+                                            4));
+  t.file(v311 + "/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.5.1+rocm6.2", "None", "'6.2.41133-dd7f95766'"));
+  const std::string v312 = root + "/versions/3.12.1";
+  t.file(v312 + "/bin/python3", std::string("\x7f"
+                                            "ELF",
+                                            4));
+  t.dir(v312 + "/lib/python3.12/site-packages");
+  t.file(root + "/version", "3.12.1\n");
+  // Debian's python3 with its torch, after the shim on PATH: what the probe judged before.
+  t.file("/usr/bin/python3", std::string("\x7f"
+                                         "ELF",
+                                         4));
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
+  // pyenv 2.6's pyenv-version-file-read skips comment lines and reads each line's first word.
+  t.file("/home/dev/proj/.python-version",
+         "# pinned for the project\n\n  3.11.7  # the project's\n");
+  t.dir("/home/dev/proj/src");
+  const std::string path = "PATH=" + root + "/shims:/usr/bin:/bin" + nul + "HOME=/home/dev" + nul;
+  auto env_of = [&](const std::string& file) {
+    t.file("/proc/self/environ", path + file);
+    return probe_one(t.path(), "framework");
+  };
+  // .python-version, found from PWD (recorded in the root's environ) up the tree.
+  {
+    const FactSet f = env_of("PWD=/home/dev/proj/src" + nul);
+    CHECK(str(f, "framework.python_env") == v311 + "/lib/python3.11/site-packages");
+    CHECK(str(f, "framework.torch.version") == "2.5.1+rocm6.2");
+    const std::string src = f.find("framework.python_env")->source;
+    CHECK(src.starts_with("pyenv version 3.11.7 (set by /home/dev/proj/.python-version), through "
+                          "the pyenv shim /home/dev/.pyenv/shims/python3 (PYENV_ROOT "
+                          "/home/dev/.pyenv, exported by the shim)"));
+    CHECK(src.find("(the prefix " + v311 + ")") != std::string::npos);
+  }
+  // No .python-version from PWD up: $PYENV_ROOT/version (3.12.1, no torch: missing, the reason
+  // names pyenv's choice).
+  {
+    const FactSet f = env_of("PWD=/home/dev" + nul);
+    const Fact* v = f.find("framework.torch.version");
+    REQUIRE(v != nullptr);
+    CHECK(v->status == Status::missing);
+    CHECK(v->reason.find("pyenv version 3.12.1 (set by /home/dev/.pyenv/version)") !=
+          std::string::npos);
+    CHECK(v->reason.find(v312 + "/lib/python3.*/site-packages") != std::string::npos);
+  }
+  // PYENV_VERSION wins over the files; a prefix ("3.11") is the newest installed 3.11.x
+  // (pyenv-latest), a `python-` prefix is dropped.
+  for (const std::string version : {"3.11.7", "3.11", "python-3.11.7"}) {
+    const FactSet f = env_of("PWD=/home/dev" + nul + "PYENV_VERSION=" + version + nul);
+    CHECK(str(f, "framework.python_env") == v311 + "/lib/python3.11/site-packages");
+  }
+  // `system`, and a version that is not installed (pyenv-which then falls back to system): the
+  // python3 on PATH without the shims, Debian's.
+  for (const std::string version : {"system", "3.9.1"}) {
+    const FactSet f = env_of("PYENV_VERSION=" + version + nul);
+    CHECK(str(f, "framework.torch.version") == "1.13.0a0");
+    const std::string src = f.find("framework.python_env")->source;
+    CHECK(src.starts_with("pyenv version system (set by PYENV_VERSION"));
+    CHECK(src.find("python3 on PATH without /home/dev/.pyenv/shims: /usr/bin/python3") !=
+          std::string::npos);
+    if (version == "3.9.1") CHECK(src.find("not installed: 3.9.1") != std::string::npos);
+  }
+  // The first of a ':' list that is installed.
+  {
+    const FactSet f = env_of("PYENV_VERSION=3.8.0:3.11.7" + nul);
+    CHECK(str(f, "framework.python_env") == v311 + "/lib/python3.11/site-packages");
+  }
+  // An activated venv is still the venv (activation puts its bin/ before the shims).
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.dir("/home/dev/venv/lib/python3.11/site-packages");
+  {
+    const FactSet f = env_of("PWD=/home/dev/proj" + nul + "VIRTUAL_ENV=/home/dev/venv" + nul);
+    CHECK(f.find("framework.python_env")->reason.find("VIRTUAL_ENV=/home/dev/venv") !=
+          std::string::npos);
+  }
+}
+
+// uv does not activate its project environment (`uv run` uses the nearest pyproject.toml's .venv,
+// or UV_PROJECT_ENVIRONMENT): the environment judged is still python3 on PATH's, and the source
+// names the uv environment that was not judged and how to judge it.
+TEST_CASE("framework probe: a uv project's .venv is named, not judged, unless activated",
+          "[probe][framework][uv]") {
+  FixtureTree t;
+  const std::string nul(1, '\0');
+  t.file("/usr/bin/python3", std::string("\x7f"
+                                         "ELF",
+                                         4));
+  t.file("/usr/lib/python3/dist-packages/torch/version.py", version_py("1.13.0a0", "None", "None"));
+  t.file("/home/dev/proj/pyproject.toml", "[project]\nname = \"train\"\n");
+  t.file("/home/dev/proj/.venv/pyvenv.cfg", "home = /usr/bin\nuv = 0.9.2\n");
+  t.file("/home/dev/proj/.venv/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.9.1+rocm6.4", "None", "'6.4.43482'"));
+  t.dir("/home/dev/proj/src");
+  auto run = [&](const std::string& vars) {
+    t.file("/proc/self/environ", "PATH=/usr/bin:/bin" + nul + vars);
+    return probe_one(t.path(), "framework");
+  };
+  {
+    const FactSet f = run("PWD=/home/dev/proj/src" + nul);
+    CHECK(str(f, "framework.torch.version") == "1.13.0a0");
+    CHECK(f.find("framework.python_env")->source ==
+          "python3 on PATH, /usr/bin/python3; not judged: /home/dev/proj/.venv, the project "
+          "environment `uv run` uses in /home/dev/proj (uv does not activate it: activate it or "
+          "pass --python /home/dev/proj/.venv/bin/python) (the system site directories)");
+  }
+  // UV_PROJECT_ENVIRONMENT moves it (relative to the project); without a pyvenv.cfg there, none.
+  CHECK(run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul)
+            .find("framework.python_env")
+            ->source.find("not judged") == std::string::npos);
+  // Activated (VIRTUAL_ENV), it is the environment judged.
+  CHECK(str(run("PWD=/home/dev/proj" + nul + "VIRTUAL_ENV=/home/dev/proj/.venv" + nul),
+            "framework.torch.version") == "2.9.1+rocm6.4");
 }
 
 // site.py (https://docs.python.org/3/library/site.html): the user site directory

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+// The interpreter training will get (checks/framework/python_env.hpp): --python, an activated venv or conda
+// environment, else python3 on PATH with pyenv's shims resolved as pyenv resolves them. Sources:
+// pyenv's libexec/pyenv-rehash (the shim: `export PYENV_ROOT=...`, `exec "$(command -v pyenv)"
+// exec "$program" "$@"`), libexec/pyenv-version-name, pyenv-version-file, pyenv-version-file-read,
+// pyenv-which, pyenv-latest (https://github.com/pyenv/pyenv/tree/master/libexec); conda's
+// activation variables (CONDA_PREFIX, CONDA_DEFAULT_ENV:
+// https://docs.conda.io/projects/conda/en/latest/dev-guide/deep-dives/activation.html); venv's
+// VIRTUAL_ENV (https://docs.python.org/3/library/venv.html#how-venvs-work).
+#include "python_env.hpp"
+
+#include "probe_util.hpp"
+
+#include <fmt/format.h>
+
+#include <re2/re2.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+namespace halo::probes {
+namespace {
+
+constexpr std::string_view kVirtualEnv = "VIRTUAL_ENV";
+constexpr std::string_view kCondaPrefix = "CONDA_PREFIX";
+constexpr std::string_view kCondaDefaultEnv = "CONDA_DEFAULT_ENV";
+constexpr std::string_view kPath = "PATH";
+constexpr std::string_view kPyenvVersion = "PYENV_VERSION";
+constexpr std::string_view kPyenvRoot = "PYENV_ROOT";
+constexpr std::string_view kPyenvDir = "PYENV_DIR";
+constexpr std::string_view kPwd = "PWD";
+constexpr std::string_view kHome = "HOME";
+constexpr std::string_view kUvProjectEnvironment = "UV_PROJECT_ENVIRONMENT";
+
+/// /proc/self/environ is bounded like checks/framework/framework.cpp reads it.
+constexpr std::size_t kMaxEnvironBytes = std::size_t{1024} * 1024;
+/// A shim script is a few hundred bytes; only its head is read.
+constexpr std::size_t kMaxShimBytes = 4096;
+/// pyenv-version-file-read cuts each line at 1024 bytes; a version file of more than this is
+/// not one.
+constexpr std::size_t kMaxVersionFileBytes = std::size_t{64} * 1024;
+constexpr std::size_t kMaxPathEntries = 64;
+constexpr std::size_t kMaxVersions = 16;
+constexpr int kMaxDirDepth = 128;
+
+struct Env {
+  std::map<std::string, std::string, std::less<>> vars;
+  std::string source;      ///< the environ file read
+  std::string read_reason; ///< why it could not be read; empty when it was
+  std::optional<std::string> get(std::string_view name) const {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  }
+  /// The value when it is an absolute path (the only kind resolvable inside a root).
+  std::string abs(std::string_view name) const {
+    auto v = get(name);
+    return v && !v->empty() && v->front() == '/' ? *v : std::string();
+  }
+};
+
+Env read_env(const Root& root) {
+  Env out;
+  ReadResult r = root.read("/proc/self/environ", kMaxEnvironBytes);
+  out.source = r.path;
+  if (!r.ok()) {
+    out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
+    return out;
+  }
+  std::size_t start = 0;
+  while (start < r.text.size()) {
+    std::size_t end = r.text.find('\0', start);
+    if (end == std::string::npos) end = r.text.size();
+    const std::string_view entry(r.text.data() + start, end - start);
+    start = end + 1;
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view name = entry.substr(0, eq);
+    const auto& wanted = python_env_reads();
+    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end())
+      out.vars.emplace(std::string(name), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::string join(std::string_view dir, std::string_view tail) {
+  std::string out(dir);
+  while (out.size() > 1 && out.back() == '/')
+    out.pop_back();
+  if (out != "/") out += '/';
+  out += tail;
+  return out;
+}
+
+std::string parent_dir(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.remove_suffix(1);
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+std::string normal(std::string_view dir) {
+  return std::filesystem::path(dir).lexically_normal().string();
+}
+
+/// One `python3` candidate on PATH: an interpreter, or a `#!` script with its head.
+struct OnPath {
+  std::string path;
+  bool script = false;
+  std::string head; ///< the script's first kMaxShimBytes bytes
+};
+
+/// The `python3` entries of PATH, in order, that are regular files (at most kMaxPathEntries
+/// absolute entries; `without` is a directory left out, as pyenv-which's remove_from_path).
+std::vector<OnPath> pythons_on_path(const Root& root, std::string_view path,
+                                    const std::string& without) {
+  std::vector<OnPath> out;
+  std::size_t start = 0;
+  for (std::size_t n = 0; n < kMaxPathEntries && start < path.size(); ++n) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::string_view dir = path.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir.front() != '/') continue;
+    if (!without.empty() && normal(dir) == without) continue;
+    OnPath c{join(dir, "python3"), false, {}};
+    const UniqueFd fd(root.open_regular(c.path));
+    if (!fd) continue;
+    std::array<char, kMaxShimBytes> buf{};
+    const ssize_t got = ::pread(fd.get(), buf.data(), buf.size(), 0);
+    if (got >= 2 && buf[0] == '#' && buf[1] == '!') {
+      c.script = true;
+      c.head.assign(buf.data(), static_cast<std::size_t>(got));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+/// A pyenv shim: pyenv-rehash's prototype ends in `exec "<pyenv>" exec "$program" "$@"`.
+bool is_pyenv_shim(const OnPath& c) {
+  static const RE2 kExec(R"((?m)^\s*exec\s+"?[^"\s]*pyenv"?\s+exec\s)");
+  return c.script && RE2::PartialMatch(c.head, kExec);
+}
+
+/// The first interpreter on PATH (scripts passed over); `skipped` names the first script.
+std::optional<std::string> first_interpreter(const std::vector<OnPath>& all, std::string& skipped) {
+  for (const auto& c : all) {
+    if (!c.script) return c.path;
+    if (skipped.empty()) skipped = c.path;
+  }
+  return std::nullopt;
+}
+
+/// pyenv-version-file-read (pyenv 2.6): the first whitespace-separated word of each line (lines
+/// read 1024 bytes at a time), empty lines and `#` comments skipped, joined by ':'; std::nullopt
+/// when the file is absent, empty or names nothing.
+std::optional<std::string> read_version_file(const Root& root, const std::string& file) {
+  ReadResult r = root.read(file, kMaxVersionFileBytes);
+  if (!r.ok()) return std::nullopt;
+  std::vector<std::string> words;
+  for (auto line : split_lines(r.text)) {
+    if (line.size() > 1024) line.resize(1024);
+    std::size_t b = line.find_first_not_of(" \t\r\v\f");
+    if (b == std::string::npos || line[b] == '#') continue;
+    std::size_t e = line.find_first_of(" \t\r\v\f", b);
+    words.push_back(line.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (words.size() >= kMaxVersions) break;
+  }
+  if (words.empty()) return std::nullopt;
+  return fmt::format("{}", fmt::join(words, ":"));
+}
+
+/// pyenv-version-file's find_local_version_file: DIR/.python-version from `dir` up to /.
+std::optional<std::string> find_local_version_file(const Root& root, std::string dir) {
+  for (int n = 0; n < kMaxDirDepth && !dir.empty(); ++n) {
+    const std::string f = join(dir, ".python-version");
+    // `[ -f FILE ]`: a regular file (a directory of that name is passed over).
+    if (const UniqueFd fd(root.open_regular(f)); fd) return f;
+    if (dir == "/") break;
+    dir = parent_dir(dir);
+  }
+  return std::nullopt;
+}
+
+/// A version-sort key: the numbers of "3.11.7" ({3, 11, 7}); std::nullopt for a name with
+/// anything else (pyenv-latest leaves out dev, rc, a, b and named versions unless asked).
+std::optional<std::vector<long>> numeric_version(std::string_view v) {
+  std::vector<long> out;
+  for (const auto& part : split_list(v, '.', 8)) {
+    if (part.empty() || part.size() > 9 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    out.push_back(std::stol(part));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+/// pyenv-prefix for one version name: `versions/V`, `versions/V` without a `python-` prefix
+/// (pyenv-version-name), else the newest installed `V.*` (pyenv-latest -b: a prefix of a
+/// release). The name of the directory, or std::nullopt.
+std::optional<std::string> installed_version(const Root& root, const std::string& versions,
+                                             std::string v) {
+  // is_version_safe (pyenv-version-file-read, CVE-2022-35861): a name with '/' (a
+  // pyenv-virtualenv `3.11.7/envs/NAME`) must stay inside versions/; none may climb out.
+  if (v.empty() || v.front() == '/' || v == "." || v == ".." || v.starts_with("../") ||
+      v.ends_with("/..") || v.find("/../") != std::string::npos)
+    return std::nullopt;
+  if (root.is_dir(join(versions, v))) return v;
+  if (v.starts_with("python-")) {
+    v = v.substr(7);
+    if (!v.empty() && root.is_dir(join(versions, v))) return v;
+  }
+  auto names = root.list(versions);
+  if (!names) return std::nullopt;
+  std::optional<std::pair<std::vector<long>, std::string>> best;
+  for (const auto& name : *names) {
+    if (!name.starts_with(v + ".")) continue;
+    auto key = numeric_version(name);
+    if (!key) continue;
+    if (!best || *key > best->first) best = std::make_pair(*key, name);
+  }
+  if (best) return best->second;
+  return std::nullopt;
+}
+
+/// Where a lookup from the working directory starts: $PYENV_DIR, then $PWD (pyenv's order; uv and
+/// a shell use the working directory, which PWD names); on the live system without either, the
+/// doctor's own working directory.
+std::vector<std::string> start_dirs(const Root& root, const Env& env, bool with_pyenv_dir) {
+  std::vector<std::string> starts;
+  if (with_pyenv_dir && !env.abs(kPyenvDir).empty()) starts.push_back(normal(env.abs(kPyenvDir)));
+  if (!env.abs(kPwd).empty()) starts.push_back(normal(env.abs(kPwd)));
+  if (starts.empty() && root.is_live()) {
+    std::error_code ec;
+    auto cwd = std::filesystem::current_path(ec);
+    if (!ec) starts.push_back(cwd.string());
+  }
+  return starts;
+}
+
+/// A uv project environment the interpreter found is not: uv finds the project as the nearest
+/// directory with a pyproject.toml from the working directory up, and `uv run` uses its `.venv`,
+/// or UV_PROJECT_ENVIRONMENT (absolute, or relative to the project)
+/// (https://docs.astral.sh/uv/concepts/projects/config/#project-environment-path). uv does not
+/// activate it, so a plain `python3` does not get it: the doctor names it and does not judge it.
+/// Empty when there is none or it is `python`'s own.
+std::string uv_note(const Root& root, const Env& env, const std::string& python) {
+  const auto starts = start_dirs(root, env, false);
+  if (starts.empty()) return {};
+  std::string dir = starts.front();
+  for (int n = 0; n < kMaxDirDepth && !dir.empty(); ++n) {
+    if (const UniqueFd fd(root.open_regular(join(dir, "pyproject.toml"))); fd) {
+      std::string venv = join(dir, ".venv");
+      if (auto v = env.get(kUvProjectEnvironment); v && !v->empty())
+        venv = v->front() == '/' ? normal(*v) : normal(join(dir, *v));
+      if (!root.exists(join(venv, "pyvenv.cfg")) || python.starts_with(venv + "/")) return {};
+      return fmt::format("; not judged: {}, the project environment `uv run` uses in {} (uv does "
+                         "not activate it: activate it or pass --python {}/bin/python)",
+                         venv, dir, venv);
+    }
+    if (dir == "/") break;
+    dir = parent_dir(dir);
+  }
+  return {};
+}
+
+PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim) {
+  // PYENV_ROOT: the shim exports the root it was made for before it runs `pyenv exec`
+  // (pyenv-rehash create_prototype_shim), which wins over the caller's; the shims live in
+  // $PYENV_ROOT/shims; pyenv's own default is $HOME/.pyenv (libexec/pyenv).
+  static const RE2 kRoot(R"re((?m)^\s*export\s+PYENV_ROOT="([^"$`\\]{1,1000})"\s*$)re");
+  std::string pyenv_root;
+  std::string root_basis;
+  const std::string shim_dir = parent_dir(shim.path);
+  if (std::string baked; RE2::PartialMatch(shim.head, kRoot, &baked) && baked.front() == '/') {
+    pyenv_root = normal(baked);
+    root_basis = "exported by the shim";
+  } else if (shim_dir.ends_with("/shims")) {
+    pyenv_root = parent_dir(shim_dir);
+    root_basis = "the shim's directory";
+  } else if (!env.abs(kPyenvRoot).empty()) {
+    pyenv_root = normal(env.abs(kPyenvRoot));
+    root_basis = "$PYENV_ROOT";
+  } else if (!env.abs(kHome).empty()) {
+    pyenv_root = join(env.abs(kHome), ".pyenv");
+    root_basis = "$HOME/.pyenv";
+  }
+  // The version: PYENV_VERSION, else .python-version from PYENV_DIR (else PWD) up, else
+  // $PYENV_ROOT/version, else `system` (pyenv-version-name, pyenv-version-file).
+  std::string version;
+  std::string origin;
+  if (auto v = env.get(kPyenvVersion); v && !v->empty()) {
+    version = *v;
+    origin = "PYENV_VERSION";
+  } else {
+    const std::vector<std::string> starts = start_dirs(root, env, true);
+    std::optional<std::string> file;
+    for (const auto& s : starts)
+      if ((file = find_local_version_file(root, s))) break;
+    if (!file && !pyenv_root.empty()) file = join(pyenv_root, "version");
+    if (file) {
+      if (auto words = read_version_file(root, *file)) {
+        version = *words;
+        origin = *file;
+      }
+    }
+    if (version.empty()) {
+      version = "system";
+      origin = starts.empty() ? "no .python-version (no PWD to start from) and no " +
+                                    join(pyenv_root, "version")
+                              : "no .python-version from " + starts.front() + " up and no " +
+                                    join(pyenv_root, "version");
+    }
+  }
+  const std::string shims = join(pyenv_root, "shims");
+  const std::string via = fmt::format("through the pyenv shim {} (PYENV_ROOT {}, {})", shim.path,
+                                      pyenv_root, root_basis);
+  std::vector<std::string> missing;
+  // pyenv-which: each version of the list, then `system`, the first with bin/python3 wins.
+  std::vector<std::string> versions = split_list(version, ':', kMaxVersions);
+  versions.emplace_back("system");
+  for (const auto& v : versions) {
+    if (v == "system") {
+      const auto without = pythons_on_path(root, env.get(kPath).value_or(""), normal(shims));
+      std::string skipped;
+      if (auto p = first_interpreter(without, skipped)) {
+        PythonChoice c;
+        c.python = *p;
+        c.kind = PythonKind::pyenv;
+        c.basis = fmt::format(
+            "pyenv version system (set by {}{}), python3 on PATH without {}: {}, {}", origin,
+            missing.empty() ? std::string()
+                            : fmt::format("; not installed: {}", fmt::join(missing, ", ")),
+            shims, *p, via);
+        return c;
+      }
+      continue;
+    }
+    const auto name = installed_version(root, join(pyenv_root, "versions"), v);
+    const std::string python =
+        name ? join(join(join(join(pyenv_root, "versions"), *name), "bin"), "python3") : "";
+    if (!name || !root.exists(python)) {
+      missing.push_back(v);
+      continue;
+    }
+    PythonChoice c;
+    c.python = python;
+    c.kind = PythonKind::pyenv;
+    c.basis =
+        fmt::format("pyenv version {} (set by {}{}), {}",
+                    *name == v ? v : fmt::format("{} ({})", *name, v), origin,
+                    missing.empty() ? std::string()
+                                    : fmt::format("; not installed: {}", fmt::join(missing, ", ")),
+                    via);
+    return c;
+  }
+  PythonChoice c;
+  c.kind = PythonKind::none;
+  c.basis = fmt::format("pyenv version {} (set by {}) is not installed and no system python3 is on "
+                        "PATH, {}",
+                        version, origin, via);
+  return c;
+}
+
+} // namespace
+
+const std::vector<std::string>& python_env_reads() {
+  static const std::vector<std::string> names{std::string(kVirtualEnv),
+                                              std::string(kCondaPrefix),
+                                              std::string(kCondaDefaultEnv),
+                                              std::string(kPath),
+                                              std::string(kPyenvVersion),
+                                              std::string(kPyenvRoot),
+                                              std::string(kPyenvDir),
+                                              std::string(kPwd),
+                                              std::string(kHome),
+                                              std::string(kUvProjectEnvironment)};
+  return names;
+}
+
+PythonChoice resolve_python(const Root& root, const std::string& given) {
+  PythonChoice c;
+  if (!given.empty()) {
+    c.kind = PythonKind::given;
+    c.python = given.front() == '/' ? given
+               : root.is_live()     ? std::filesystem::absolute(given).lexically_normal().string()
+                                    : std::string();
+    c.basis = "--python " + (c.python.empty() ? given : c.python);
+    if (c.python.empty()) {
+      c.kind = PythonKind::none;
+      c.basis = fmt::format("--python {} is relative; under --root it names no file", given);
+    }
+    return c;
+  }
+  const Env env = read_env(root);
+  if (!env.read_reason.empty()) {
+    c.basis = fmt::format("{} could not be read: {}", env.source, env.read_reason);
+    return c;
+  }
+  if (const std::string venv = env.abs(kVirtualEnv); !venv.empty()) {
+    c.kind = PythonKind::virtual_env;
+    c.prefix = venv;
+    c.python = join(join(venv, "bin"), "python");
+    c.basis = fmt::format("VIRTUAL_ENV={} ({})", venv, env.source);
+    return c;
+  }
+  if (const std::string conda = env.abs(kCondaPrefix); !conda.empty()) {
+    c.kind = PythonKind::conda;
+    c.prefix = conda;
+    c.python = join(join(conda, "bin"), "python");
+    const auto name = env.get(kCondaDefaultEnv);
+    c.basis = fmt::format("CONDA_PREFIX={}{} ({})", conda,
+                          name && !name->empty() ? fmt::format(" (conda environment {})", *name)
+                                                 : std::string(),
+                          env.source);
+    return c;
+  }
+  const auto all = pythons_on_path(root, env.get(kPath).value_or(""), "");
+  std::string skipped;
+  for (const auto& p : all) {
+    if (!p.script) {
+      c.kind = PythonKind::path;
+      c.python = p.path;
+      c.basis = fmt::format("python3 on PATH, {}{}{}", p.path,
+                            skipped.empty() ? std::string()
+                                            : fmt::format(" (after the script {})", skipped),
+                            uv_note(root, env, p.path));
+      return c;
+    }
+    if (is_pyenv_shim(p)) {
+      c = resolve_pyenv(root, env, p);
+      c.basis += uv_note(root, env, c.python);
+      return c;
+    }
+    if (skipped.empty()) skipped = p.path;
+  }
+  c.basis = skipped.empty()
+                ? fmt::format("no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH in {}", env.source)
+                : fmt::format("no VIRTUAL_ENV, CONDA_PREFIX or python3 interpreter on PATH in {} "
+                              "(only the script {})",
+                              env.source, skipped);
+  c.basis += uv_note(root, env, "");
+  return c;
+}
+
+} // namespace halo::probes

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The Markdown report (`check --format markdown`, issue 35): hostile strings from facts cannot
+// make markup, HTML, mentions or a broken table, and what a bundle redacts is redacted here.
+#include <halo/redact.hpp>
+#include <halo/report.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace halo;
+
+namespace {
+
+FactSet machine() {
+  FactSet f;
+  f.put_ok("host.name", std::string("gpu-box-17"), "/proc/sys/kernel/hostname");
+  f.put_ok("user.name", std::string("alice"), "/etc/passwd");
+  f.put_ok("gpu.count", std::int64_t{1}, "derived");
+  f.put_ok("gpu.0.name", std::string("Radeon | <b>evil</b>"), "pci ids");
+  f.put_ok("gpu.0.gfx_target", std::string("gfx1151"), "kfd");
+  f.put_ok("gpu.0.pci_slot", std::string("0000:c5:00.0"), "drm");
+  f.put_ok("gpu.0.serial_number", std::string("0xdeadbeef1234"), "/sys/.../serial_number");
+  f.put_ok("framework.python_env", std::string("/home/bob/venv/lib/python3.12/site-packages"),
+           "VIRTUAL_ENV=/home/bob/venv");
+  return f;
+}
+
+} // namespace
+
+TEST_CASE("markdown report: untrusted text is escaped, identities are redacted",
+          "[report][markdown]") {
+  const FactSet facts = machine();
+  ReportContext ctx;
+  ctx.tool_version = "0.1.0";
+  ctx.hostname = "gpu-box-17";
+  ctx.os = "Debian GNU/Linux 12 (bookworm)";
+  ctx.kernel = "6.1.0-x86_64";
+  ctx.exit_code = 1;
+  Result r;
+  r.id = "ttm-limit-low";
+  r.area = "memory";
+  r.status = Outcome::fail;
+  r.severity = Severity::error;
+  r.message = "on gpu-box-17 user alice: `rm -rf` *bold* [x](javascript:1) <img src=x> @octocat #1 "
+              "https://alice:hunter2@proxy:3128 serial 0xdeadbeef1234\n# heading\x1b[2J";
+  r.evidence.push_back(Evidence{"gpu.0.name", "a | b", "ok", "/home/alice/.config/x", ""});
+  r.fix = nlohmann::json{{"summary", "run ``` then <b> in /home/alice on gpu-box-17"}};
+  const std::string md = markdown_report({r}, ctx, facts);
+  INFO(md);
+  // Redacted as a bundle: the host name, the user names (from user.name and /home/NAME), the
+  // URL credentials and the serial number appear nowhere.
+  for (const char* secret : {"gpu-box-17", "alice", "bob", "hunter2", "deadbeef1234"})
+    CHECK(md.find(secret) == std::string::npos);
+  CHECK(md.find("redacted-host") != std::string::npos);
+  CHECK(md.find("/home/user1/") != std::string::npos);
+  CHECK(md.find("https://\\<masked\\>\\@proxy:3128") != std::string::npos);
+  // No raw HTML, no link, no mention, no reference, no emphasis, no code span from the message.
+  // (Every `<` outside the fenced fix and the report's own comment is escaped.)
+  std::size_t raw_lt = 0;
+  bool in_fence = false;
+  std::size_t start = 0;
+  while (start < md.size()) {
+    std::size_t end = md.find('\n', start);
+    if (end == std::string::npos) end = md.size();
+    const std::string line = md.substr(start, end - start);
+    start = end + 1;
+    if (line.find("````") != std::string::npos) in_fence = !in_fence;
+    if (in_fence || line.starts_with("<!-- halo-doctor")) continue;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '<' && (i == 0 || line[i - 1] != '\\')) ++raw_lt;
+  }
+  CHECK(raw_lt == 0);
+  CHECK(md.find("\\<img src=x\\>") != std::string::npos);
+  CHECK(md.find("\\[x\\](javascript:1)") != std::string::npos);
+  CHECK(md.find("\\@octocat") != std::string::npos);
+  CHECK(md.find("\\#1") != std::string::npos);
+  CHECK(md.find("\\*bold\\*") != std::string::npos);
+  CHECK(md.find("\\`rm -rf\\`") != std::string::npos);
+  // The newline and the escape sequence cannot start a heading or reach a terminal.
+  CHECK(md.find("\n# heading") == std::string::npos);
+  CHECK(md.find('\x1b') == std::string::npos);
+  // A `|` in a table cell is escaped, so the GPU row keeps its two cells.
+  CHECK(md.find("| GPU 0 | Radeon \\| \\<b\\>evil\\</b\\>; gfx1151; 0000:c5:00.0 |") !=
+        std::string::npos);
+  // The fix is a fenced block whose fence is longer than the ``` inside it.
+  CHECK(md.find("    ````\n    run ``` then <b> in /home/user1 on redacted-host\n    ````\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("TextRedactor: names as words, not inside paths", "[report][markdown][redact]") {
+  FactSet f;
+  f.put_ok("host.name", std::string("dev"), "/proc/sys/kernel/hostname");
+  f.put_ok("user.name", std::string("render"), "/etc/passwd");
+  const TextRedactor redact(f);
+  // /dev/kfd and the group named like the user in a path stay; the words are replaced.
+  CHECK(redact("dev: /dev/kfd is rw for render (/home/render/x, /etc/render.d)") ==
+        "redacted-host: /dev/kfd is rw for user1 (/home/user1/x, /etc/render.d)");
+  CHECK(redact("user render.") == "user user1.");
+  CHECK(redact("root stays root") == "root stays root");
+}
