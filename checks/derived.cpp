@@ -951,7 +951,14 @@ void derive_runenv(FactSet& facts) {
                                           "kernel, amdgpu and KFD are the host's)",
                                           kind),
                "derived: host.runs_in");
-  facts.put_ok("host.runs_in", kind.empty() ? std::string("host") : kind,
+  // WSL2 (checks/wsl.cpp) is its own place, not a container: the distro runs on Microsoft's
+  // kernel with the Windows driver's GPU. A container inside WSL2 stays that container.
+  const bool wsl2 = kind.empty() && facts.get<bool>("wsl.wsl2") == true;
+  if (wsl2) evidence.emplace_back("wsl.wsl2");
+  facts.put_ok("host.runs_in",
+               wsl2           ? std::string("wsl2")
+               : kind.empty() ? std::string("host")
+                              : kind,
                evidence.empty() ? std::string("derived: no container marker")
                                 : fmt::format("derived: {}", fmt::join(evidence, ", ")));
 }
@@ -2197,7 +2204,8 @@ std::unique_ptr<Probe> make_derived_probe() {
                                "framework.**",    "fw.**",         "gpu_metrics.**", "hsa.**",
                                "kernel.**",       "kernel_log.**", "kfd.**",         "libdrm.**",
                                "mem.total_bytes", "modprobe.**",   "pci.**",         "plan.**",
-                               "ras.**",          "runenv.**",     "ttm.**",         "xgmi.**"},
+                               "ras.**",          "runenv.**",     "ttm.**",         "xgmi.**",
+                               "wsl.wsl2"},
       "computed from the facts of the probes before it; it reads no file. GPUs: KFD GPU nodes in "
       "numeric node order (ROCr's order) joined with DRM cards by render minor; without KFD, the "
       "gfx target from the PCI device id (table in checks/gfx.cpp); APU/Instinct tables in "

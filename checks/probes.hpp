@@ -69,6 +69,7 @@ std::unique_ptr<Probe> make_gpu_metrics_probe();      // checks/gpu_metrics.cpp
 std::unique_ptr<Probe> make_host_tuning_probe();      // checks/host_tuning.cpp
 std::unique_ptr<Probe> make_framework_deep_probe();   // checks/framework_deep.cpp
 std::unique_ptr<Probe> make_runenv_probe();           // checks/runenv.cpp
+std::unique_ptr<Probe> make_wsl_probe();              // checks/wsl.cpp (WSL2: /dev/dxg, librocdxg)
 std::unique_ptr<Probe> make_kernel_log_probe();       // checks/kernel_log.cpp
 std::unique_ptr<Probe> make_secure_boot_probe();      // checks/secure_boot.cpp
 std::unique_ptr<Probe> make_initramfs_probe();        // checks/initramfs.cpp
