@@ -27,6 +27,7 @@ ProbeRegistry builtin_probes() {
   r.add(probes::make_numa_probe());
   r.add(probes::make_host_tuning_probe());
   r.add(probes::make_runenv_probe());
+  r.add(probes::make_wsl_probe());
   r.add(probes::make_kernel_log_probe());
   r.add(probes::make_secure_boot_probe());
   r.add(probes::make_module_file_probe());

@@ -111,7 +111,14 @@ void derive_runenv(FactSet& facts) {
                                           "kernel, amdgpu and KFD are the host's)",
                                           kind),
                "derived: host.runs_in");
-  facts.put_ok("host.runs_in", kind.empty() ? std::string("host") : kind,
+  // WSL2 (checks/host/wsl.cpp) is its own place, not a container: the distro runs on Microsoft's
+  // kernel with the Windows driver's GPU. A container inside WSL2 stays that container.
+  const bool wsl2 = kind.empty() && facts.get<bool>("wsl.wsl2") == true;
+  if (wsl2) evidence.emplace_back("wsl.wsl2");
+  facts.put_ok("host.runs_in",
+               wsl2           ? std::string("wsl2")
+               : kind.empty() ? std::string("host")
+                              : kind,
                evidence.empty() ? std::string("derived: no container marker")
                                 : fmt::format("derived: {}", fmt::join(evidence, ", ")));
 }
@@ -125,7 +132,8 @@ std::unique_ptr<Probe> make_host_derivation() {
        "the doctor runs in a container: a container marker of the runenv probe, or `/dev/kfd` with "
        "no AMD GPU in `/sys/bus/pci`"},
       {"host.runs_in", string, "",
-       "the kind of container (`toolbox`, `podman`, `docker`, `kubernetes`, ...), else `host`"},
+       "the kind of container (`toolbox`, `podman`, `docker`, `kubernetes`, ...), else `wsl2` in "
+       "WSL2 (checks/host/wsl.cpp), else `host`"},
       {"host.stack_origin", string, "",
        "in a container, the phrase the kernel/ROCm matrix rules append to say that ROCm is the "
        "image's and the kernel the host's (empty on the host)"},
@@ -138,7 +146,8 @@ std::unique_ptr<Probe> make_host_derivation() {
       std::vector<std::string>{"runenv.toolboxenv", "runenv.kubernetes", "runenv.containerenv",
                                "runenv.dockerenv", "runenv.systemd_container",
                                "runenv.cgroup_engine", "runenv.dmi.*", "runenv.cpu_hypervisor_flag",
-                               "env.container_id", "pci.amd_gpu_count", "access.kfd.exists"},
+                               "env.container_id", "pci.amd_gpu_count", "access.kfd.exists",
+                               "wsl.wsl2"},
       "the container markers of the runenv probe (checks/host/runenv.cpp), `CONTAINER_ID` "
       "(distrobox), or `/dev/kfd` with no AMD GPU in `/sys/bus/pci`; systemd-detect-virt's DMI "
       "vendor table (systemd src/basic/virt.c detect_vm_dmi_vendor()), else the CPU's hypervisor "

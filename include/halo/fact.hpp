@@ -171,6 +171,13 @@ inline constexpr std::string_view host_virtualization = "host.virtualization";
 inline constexpr std::string_view os_pretty_name = "os.pretty_name";
 /// Where the doctor runs, string: "host" or the container kind (derived; checks/host/).
 inline constexpr std::string_view host_runs_in = "host.runs_in";
+/// Running in WSL2, bool (kernel release, WSL_INTEROP, WSLInterop, /dev/dxg; checks/host/wsl.cpp).
+inline constexpr std::string_view wsl_wsl2 = "wsl.wsl2";
+/// `/dev/dxg` is a character device, bool (checks/host/wsl.cpp).
+inline constexpr std::string_view wsl_dxg_exists = "wsl.dxg.exists";
+/// The skip reason of a per-GPU rule when no GPU is listed, string: empty outside WSL2, where the
+/// engine says "no AMD GPU found" (checks/host/wsl.cpp).
+inline constexpr std::string_view wsl_no_gpu_message = "wsl.no_gpu_message";
 /// The site directory the framework probe found torch in, string (checks/framework/framework.cpp).
 inline constexpr std::string_view framework_python_env = "framework.python_env";
 /// torch.__version__, string (torch/version.py; checks/framework/framework.cpp).

@@ -72,6 +72,15 @@ int run(const FixOptions& o) {
   const RuleSet rules = load_rule_set(d, reg);
   const FactSet facts = gather_facts(d, reg);
   const std::string where = o.common.facts_file.empty() ? o.common.root : o.common.facts_file;
+  // WSL2 runs Microsoft's kernel and reaches the GPU through the Windows driver (/dev/dxg): a
+  // script for the Linux boot stack (kernel arguments, TTM, modprobe.d, initramfs) has nothing
+  // to change there (checks/host/wsl.cpp, docs/wsl.md).
+  if (facts.get<bool>(keys::wsl_wsl2) == true)
+    throw InputError(fmt::format(
+        "{}: WSL2: the Linux boot stack (GRUB, TTM, modprobe.d, initramfs) does not apply: the "
+        "kernel is Microsoft's and the GPU belongs to the Windows driver (/dev/dxg); no script "
+        "written. Run `halo-doctor check` for the WSL2 checks (wsl-*) and their remedies",
+        where));
   if (!facts.get<std::string>(keys::os_id)) {
     const Fact* f = facts.find(keys::os_id);
     throw InputError(fmt::format(

@@ -44,6 +44,7 @@ constexpr auto kFamilies = std::to_array<FactFamily>({
     {"runenv", "host"},           // container markers, DMI
     {"ttm", "ttm"},               // the TTM module and its limits
     {"user", "host"},             // the user, groups and limits
+    {"wsl", "host"},              // WSL2: /dev/dxg, librocdxg, DXCore
     {"xgmi", "gpus"},             // XGMI hives
 });
 } // namespace

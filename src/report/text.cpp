@@ -242,7 +242,9 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
   out += p.bold(fmt::format("halo-doctor {}", ctx.tool_version));
   out += fmt::format(" on {} ({}, kernel {})", ctx.hostname.empty() ? "?" : ctx.hostname,
                      ctx.os.empty() ? "unknown OS" : ctx.os, ctx.kernel.empty() ? "?" : ctx.kernel);
-  if (!ctx.runs_in.empty() && ctx.runs_in != "host")
+  if (ctx.runs_in == "wsl2")
+    out += ", in WSL2";
+  else if (!ctx.runs_in.empty() && ctx.runs_in != "host")
     out += fmt::format(", in a {} container", ctx.runs_in);
   if (!ctx.virtualization.empty() && ctx.virtualization != "none")
     out += ctx.virtualization == "vm-other"

@@ -613,8 +613,12 @@ std::vector<Result> evaluate(const RuleSet& rules, const FactSet& facts, const P
       // No GPU, or none the filter keeps: the rule is skipped once, for the host.
       Result res = result_for(r);
       res.status = Outcome::skip;
-      res.message = gpus == 0 || !r.gpus ? std::string("no AMD GPU found")
-                                         : expand_template(r.gpus->skip_reason, facts, params);
+      // In WSL2 PCI, DRM and KFD list no GPU while the Windows driver has one: say so
+      // (wsl.no_gpu_message, checks/host/wsl.cpp) instead of "no AMD GPU found".
+      const std::string no_gpu = facts.get<std::string>(keys::wsl_no_gpu_message).value_or("");
+      res.message = gpus == 0 || !r.gpus
+                        ? (gpus == 0 && !no_gpu.empty() ? no_gpu : std::string("no AMD GPU found"))
+                        : expand_template(r.gpus->skip_reason, facts, params);
       // Evidence: the filter's facts of every GPU (gpu.*.gfx_target), which show why none is
       // judged.
       if (r.gpus) {

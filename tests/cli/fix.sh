@@ -454,6 +454,13 @@ expect_error "conflicting evidence" "conflicting evidence: grubby (grubby) vs gr
   --root "$fixtures/stack-conflict"
 expect_error "docker without the host's /" "mount the host's / and pass --host-root" \
   --root "$fixtures/mi300x-docker-rocm-pytorch"
+# WSL2 (issue 37): Microsoft's kernel, the Windows driver's GPU: no Linux boot script, even with
+# --stack named by hand, and the reason says WSL2.
+for wsl in wsl2-strix-halo-rocdxg wsl2-r9700-rocm721-dxg-detection-unset; do
+  expect_error "WSL2 ($wsl)" "WSL2: the Linux boot stack (GRUB, TTM, modprobe.d, initramfs) does not apply" \
+    --root "$fixtures/$wsl"
+done
+expect_error "WSL2 with --stack" "WSL2: " --root "$fixtures/wsl2-no-dxg" --stack grub-debian
 
 # --- 5. inside a container: the host's stack, the same steps as on the host (issue 19) ---------
 "$bin" fix --no-runtime --root "$fixtures/fedora-host-pending-ttm" -o "$work/host.sh" 2>/dev/null

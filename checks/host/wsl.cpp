@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+// Probe: Windows Subsystem for Linux 2 (WSL2), where ROCm reaches the GPU through the Windows
+// driver (/dev/dxg, DXCore, librocdxg) instead of amdgpu and /dev/kfd. Each fact from its source:
+//
+// Recognising WSL2 (any one marker is enough; each is recorded as evidence):
+//   /proc/sys/kernel/osrelease  Microsoft's WSL2 kernels are named X.Y.Z-microsoft-standard-WSL2
+//                               ("uname -r"; microsoft/WSL issues 423 and 4555: "microsoft" and
+//                               "WSL2" in the release; WSL1's fake release ends in "-Microsoft").
+//                               A user's own kernel ([wsl2] kernel=) may carry any name, so the
+//                               other markers count too.
+//   WSL_INTEROP, WSL_DISTRO_NAME  set by WSL's init in every process of a distro; WSL_INTEROP only
+//                               in WSL2 (microsoft/WSL issue 4555).
+//   /proc/sys/fs/binfmt_misc/WSLInterop  registered by WSL's /init (microsoft/WSL issue 423);
+//                               "WSLInterop-late" when systemd re-registers it.
+//   /dev/dxg                    the dxgkrnl driver's misc device (WSL2-Linux-Kernel
+//                               drivers/hv/dxgkrnl/dxgmodule.c: name "dxg", mode 0666); dxgkrnl is
+//                               not in mainline Linux, so the node is WSL2's alone.
+//   /sys/bus/vmbus/drivers/dxgkrnl  the same driver registered on the Hyper-V VMBus (the kernel
+//                               log's "hv_vmbus: registering driver dxgkrnl"). Its
+//                               "dxgkio_query_adapter_info: Ioctl failed: -22" lines appear on
+//                               working machines too (microsoft/WSL issue 11293), so they judge
+//                               nothing.
+//
+// ROCm on WSL2 (https://github.com/ROCm/librocdxg README, "Load the AMD ROCDXG library",
+// "Container Launch", "WSL Compatibility Matrix"; AMD "Use ROCm on Radeon and Ryzen", "Install WSL
+// with ROCDXG"):
+//   librocdxg.so                ROCr's ThunkLoader::whoami() (rocm-systems projects/rocr-runtime
+//                               runtime/hsa-runtime/core/runtime/thunk_loader.cpp) opens /dev/dxg
+//                               O_RDWR when DXG detection is on and then dlopen()s "librocdxg.so"
+//                               by that unversioned name ("Cannot load librocdxg.so" otherwise).
+//                               dlopen(3) searches LD_LIBRARY_PATH, the caller's DT_RUNPATH,
+//                               ld.so.cache (the directories of /etc/ld.so.conf, ldconfig(8)) and
+//                               /lib, /usr/lib. librocdxg installs to /opt/rocm/lib by default
+//                               (its CMakeLists.txt CMAKE_INSTALL_PREFIX) and runs ldconfig.
+//                               It needs ROCr 7.1 or later ("a ROCm runtime feature introduced in
+//                               ROCm 7.1"); librocdxg 1.1.0 is matched with ROCm 7.2.x.
+//   HSA_ENABLE_DXG_DETECTION    ROCr's Flag::Refresh() (core/util/flag.h): before ROCm 7.13 only
+//                               the value "1" turns DXG detection on (the README's step 4); from
+//                               7.13 it is on unless the value is "0" (rocm-systems PR 3863,
+//                               "Enable DXG detection by default"; librocdxg issue 34: "=1 is to
+//                               pair with rocm prev 7.13").
+//   libdxcore.so                Microsoft's DXCore in /usr/lib/wsl/lib, which librocdxg loads
+//                               (shared/src/dxcore_loader.cpp); a container mounts it at
+//                               /usr/lib/libdxcore.so (README, "Container Launch").
+// Not readable from inside WSL: the Windows driver's version (Adrenalin) and the adapter behind
+// /dev/dxg (only DXCore enumerates adapters); ROCr itself (the hsa probe) is what tells.
+#include "runtime/hsa.hpp"
+#include "framework/offload_bundle.hpp"
+#include "probe_util.hpp"
+#include "probes.hpp"
+
+#include <halo/rules.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <re2/re2.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace halo::probes {
+namespace {
+
+constexpr const char* kDxg = "/dev/dxg";
+constexpr const char* kLibDxcore = "libdxcore.so";
+constexpr const char* kLibRocdxg = "librocdxg.so"; // the name ROCr dlopen()s (thunk_loader.cpp)
+
+const std::vector<std::string>& env_names() {
+  static const std::vector<std::string> names{"WSL_DISTRO_NAME", "WSL_INTEROP", "LD_LIBRARY_PATH",
+                                              "ROCM_PATH", "HSA_ENABLE_DXG_DETECTION"};
+  return names;
+}
+
+/// The variables of env_names() in /proc/self/environ; nullopt when it cannot be read.
+std::optional<std::map<std::string, std::string>> read_env(const Root& root, ReadResult& r) {
+  r = root.read("/proc/self/environ", std::size_t{1024} * 1024);
+  if (!r.ok()) return std::nullopt;
+  std::map<std::string, std::string> out;
+  std::size_t start = 0;
+  while (start < r.text.size()) {
+    std::size_t end = r.text.find('\0', start);
+    if (end == std::string::npos) end = r.text.size();
+    const std::string_view entry(r.text.data() + start, end - start);
+    start = end + 1;
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string name(entry.substr(0, eq));
+    if (std::find(env_names().begin(), env_names().end(), name) != env_names().end())
+      out[name] = std::string(entry.substr(eq + 1));
+  }
+  return out;
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  return dir.ends_with('/') ? dir + name : dir + "/" + name;
+}
+
+void push_unique(std::vector<std::string>& v, std::string s) {
+  if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
+}
+
+/// Absolute directories of a search list (LD_LIBRARY_PATH at ':' or ';', ld.so(8); DT_RUNPATH at
+/// ':' with $ORIGIN the library's directory). Relative entries are left out; at most 64.
+std::vector<std::string> split_dirs(std::string_view list, std::string_view seps,
+                                    const std::string& origin) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size() && out.size() < 64) {
+    const std::size_t end = std::min(list.find_first_of(seps, start), list.size());
+    std::string entry(list.substr(start, end - start));
+    start = end + 1;
+    for (const char* tok : {"${ORIGIN}", "$ORIGIN"})
+      for (std::size_t p = entry.find(tok); p != std::string::npos; p = entry.find(tok))
+        entry.replace(p, std::string_view(tok).size(), origin);
+    if (entry.empty() || entry.front() != '/') continue;
+    push_unique(out, std::filesystem::path(entry).lexically_normal().string());
+  }
+  return out;
+}
+
+/// The directories ld.so.cache is built from: /etc/ld.so.conf and the files it includes
+/// (ldconfig(8); "include /etc/ld.so.conf.d/*.conf" on Debian, Ubuntu and Fedora), one level.
+std::vector<std::string> ld_so_conf_dirs(const Root& root, std::vector<std::string>& sources) {
+  std::vector<std::string> dirs;
+  auto parse = [&](const std::string& path, bool follow_includes, auto&& self) -> void {
+    ReadResult r = root.read(path);
+    if (!r.ok()) return;
+    sources.push_back(path);
+    for (const auto& raw : split_lines(r.text)) {
+      std::string line = raw.substr(0, raw.find('#'));
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
+        line.pop_back();
+      std::size_t b = line.find_first_not_of(" \t");
+      if (b == std::string::npos) continue;
+      line = line.substr(b);
+      if (line.rfind("include", 0) == 0 && follow_includes) {
+        std::string pat = line.substr(7);
+        b = pat.find_first_not_of(" \t");
+        if (b == std::string::npos) continue;
+        pat = pat.substr(b);
+        // Only the "DIR/*.conf" form ld.so.conf uses in practice.
+        const auto slash = pat.rfind('/');
+        if (slash == std::string::npos || pat.substr(slash + 1) != "*.conf") continue;
+        const std::string dir = pat.substr(0, slash);
+        if (auto names = root.list(dir, nullptr, 256))
+          for (const auto& n : *names)
+            if (n.ends_with(".conf")) self(join_path(dir, n), false, self);
+        continue;
+      }
+      if (line.front() == '/') push_unique(dirs, line);
+    }
+  };
+  parse("/etc/ld.so.conf", true, parse);
+  return dirs;
+}
+
+void collect(const ProbeContext& ctx, FactSet& facts) {
+  const Root& root = ctx.root;
+  std::vector<std::string> evidence;
+  bool wsl1_release = false;
+
+  // 1. Is this WSL2?
+  if (ReadResult r = root.read_trimmed("/proc/sys/kernel/osrelease"); r.ok()) {
+    static const RE2 wsl2(R"((?i).*microsoft.*wsl2.*|.*-microsoft-standard.*)");
+    static const RE2 wsl1(R"(.*-Microsoft$)");
+    if (RE2::FullMatch(r.text, wsl2))
+      evidence.push_back(fmt::format("kernel release {} ({})", r.text.substr(0, 128), r.path));
+    else if (RE2::FullMatch(r.text, wsl1))
+      wsl1_release = true;
+  }
+  ReadResult env_read;
+  const auto env = read_env(root, env_read);
+  if (env) {
+    for (const char* v : {"WSL_INTEROP", "WSL_DISTRO_NAME"})
+      if (env->contains(v)) evidence.push_back(fmt::format("{} in the environment", v));
+    if (auto it = env->find("HSA_ENABLE_DXG_DETECTION"); it != env->end())
+      facts.put_ok("wsl.env.hsa_enable_dxg_detection", it->second.substr(0, 64), env_read.path);
+    else
+      facts.put_status("wsl.env.hsa_enable_dxg_detection", Status::missing, env_read.path,
+                       "HSA_ENABLE_DXG_DETECTION is not set");
+  } else {
+    facts.put_status("wsl.env.hsa_enable_dxg_detection", env_read.status, env_read.path,
+                     env_read.reason);
+  }
+  for (const char* p :
+       {"/proc/sys/fs/binfmt_misc/WSLInterop", "/proc/sys/fs/binfmt_misc/WSLInterop-late"})
+    if (root.exists(p)) evidence.push_back(p);
+
+  const NodeInfo dxg = root.node(kDxg);
+  const bool dxg_exists = dxg.status == Status::ok && dxg.is_char_device;
+  if (dxg_exists) evidence.push_back(std::string(kDxg) + " (the dxgkrnl device)");
+  const bool dxgkrnl = root.exists("/sys/bus/vmbus/drivers/dxgkrnl");
+  if (dxgkrnl) evidence.emplace_back("/sys/bus/vmbus/drivers/dxgkrnl");
+  const bool wsl2 = !evidence.empty() && !(wsl1_release && !dxg_exists);
+  facts.put_ok("wsl.wsl2", wsl2,
+               evidence.empty() ? std::string("no WSL2 marker (kernel release, WSL_INTEROP, "
+                                              "WSLInterop, /dev/dxg, dxgkrnl)")
+                                : fmt::format("{}", fmt::join(evidence, "; ")));
+  facts.put_ok("wsl.evidence", evidence, "WSL2 markers");
+  facts.put_ok("wsl.dxgkrnl_registered", dxgkrnl, "/sys/bus/vmbus/drivers/dxgkrnl");
+
+  // 2. /dev/dxg and whether this process may open it O_RDWR as ROCr does.
+  facts.put_ok("wsl.dxg.exists", dxg_exists, kDxg);
+  if (dxg_exists) {
+    facts.put_ok("wsl.dxg.mode", fmt::format("{:04o}", dxg.mode), kDxg);
+    if (root.is_live()) {
+      facts.put_ok("wsl.dxg.rw", ::access(kDxg, R_OK | W_OK) == 0,
+                   std::string("access(2) ") + kDxg);
+    } else if ((dxg.mode & 0006U) == 0006U) {
+      facts.put_ok("wsl.dxg.rw", true,
+                   std::string(kDxg) + " (mode bits: others may read and write)");
+    } else {
+      facts.put_status("wsl.dxg.rw", Status::missing, kDxg,
+                       fmt::format("mode {:04o} gives others no read and write; whether this user "
+                                   "may open it could not be told from a root",
+                                   dxg.mode));
+    }
+  } else {
+    const std::string why = dxg.status == Status::ok ? "not a character device" : dxg.reason;
+    for (const char* k : {"wsl.dxg.mode", "wsl.dxg.rw"})
+      facts.put_status(k, dxg.status == Status::ok ? Status::error : dxg.status, kDxg, why);
+  }
+
+  // 3. DXCore: /usr/lib/wsl/lib (WSL), or /usr/lib as the librocdxg README mounts it in a
+  // container.
+  std::optional<std::string> dxcore;
+  for (const char* d : {"/usr/lib/wsl/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu"})
+    if (!dxcore && root.exists(join_path(d, kLibDxcore))) dxcore = join_path(d, kLibDxcore);
+  if (dxcore)
+    facts.put_ok("wsl.libdxcore.path", *dxcore, *dxcore);
+  else
+    facts.put_status("wsl.libdxcore.path", Status::missing, "/usr/lib/wsl/lib/libdxcore.so",
+                     "no libdxcore.so in /usr/lib/wsl/lib, /usr/lib or /usr/lib/x86_64-linux-gnu");
+
+  // 4. The ROCm in use: $ROCM_PATH, else /opt/rocm (AMD's packages).
+  std::string rocm_root = "/opt/rocm";
+  if (env)
+    if (auto it = env->find("ROCM_PATH"); it != env->end() && !it->second.empty() &&
+                                          it->second.front() == '/' && it->second.size() < 1024)
+      rocm_root = it->second;
+  const std::string rocm_lib = join_path(rocm_root, "lib");
+  const std::string hsa_lib = join_path(rocm_lib, hsa::kLibraryName);
+  const bool rocm = root.exists(hsa_lib);
+  facts.put_ok("wsl.rocm.present", rocm, hsa_lib);
+  if (rocm) {
+    facts.put_ok("wsl.rocm.lib_dir", rocm_lib, hsa_lib);
+    const std::string info = join_path(rocm_root, ".info/version");
+    ReadResult v = root.read(info, 256);
+    std::optional<std::string> ver;
+    if (v.ok()) ver = hsa::version_from_info_text(v.text);
+    if (ver)
+      facts.put_ok("wsl.rocm.version", *ver, info);
+    else
+      facts.put_status("wsl.rocm.version", v.ok() ? Status::error : v.status, info,
+                       v.ok() ? "no version number in it" : v.reason);
+  } else {
+    for (const char* k : {"wsl.rocm.lib_dir", "wsl.rocm.version"})
+      facts.put_status(k, Status::missing, hsa_lib, "no ROCm runtime (libhsa-runtime64.so.1) here");
+  }
+
+  // 5. librocdxg: where it is, and whether dlopen("librocdxg.so") from ROCr finds it.
+  std::vector<std::string> ld_dirs;
+  if (env)
+    if (auto it = env->find("LD_LIBRARY_PATH"); it != env->end())
+      ld_dirs = split_dirs(it->second, ":;", "");
+  std::vector<std::string> runpath_dirs;
+  std::optional<std::string> runpath_why;
+  if (rocm) {
+    const int fd = root.open_regular(hsa_lib);
+    if (fd < 0) {
+      runpath_why = fmt::format("{} could not be opened", hsa_lib);
+    } else {
+      std::string why;
+      const auto dyn = read_elf_dynamic(fd, why);
+      ::close(fd);
+      if (!dyn)
+        runpath_why = fmt::format("{}: {}", hsa_lib, why);
+      else if (dyn->runpath)
+        runpath_dirs = split_dirs(*dyn->runpath, ":", rocm_lib);
+      else if (dyn->rpath)
+        runpath_dirs = split_dirs(*dyn->rpath, ":", rocm_lib);
+    }
+  }
+  std::vector<std::string> conf_sources;
+  const std::vector<std::string> conf_dirs = ld_so_conf_dirs(root, conf_sources);
+  // The trusted directories ldconfig and ld.so always search (x86-64 multiarch and lib64 too).
+  const std::vector<std::string> default_dirs{"/lib/x86_64-linux-gnu",
+                                              "/usr/lib/x86_64-linux-gnu",
+                                              "/lib64",
+                                              "/usr/lib64",
+                                              "/lib",
+                                              "/usr/lib"};
+  std::vector<std::string> search = {rocm_lib, "/usr/local/lib"};
+  if (root.is_dir("/opt"))
+    if (auto names = root.list("/opt", nullptr, 256))
+      for (const auto& n : *names)
+        if (n.rfind("rocm", 0) == 0) push_unique(search, "/opt/" + n + "/lib");
+  for (const std::vector<std::string>* list : std::array<const std::vector<std::string>*, 4>{
+           &ld_dirs, &runpath_dirs, &conf_dirs, &default_dirs})
+    for (const auto& d : *list)
+      push_unique(search, d);
+  // /opt/rocm is a link to /opt/rocm-X.Y.Z: list each real directory once.
+  std::vector<std::string> canonical;
+  std::vector<std::string> found;
+  for (const auto& d : search) {
+    const std::string real = root.resolve(d).string();
+    if (std::find(canonical.begin(), canonical.end(), real) != canonical.end()) continue;
+    canonical.push_back(real);
+    auto names = root.list(d, nullptr, 8192);
+    if (!names) continue;
+    for (const auto& n : *names)
+      if (n == kLibRocdxg || n.rfind(std::string(kLibRocdxg) + ".", 0) == 0)
+        push_unique(found, join_path(d, n));
+  }
+  facts.put_ok("wsl.librocdxg.paths", found, fmt::format("searched {}", fmt::join(search, ", ")));
+  facts.put_ok("wsl.librocdxg.found", !found.empty(), "wsl.librocdxg.paths");
+  std::optional<std::string> loader_dir;
+  std::string how;
+  auto try_dirs = [&](const std::vector<std::string>& dirs, const char* what) {
+    for (const auto& d : dirs) {
+      if (loader_dir) return;
+      if (root.exists(join_path(d, kLibRocdxg))) {
+        loader_dir = d;
+        how = what;
+      }
+    }
+  };
+  try_dirs(ld_dirs, "LD_LIBRARY_PATH");
+  try_dirs(runpath_dirs, "libhsa-runtime64's DT_RUNPATH");
+  try_dirs(conf_dirs, "ld.so.conf");
+  try_dirs(default_dirs, "the default directories");
+  const std::string loader_src = fmt::format(
+      "dlopen(3) order: LD_LIBRARY_PATH, DT_RUNPATH of {}, {}, default directories", hsa_lib,
+      conf_sources.empty() ? std::string("no /etc/ld.so.conf")
+                           : fmt::format("{}", fmt::join(conf_sources, ", ")));
+  if (loader_dir) {
+    facts.put_ok("wsl.librocdxg.on_loader_path", true, loader_src);
+    facts.put_ok("wsl.librocdxg.loader_path", join_path(*loader_dir, kLibRocdxg) + " (" + how + ")",
+                 loader_src);
+  } else if (runpath_why && !found.empty()) {
+    // It exists somewhere the usual paths do not reach, and ROCr's own search path is unknown.
+    facts.put_status(
+        "wsl.librocdxg.on_loader_path", Status::error, loader_src,
+        fmt::format("could not tell: ROCr's DT_RUNPATH is unknown ({})", *runpath_why));
+    facts.put_status("wsl.librocdxg.loader_path", Status::error, loader_src, *runpath_why);
+  } else {
+    facts.put_ok("wsl.librocdxg.on_loader_path", false, loader_src);
+    facts.put_status("wsl.librocdxg.loader_path", Status::missing, loader_src,
+                     fmt::format("no {} in the directories dlopen searches", kLibRocdxg));
+  }
+
+  // 6. Whether ROCr will look for /dev/dxg at all (flag.h; rocm-systems PR 3863 for 7.13).
+  const auto ver = facts.get<std::string>("wsl.rocm.version");
+  const auto val = facts.get<std::string>("wsl.env.hsa_enable_dxg_detection");
+  if (!ver) {
+    facts.put_status("wsl.dxg_detection_enabled", Status::missing, "wsl.rocm.version",
+                     "could not tell: the ROCm release decides what an unset "
+                     "HSA_ENABLE_DXG_DETECTION means, and it is unknown");
+  } else {
+    const bool default_on = compare_versions(*ver, "7.13") >= 0;
+    const bool on = default_on ? val != std::string("0") : val == std::string("1");
+    facts.put_ok(
+        "wsl.dxg_detection_enabled", on,
+        fmt::format("ROCm {}: HSA_ENABLE_DXG_DETECTION {} ({})", *ver,
+                    val ? "=" + *val : std::string("unset"),
+                    default_on ? "7.13 and later: on unless 0" : "before 7.13: on only when 1"));
+  }
+
+  // 7. What the engine says of a per-GPU rule with no GPU (sysfs/KFD list none in WSL2).
+  facts.put_ok("wsl.no_gpu_message",
+               wsl2 ? fmt::format("WSL2: PCI, DRM and KFD list no GPU here ({} {}: the Windows "
+                                  "driver owns the GPU), so per-GPU checks, which need the Linux "
+                                  "driver's GPU list, do not apply",
+                                  kDxg, dxg_exists ? "present" : "absent")
+                    : std::string(),
+               "wsl.wsl2");
+}
+
+} // namespace
+
+std::unique_ptr<Probe> make_wsl_probe() {
+  using enum FactType;
+  std::vector<FactDecl> decls{
+      {"wsl.wsl2", boolean, "",
+       "running in WSL2 (kernel release, WSL_INTEROP/WSL_DISTRO_NAME, WSLInterop, /dev/dxg or "
+       "dxgkrnl; the source names the markers found)"},
+      {"wsl.evidence", list, "", "the WSL2 markers found"},
+      {"wsl.dxgkrnl_registered", boolean, "",
+       "`/sys/bus/vmbus/drivers/dxgkrnl` exists (the dxg driver registered on VMBus)"},
+      {"wsl.dxg.exists", boolean, "", "`/dev/dxg` is a character device"},
+      {"wsl.dxg.mode", string, "", "its permission bits (dxgkrnl creates it 0666)"},
+      {"wsl.dxg.rw", boolean, "", "this process may open `/dev/dxg` read-write, as ROCr does"},
+      {"wsl.libdxcore.path", string, "",
+       "Microsoft's DXCore (`/usr/lib/wsl/lib/libdxcore.so`, or `/usr/lib` in a container)"},
+      {"wsl.rocm.present", boolean, "",
+       "a ROCm runtime (`libhsa-runtime64.so.1`) in `$ROCM_PATH/lib` or `/opt/rocm/lib`"},
+      {"wsl.rocm.lib_dir", string, "", "that ROCm's lib directory"},
+      {"wsl.rocm.version", string, "", "that ROCm's release (`.info/version`)"},
+      {"wsl.librocdxg.paths", list, "", "every `librocdxg.so*` found in the searched directories"},
+      {"wsl.librocdxg.found", boolean, "", "any librocdxg was found"},
+      {"wsl.librocdxg.on_loader_path", boolean, "",
+       "`dlopen(\"librocdxg.so\")` from ROCr would find it (LD_LIBRARY_PATH, ROCr's DT_RUNPATH, "
+       "ld.so.conf directories, default directories)"},
+      {"wsl.librocdxg.loader_path", string, "", "the file it would load, and through what"},
+      {"wsl.env.hsa_enable_dxg_detection", string, "", "`HSA_ENABLE_DXG_DETECTION`"},
+      {"wsl.dxg_detection_enabled", boolean, "",
+       "ROCr looks for /dev/dxg: before ROCm 7.13 only with HSA_ENABLE_DXG_DETECTION=1, from 7.13 "
+       "unless it is 0"},
+      {"wsl.no_gpu_message", string, "",
+       "the skip reason of a per-GPU rule when no GPU is listed (empty outside WSL2)"},
+  };
+  auto probe = std::make_unique<BasicProbe>(
+      "wsl", std::move(decls),
+      "WSL2 markers: `/proc/sys/kernel/osrelease` (`-microsoft-standard-WSL2`), `WSL_INTEROP` / "
+      "`WSL_DISTRO_NAME`, `/proc/sys/fs/binfmt_misc/WSLInterop`, `/dev/dxg` (dxgkrnl's misc "
+      "device), `/sys/bus/vmbus/drivers/dxgkrnl` (microsoft/WSL issues 423, 4555; "
+      "WSL2-Linux-Kernel drivers/hv/dxgkrnl). ROCm on WSL2: `librocdxg.so` as ROCr's "
+      "ThunkLoader dlopen()s it (rocm-systems thunk_loader.cpp) along LD_LIBRARY_PATH, "
+      "`libhsa-runtime64.so.1`'s DT_RUNPATH, `/etc/ld.so.conf` and the default directories "
+      "(dlopen(3)); `HSA_ENABLE_DXG_DETECTION` as ROCr's flag.h reads it (rocm-systems PR 3863: "
+      "on by default from 7.13); `/usr/lib/wsl/lib/libdxcore.so` (github.com/ROCm/librocdxg "
+      "README). The Windows driver's version cannot be read from inside WSL.",
+      std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/self/environ",
+                               "/proc/sys/fs/binfmt_misc/WSLInterop*", "/dev/dxg",
+                               "/sys/bus/vmbus/drivers/dxgkrnl", "/usr/lib/wsl/lib/libdxcore.so",
+                               "/opt/rocm*/lib", "/opt/rocm*/.info/version", "/etc/ld.so.conf",
+                               "/etc/ld.so.conf.d/*.conf"},
+      collect);
+  probe->set_env_reads(env_names());
+  return probe;
+}
+
+} // namespace halo::probes
