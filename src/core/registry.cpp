@@ -300,9 +300,9 @@ void ProbeRegistry::rederive(const ProbeOptions& options, FactSet& facts) const 
   if (!resolved_) throw std::logic_error("ProbeRegistry::rederive before resolve()");
   const DeriveContext ctx{options};
   for (const auto& p : probes_) {
-    if (!p->is_derivation()) continue;
-    const auto& d = static_cast<const Derivation&>(*p);
-    run_one(d, facts, [&] { d.derive(ctx, facts); });
+    const auto* d = dynamic_cast<const Derivation*>(p.get());
+    if (d == nullptr) continue; // reads the machine: its replayed facts stand
+    run_one(*d, facts, [&] { d->derive(ctx, facts); });
   }
 }
 

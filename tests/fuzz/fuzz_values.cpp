@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // sysfs/procfs value parsers and the kernel command line: any bytes, no crash, no exception; and
 // the report escapers always produce valid UTF-8 without control characters.
-#include "kernel_args/cmdline.hpp"
 #include "fuzz_common.hpp"
 #include "gpus/gfx.hpp"
+#include "kernel_args/cmdline.hpp"
 #include "probe_util.hpp"
 
 #include <halo/sanitize.hpp>

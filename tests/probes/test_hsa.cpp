@@ -3,8 +3,8 @@
 // behaviour on this machine: real Debian ROCr, no /dev/kfd.
 #include "child_run.hpp"
 #include "fixture_tree.hpp"
-#include "runtime/hsa.hpp"
 #include "probes.hpp"
+#include "runtime/hsa.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,8 +3,8 @@
 // numbers are checked, number conversions never overflow.
 #include "fixture_tree.hpp"
 #include "gpus/gfx.hpp"
-#include "runtime/hsa.hpp"
 #include "probe_util.hpp"
+#include "runtime/hsa.hpp"
 
 #include <halo/error.hpp>
 #include <halo/io.hpp>
