@@ -344,7 +344,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_ok("wsl.librocdxg.on_loader_path", true, loader_src);
     facts.put_ok("wsl.librocdxg.loader_path", join_path(*loader_dir, kLibRocdxg) + " (" + how + ")",
                  loader_src);
-  } else if (runpath_why && !found.empty()) {
+  } else if (runpath_why && std::any_of(found.begin(), found.end(), [](const std::string& p) {
+               return p.ends_with(std::string("/") + kLibRocdxg);
+             })) {
     // It exists somewhere the usual paths do not reach, and ROCr's own search path is unknown.
     facts.put_status(
         "wsl.librocdxg.on_loader_path", Status::error, loader_src,
@@ -427,11 +429,12 @@ std::unique_ptr<Probe> make_wsl_probe() {
       "(dlopen(3)); `HSA_ENABLE_DXG_DETECTION` as ROCr's flag.h reads it (rocm-systems PR 3863: "
       "on by default from 7.13); `/usr/lib/wsl/lib/libdxcore.so` (github.com/ROCm/librocdxg "
       "README). The Windows driver's version cannot be read from inside WSL.",
-      std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/self/environ",
-                               "/proc/sys/fs/binfmt_misc/WSLInterop*", "/dev/dxg",
-                               "/sys/bus/vmbus/drivers/dxgkrnl", "/usr/lib/wsl/lib/libdxcore.so",
-                               "/opt/rocm*/lib", "/opt/rocm*/.info/version", "/etc/ld.so.conf",
-                               "/etc/ld.so.conf.d/*.conf"},
+      // The small files only: librocdxg, DXCore and ROCr are binaries looked up by name in the
+      // ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
+      std::vector<std::string>{
+          "/proc/sys/kernel/osrelease", "/proc/self/environ", "/proc/sys/fs/binfmt_misc/WSLInterop",
+          "/proc/sys/fs/binfmt_misc/WSLInterop-late", "/dev/dxg", "/sys/bus/vmbus/drivers/dxgkrnl",
+          "/opt/rocm/.info/version", "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf"},
       collect);
   probe->set_env_reads(env_names());
   return probe;

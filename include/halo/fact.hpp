@@ -169,7 +169,8 @@ inline constexpr std::string_view plan_capacity_with_ttm_fix_bytes =
 inline constexpr std::string_view host_virtualization = "host.virtualization";
 /// PRETTY_NAME of os-release, string (checks/host/os.cpp).
 inline constexpr std::string_view os_pretty_name = "os.pretty_name";
-/// Where the doctor runs, string: "host" or the container kind (derived; checks/host/).
+/// Where the doctor runs, string: "host", "wsl2" or the container kind (derived;
+/// checks/host/host_derive.cpp).
 inline constexpr std::string_view host_runs_in = "host.runs_in";
 /// Running in WSL2, bool (kernel release, WSL_INTEROP, WSLInterop, /dev/dxg; checks/host/wsl.cpp).
 inline constexpr std::string_view wsl_wsl2 = "wsl.wsl2";
@@ -255,6 +256,9 @@ inline constexpr std::string_view framework_prefix = "framework.";
 /// The amdgpu module file's facts (libkmod and modinfo of the module modprobe would load;
 /// checks/kernel_args/module_file.cpp).
 inline constexpr std::string_view amdgpu_module_prefix = "amdgpu.module.";
+/// Prefix of the wsl probe's facts (checks/host/wsl.cpp): librocdxg, DXCore and ROCr are looked up as
+/// binaries a capture bundle does not store, so a bundle keeps these facts as they were read.
+inline constexpr std::string_view wsl_prefix = "wsl.";
 
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
 std::string gpu(std::int64_t index, std::string_view field);

@@ -26,8 +26,9 @@ struct ReportContext {
   std::string ruleset_version;
   std::string ruleset_digest;
   std::string root; ///< "/" or the --root / --facts origin
-  /// Where the doctor ran: "host" (bare metal or a VM) or the container kind ("docker",
-  /// "podman", "toolbox", "distrobox", "kubernetes", "lxc", ...): fact host.runs_in.
+  /// Where the doctor ran: "host" (bare metal or a VM), "wsl2" (docs/wsl.md) or the container
+  /// kind ("docker", "podman", "toolbox", "distrobox", "kubernetes", "lxc", ...): fact
+  /// host.runs_in.
   std::string runs_in;
   /// Whether the machine is a virtual machine: "none", a hypervisor as systemd-detect-virt names
   /// it ("kvm", "qemu", "vmware", "microsoft", ...) or "vm-other"; empty when unknown (fact

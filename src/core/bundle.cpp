@@ -146,7 +146,7 @@ std::string node_sidecar(const Root& root) {
     if (side.ok()) return side.text;
   }
   nlohmann::json j = nlohmann::json::object();
-  std::vector<std::string> paths{"/dev/kfd"};
+  std::vector<std::string> paths{"/dev/kfd", "/dev/dxg"}; // dxg: WSL2 (checks/host/wsl.cpp)
   if (auto names = root.list("/dev/dri"))
     for (const auto& n : *names)
       paths.push_back("/dev/dri/" + n);
@@ -166,7 +166,8 @@ std::string node_sidecar(const Root& root) {
 /// VIRTUAL_ENV/CONDA_PREFIX and the file names of kernel libraries of hundreds of MB; the
 /// amdgpu module file's (checks/kernel_args/module_file.cpp: a binary of megabytes, never stored) and which
 /// firmware files that failed at boot are on disk now (checks/kernel_log/kernel_log.cpp: /lib/firmware is
-/// not stored either).
+/// not stored either); and the wsl probe's (checks/host/wsl.cpp: librocdxg, DXCore and ROCr are
+/// binaries, looked up by name and never stored).
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
@@ -174,7 +175,7 @@ FactSet runtime_facts(const FactSet& facts) {
     // replay under --root it is not run either.
     if ((k.starts_with(keys::hsa_prefix) || k.starts_with(keys::libdrm_prefix) ||
          k.starts_with(keys::framework_prefix) || k.starts_with(keys::amdgpu_module_prefix) ||
-         k == keys::kernel_log_firmware_on_disk) &&
+         k.starts_with(keys::wsl_prefix) || k == keys::kernel_log_firmware_on_disk) &&
         !f.not_probed())
       out.put(f);
   return out;
