@@ -38,7 +38,7 @@ constexpr std::size_t kMaxManifestBytes = std::size_t{256} * 1024;
 struct Found {
   std::string version;
   std::string source; ///< the file read, as its real path under the root
-  std::string prefix;
+  std::string prefix; ///< as searched ("/opt/rocm"), so that a bundle replays the same value
 };
 
 /// `abs` inside the root with its links followed, as a path from the root ("/opt/rocm-7.2.1"), so
@@ -61,7 +61,7 @@ std::optional<Found> release_of(const Root& root, const std::string& prefix,
   const std::string info = prefix + "/.info/version";
   if (ReadResult r = root.read(info, kMaxVersionBytes); r.ok()) {
     if (auto v = hsa::version_from_info_text(r.text))
-      return Found{*v, real_in_root(root, info), real_in_root(root, prefix)};
+      return Found{*v, real_in_root(root, info), prefix};
     why.push_back(fmt::format("{}: no MAJOR.MINOR version in it", info));
   } else {
     why.push_back(fmt::format("{}: {}", info, r.reason.empty() ? "missing" : r.reason));
@@ -76,8 +76,7 @@ std::optional<Found> release_of(const Root& root, const std::string& prefix,
   if (j.is_object()) {
     if (auto it = j.find("rocm_version"); it != j.end() && it->is_string())
       if (auto v = hsa::version_from_info_text(it->get<std::string>()))
-        return Found{*v, real_in_root(root, manifest) + " rocm_version",
-                     real_in_root(root, prefix)};
+        return Found{*v, real_in_root(root, manifest) + " rocm_version", prefix};
   }
   why.push_back(fmt::format("{}: no rocm_version MAJOR.MINOR in it", manifest));
   return std::nullopt;
@@ -133,7 +132,9 @@ std::unique_ptr<Probe> make_rocm_install_probe() {
        "the ROCm release (`MAJOR.MINOR[.PATCH]`) of the installation the doctor's ROCr search "
        "finds first ($ROCM_PATH, else /opt/rocm): its `.info/version`, else TheRock's "
        "`share/therock/therock_manifest.json` `rocm_version` (source: the file, links followed)"},
-      {kInstallPrefix, string, "", "that installation's directory, links followed"},
+      {kInstallPrefix, string, "",
+       "that installation's directory as searched (`/opt/rocm`); the version's source names the "
+       "release directory it links to"},
       {kSdkVersion, string, "",
        "the ROCm release of TheRock's rocm-sdk-core in the Python environment training will see "
        "(`SITE/_rocm_sdk_core`: `.info/version`, else the manifest's `rocm_version`); missing "

@@ -124,8 +124,9 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   evs.reserve(pythons.size());
   ctxs.reserve(pythons.size());
   for (const auto& python : pythons) {
-    DoctorOptions d = doctor_options(o.common);
-    d.probe.python = python;
+    CommonOptions one = o.common;
+    one.python = python;
+    DoctorOptions d = doctor_options(one); // refuses a --python that names no file (exit 2)
     d.policy_file = o.policy_file;
     d.reserve_given = reserve_flag->count() > 0;
     evs.push_back(run_checks(d));
