@@ -66,7 +66,8 @@ std::string join(std::string_view dir, std::string_view tail);
 /// framework.cpp.
 std::string parent_dir(std::string_view path);
 
-/// VIRTUAL_ENV and CONDA_PREFIX from the environment training will see.
+/// The variables of the environment training will see that the probe reads, from
+/// /proc/self/environ (read_env() in framework.cpp).
 struct PythonEnvVars {
   std::string virtual_env;
   std::string conda_prefix;
