@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+// The framework probe (checks/framework/framework.cpp), the packages beside torch in the site
+// directory it came from, read from files without running Python: bitsandbytes (its version,
+// the ROCm builds of its native library and the one bitsandbytes/cextension.py loads, with that
+// library's offload targets), torchvision and torchaudio (version.py or dist-info METADATA, and
+// the GPU runtime of their compiled extension from its DT_NEEDED names), flash_attn (its version
+// and the offload targets of flash_attn_2_cuda; reference/framework-facts.md 3.3, 4.3).
+#include "framework_internal.hpp"
+#include "offload_bundle.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace halo::probes::framework_files {
+
+/// The native library bitsandbytes loads beside this ROCm torch, as
+/// bitsandbytes/cextension.py get_cuda_bnb_library_path() chooses it (0.50, main): with
+/// BNB_ROCM_VERSION set (digits only, else a RuntimeError at import) exactly
+/// libbitsandbytes_rocm<value>.so; otherwise from the packaged libbitsandbytes_rocm<M><m>.so
+/// (ROCm: the first digit is the major, the rest the minor) the exact torch.version.hip
+/// (major, minor), else the highest of the same major below it, else the lowest of the same major
+/// above it, else the non-existent exact name (no cross-major fallback). Then the gfx targets of
+/// that library's offload bundles, read as libtorch_hip.so's (cextension loads it with ctypes;
+/// a GPU outside them fails at the first kernel).
+void collect_bitsandbytes_library(const Root& root, const std::string& site,
+                                  const std::optional<std::string>& hip, const PythonEnvVars& env,
+                                  FactSet& facts) {
+  const std::string pkg = join(site, "bitsandbytes");
+  auto skip = [&](const std::string& src, const std::string& why) {
+    for (auto k : {kBnbLibrary, kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+      facts.put_status(str(k), Status::missing, src, why);
+  };
+  if (!root.exists(join(pkg, "__init__.py")))
+    return skip(pkg, fmt::format("bitsandbytes is not installed in {}", site));
+  if (!hip) return skip(pkg, "torch is not a ROCm build (torch.version.hip is None)");
+  std::string name;
+  std::string how;
+  if (env.bnb_rocm_version) {
+    const std::string& v = *env.bnb_rocm_version;
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      facts.put_status(str(kBnbLibrary), Status::error, env.source,
+                       fmt::format("BNB_ROCM_VERSION={} is not digits: bitsandbytes raises at "
+                                   "import (\"value must be digits only\")",
+                                   v));
+      for (auto k : {kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+        facts.put_status(str(k), Status::missing, env.source, "no library is loaded");
+      return;
+    }
+    name = fmt::format("libbitsandbytes_rocm{}.so", v);
+    how = fmt::format("BNB_ROCM_VERSION={} ({})", v, env.source);
+  } else {
+    static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
+    int major = 0;
+    int minor = 0;
+    if (!RE2::FullMatch(*hip, kHip, &major, &minor))
+      return skip(pkg, fmt::format("torch.version.hip '{}' is not MAJOR.MINOR...", *hip));
+    static const RE2 kLib(R"(libbitsandbytes_rocm([0-9])([0-9]{1,3})\.so)");
+    std::map<std::pair<int, int>, std::string> available;
+    if (auto names = root.list(pkg)) {
+      std::size_t n = 0;
+      for (const auto& f : *names) {
+        if (++n > kMaxLibraryNames) break;
+        int ma = 0;
+        int mi = 0;
+        if (RE2::FullMatch(f, kLib, &ma, &mi)) available.emplace(std::make_pair(ma, mi), f);
+      }
+    }
+    const std::pair<int, int> want{major, minor};
+    const std::string exact = fmt::format("libbitsandbytes_rocm{}{}.so", major, minor);
+    if (available.contains(want)) {
+      name = available[want];
+      how = fmt::format("torch.version.hip {}.{}: the exact build", major, minor);
+    } else {
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [v, f] : available)
+        if (v.first == major && v < want) pick = v; // the highest below (map order)
+      if (!pick)
+        for (const auto& [v, f] : available)
+          if (v.first == major && v > want) {
+            pick = v; // the lowest above
+            break;
+          }
+      if (pick) {
+        name = available[*pick];
+        how = fmt::format("torch.version.hip {}.{}: no build of it, so the ROCm {}.{} one", major,
+                          minor, pick->first, pick->second);
+      } else {
+        name = exact;
+        how = fmt::format("torch.version.hip {}.{}: no ROCm {} build is packaged", major, minor,
+                          major);
+      }
+    }
+  }
+  const std::string path = join(pkg, name);
+  facts.put_ok(str(kBnbLibrary), name, path);
+  facts.put_ok(str(kBnbLibraryChoice), how, path);
+  const UniqueFd fd(root.open_regular(path));
+  facts.put_ok(str(kBnbLibraryPresent), static_cast<bool>(fd), path);
+  if (!fd) {
+    facts.put_status(str(kBnbLibraryTargets), Status::missing, path,
+                     "the library is not there (\"ROCm binary not found\" at import)");
+    return;
+  }
+  collect_offload_targets(path, fd.get(), kBnbLibraryTargets, facts);
+}
+
+/// bitsandbytes in the site directory torch came from: its version from the installed
+/// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
+/// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
+/// native library it ships: `libbitsandbytes_rocm<MAJOR><MINOR>.so`, one per ROCm release
+/// (bitsandbytes/cextension.py picks the one matching torch.version.hip;
+/// reference/framework-facts.md 4.3). No such file: a CUDA/CPU-only build.
+void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& facts) {
+  const std::string pkg = join(site, "bitsandbytes");
+  if (!root.exists(join(pkg, "__init__.py"))) {
+    const std::string why = fmt::format("bitsandbytes is not installed in {}", site);
+    facts.put_status(str(kBnbVersion), Status::missing, pkg, why);
+    facts.put_status(str(kBnbRocm), Status::missing, pkg, why);
+    return;
+  }
+  static const RE2 kDistInfo(R"(bitsandbytes-[^/]+\.dist-info)");
+  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
+  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
+  std::string version;
+  std::string source;
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (!RE2::FullMatch(name, kDistInfo)) continue;
+      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
+      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
+        source = r.path;
+        break;
+      }
+    }
+  }
+  if (version.empty()) {
+    ReadResult r = root.read(join(pkg, "__init__.py"), kMaxMetadataBytes);
+    if (r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) source = r.path;
+  }
+  if (version.empty())
+    facts.put_status(str(kBnbVersion), Status::error, pkg,
+                     "bitsandbytes is installed but neither its dist-info METADATA nor "
+                     "__init__.py names a version");
+  else
+    facts.put_ok(str(kBnbVersion), version, source);
+  static const RE2 kRocmLib(R"(libbitsandbytes_(rocm[0-9]+)\.so)");
+  std::set<std::string> rocm;
+  if (auto names = root.list(pkg)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxLibraryNames) break;
+      std::string v;
+      if (RE2::FullMatch(name, kRocmLib, &v)) rocm.insert(v);
+    }
+  }
+  facts.put_ok(str(kBnbRocm), std::vector<std::string>(rocm.begin(), rocm.end()),
+               join(pkg, "libbitsandbytes_rocm*.so"));
+}
+
+/// torchvision or torchaudio beside torch: `__version__` of PKG/version.py (both packages write
+/// it at build time: "0.20.1+rocm6.2"), else the `Version:` of its dist-info METADATA. Missing
+/// when the package is not installed in the site directory torch came from.
+void collect_companion(const Root& root, const std::string& site, std::string_view pkg,
+                       std::string_view key, FactSet& facts) {
+  const std::string dir = join(site, pkg);
+  if (!root.exists(join(dir, "__init__.py"))) {
+    facts.put_status(str(key), Status::missing, dir,
+                     fmt::format("{} is not installed in {}", pkg, site));
+    return;
+  }
+  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
+  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
+  std::string version;
+  // PKG/version.py (torchvision, torchaudio write it at build time), else `__version__` in
+  // PKG/__init__.py (flash_attn), else the installed distribution's METADATA.
+  for (const char* file : {"version.py", "__init__.py"})
+    if (ReadResult r = root.read(join(dir, file), kMaxVersionPyBytes);
+        r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) {
+      facts.put_ok(str(key), version, r.path);
+      return;
+    }
+  const RE2 dist_info(fmt::format(R"({}-[^/]+\.dist-info)", pkg));
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (!RE2::FullMatch(name, dist_info)) continue;
+      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
+      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
+        facts.put_ok(str(key), version, r.path);
+        return;
+      }
+    }
+  }
+  facts.put_status(str(key), Status::error, dir,
+                   fmt::format("{} is installed but neither version.py, __init__.py nor its "
+                               "dist-info METADATA names a version",
+                               pkg));
+}
+
+/// Which GPU runtime a companion's compiled operators are linked against, from the DT_NEEDED
+/// names of its extension (torchvision/_C.so; torchaudio/lib/libtorchaudio.so, older releases
+/// torchaudio/_torchaudio.so): libc10_cuda/libtorch_cuda/libcudart is the CUDA build (PyPI's
+/// default on Linux), libc10_hip/libtorch_hip/libamdhip64 the ROCm build, libc10/libtorch_cpu
+/// alone a CPU build. The build label after '+' can be missing (a source build, a distribution's
+/// package) or misleading; the library the loader must find cannot.
+void collect_companion_build(const Root& root, const std::string& site, std::string_view pkg,
+                             std::string_view key, FactSet& facts) {
+  const std::string dir = join(site, pkg);
+  std::vector<std::string> candidates;
+  if (pkg == "torchvision")
+    candidates = {join(dir, "_C.so")};
+  else
+    candidates = {join(dir, "lib/libtorchaudio.so"), join(dir, "_torchaudio.so")};
+  if (!root.exists(join(dir, "__init__.py"))) {
+    facts.put_status(str(key), Status::missing, dir,
+                     fmt::format("{} is not installed in {}", pkg, site));
+    return;
+  }
+  for (const auto& ext : candidates) {
+    const UniqueFd fd(root.open_regular(ext));
+    if (!fd) continue;
+    std::string why;
+    const auto dyn = read_elf_dynamic(fd.get(), why);
+    if (!dyn) {
+      facts.put_status(str(key), Status::error, ext, why);
+      return;
+    }
+    auto has = [&](std::initializer_list<std::string_view> stems) {
+      std::vector<std::string> hits;
+      for (const auto& n : dyn->needed)
+        for (auto stem : stems)
+          if (n.starts_with(stem)) hits.push_back(n);
+      return hits;
+    };
+    const auto cuda = has({"libc10_cuda.so", "libtorch_cuda.so", "libcudart.so"});
+    const auto rocm = has({"libc10_hip.so", "libtorch_hip.so", "libamdhip64.so"});
+    const auto cpu = has({"libc10.so", "libtorch_cpu.so", "libtorch.so"});
+    if (!cuda.empty() && rocm.empty())
+      facts.put_ok(str(key), std::string("cuda"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(cuda, ", ")));
+    else if (!rocm.empty() && cuda.empty())
+      facts.put_ok(str(key), std::string("rocm"),
+                   fmt::format("{}: DT_NEEDED {}", ext, fmt::join(rocm, ", ")));
+    else if (cuda.empty() && rocm.empty() && !cpu.empty())
+      facts.put_ok(
+          str(key), std::string("cpu"),
+          fmt::format("{}: DT_NEEDED {} and no CUDA or HIP library", ext, fmt::join(cpu, ", ")));
+    else
+      facts.put_status(str(key), Status::error, ext,
+                       fmt::format("DT_NEEDED names no torch library the doctor knows ({})",
+                                   fmt::join(dyn->needed, ", ")));
+    return;
+  }
+  facts.put_status(str(key), Status::missing, dir,
+                   fmt::format("no compiled extension ({})", fmt::join(candidates, ", ")));
+}
+
+/// flash_attn (FlashAttention 2; ROCm/flash-attention on AMD) in the site directory torch came
+/// from: its version, and the gfx processors its compiled extension flash_attn_2_cuda has HIP
+/// kernels for (the CK backend; its `.hip_fatbin` offload bundles, read as libtorch_hip.so's).
+/// flash_attn/flash_attn_interface.py imports flash_attn_2_cuda on ROCm unless
+/// FLASH_ATTENTION_TRITON_AMD_ENABLE is "TRUE", which selects the Triton backend (kernels
+/// compiled at run time); prebuilt ROCm wheels carry CK kernels for gfx90a, gfx942 and gfx950
+/// only (reference/framework-facts.md 3.3).
+void collect_flash_attn(const Root& root, const std::string& site, FactSet& facts) {
+  collect_companion(root, site, "flash_attn", kFlashAttnVersion, facts);
+  const std::string key = str(kFlashAttnTargets);
+  if (!facts.get<std::string>(str(kFlashAttnVersion))) {
+    const Fact* v = facts.find(str(kFlashAttnVersion));
+    facts.put_status(key, Status::missing, join(site, "flash_attn"),
+                     v != nullptr && !v->reason.empty() ? v->reason
+                                                        : "flash_attn is not installed");
+    return;
+  }
+  // The extension module: flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so (setup.py's
+  // CUDAExtension name, used for the HIP build too).
+  std::string ext;
+  if (auto names = root.list(site)) {
+    std::size_t n = 0;
+    for (const auto& name : *names) {
+      if (++n > kMaxDirNames) break;
+      if (name.starts_with("flash_attn_2_cuda") && name.ends_with(".so")) {
+        ext = join(site, name);
+        break;
+      }
+    }
+  }
+  if (ext.empty()) {
+    facts.put_status(key, Status::missing, site,
+                     "no flash_attn_2_cuda extension: flash_attn runs its Triton backend only");
+    return;
+  }
+  const UniqueFd fd(root.open_regular(ext));
+  if (!fd) {
+    const int err = errno;
+    facts.put_status(key, err == EACCES ? Status::denied : Status::error, ext,
+                     fmt::format("cannot open: {}", std::strerror(err)));
+    return;
+  }
+  collect_offload_targets(ext, fd.get(), kFlashAttnTargets, facts);
+}
+
+} // namespace halo::probes::framework_files
