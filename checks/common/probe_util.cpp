@@ -102,4 +102,36 @@ std::vector<std::string> split_lines(std::string_view text) {
   return out;
 }
 
+std::vector<EnvironEntry> environ_entries(std::string_view text) {
+  std::vector<EnvironEntry> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\0', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view entry = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    out.push_back(EnvironEntry{entry.substr(0, eq), entry.substr(eq + 1)});
+  }
+  return out;
+}
+
+std::string join_path(std::string_view dir, std::string_view tail) {
+  std::string out(dir);
+  while (out.size() > 1 && out.back() == '/')
+    out.pop_back();
+  if (out != "/") out += '/';
+  out += tail;
+  return out;
+}
+
+std::string parent_dir(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.remove_suffix(1);
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
 } // namespace halo::probes

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace halo::probes {
 
@@ -34,6 +35,22 @@ std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::strin
 /// Splits a sysfs list such as "SPX, DPX, QPX, CPX" at `sep`, trims each item and drops empty
 /// ones; at most `max_items` items (the rest is ignored).
 std::vector<std::string> split_list(std::string_view text, char sep, std::size_t max_items);
+
+/// One `NAME=VALUE` entry of an environment block; the views point into the text parsed.
+struct EnvironEntry {
+  std::string_view name;
+  std::string_view value;
+};
+
+/// The `NAME=VALUE` entries of a `/proc/PID/environ` text (NUL-separated, proc(5)), in order;
+/// an entry without '=' is skipped.
+std::vector<EnvironEntry> environ_entries(std::string_view text);
+
+/// Joins an absolute directory and a relative tail without a doubled '/' ("/a/" + "b" -> "/a/b").
+std::string join_path(std::string_view dir, std::string_view tail);
+
+/// The directory part of an absolute path ("/a/b/c" -> "/a/b"; "/a" -> "/").
+std::string parent_dir(std::string_view path);
 
 /// Splits text into lines without the newline characters.
 std::vector<std::string> split_lines(std::string_view text);

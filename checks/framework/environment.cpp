@@ -3,6 +3,7 @@
 // ROCm runtime (HSA_*, ROCR_*), HIP (HIP_*, GPU_*), rocBLAS, PyTorch allocator and BLAS
 // variables. Keys are lower-cased: HSA_OVERRIDE_GFX_VERSION -> env.hsa_override_gfx_version.
 #include "gpus/gfx.hpp"
+#include "probe_util.hpp"
 #include "probes.hpp"
 
 #include <fmt/format.h>
@@ -44,21 +45,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   std::vector<std::string> names;
-  std::size_t start = 0;
-  while (start < r.text.size()) {
-    std::size_t end = r.text.find('\0', start);
-    if (end == std::string::npos) end = r.text.size();
-    std::string entry = r.text.substr(start, end - start);
-    start = end + 1;
-    auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    std::string name = entry.substr(0, eq);
+  for (const auto& [name_view, value] : environ_entries(r.text)) {
+    const std::string name(name_view);
     if (!wanted(name)) continue;
     std::string key = name;
     std::transform(key.begin(), key.end(), key.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     names.push_back(name);
-    facts.put_ok("env." + key, entry.substr(eq + 1), r.path);
+    facts.put_ok("env." + key, std::string(value), r.path);
   }
   std::sort(names.begin(), names.end());
   facts.put_ok("env.names", names, r.path);

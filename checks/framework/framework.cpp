@@ -17,6 +17,7 @@
 //   and torchaudio beside torch: checks/framework/companions.cpp. One probe, built here; its
 //   keys and shared helpers are in checks/framework/framework_internal.hpp.
 #include "framework_internal.hpp"
+#include "probe_util.hpp"
 #include "probes.hpp"
 #include "python_env.hpp"
 
@@ -93,23 +94,12 @@ PythonEnvVars read_env(const Root& root) {
 
 } // namespace
 
-/// Joins an absolute directory and a relative tail without a doubled '/'.
 std::string join(std::string_view dir, std::string_view tail) {
-  std::string out(dir);
-  while (out.size() > 1 && out.back() == '/')
-    out.pop_back();
-  if (out != "/") out += '/';
-  out += tail;
-  return out;
+  return join_path(dir, tail);
 }
 
-/// The directory part of an absolute path ("/a/b/c" -> "/a/b"; "/a" -> "/").
 std::string parent_dir(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/')
-    path.remove_suffix(1);
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos || slash == 0) return "/";
-  return std::string(path.substr(0, slash));
+  return probes::parent_dir(path);
 }
 
 namespace {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The interpreter training will get (checks/framework/python_env.hpp): --python, an activated venv or conda
-// environment, else python3 on PATH with pyenv's shims resolved as pyenv resolves them. Sources:
-// pyenv's libexec/pyenv-rehash (the shim: `export PYENV_ROOT=...`, `exec "$(command -v pyenv)"
-// exec "$program" "$@"`), libexec/pyenv-version-name, pyenv-version-file, pyenv-version-file-read,
-// pyenv-which, pyenv-latest (https://github.com/pyenv/pyenv/tree/master/libexec); conda's
-// activation variables (CONDA_PREFIX, CONDA_DEFAULT_ENV:
+// The interpreter training will get (checks/framework/python_env.hpp): --python, an activated venv
+// or conda environment, else python3 on PATH with pyenv's shims resolved as pyenv resolves them.
+// Sources: pyenv's libexec/pyenv-rehash (the shim: `export PYENV_ROOT=...`, `exec "$(command -v
+// pyenv)" exec "$program" "$@"`), libexec/pyenv-version-name, pyenv-version-file,
+// pyenv-version-file-read, pyenv-which, pyenv-latest
+// (https://github.com/pyenv/pyenv/tree/master/libexec); conda's activation variables (CONDA_PREFIX,
+// CONDA_DEFAULT_ENV:
 // https://docs.conda.io/projects/conda/en/latest/dev-guide/deep-dives/activation.html); venv's
 // VIRTUAL_ENV (https://docs.python.org/3/library/venv.html#how-venvs-work).
 #include "python_env.hpp"
@@ -71,37 +72,16 @@ Env read_env(const Root& root) {
     out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
     return out;
   }
-  std::size_t start = 0;
-  while (start < r.text.size()) {
-    std::size_t end = r.text.find('\0', start);
-    if (end == std::string::npos) end = r.text.size();
-    const std::string_view entry(r.text.data() + start, end - start);
-    start = end + 1;
-    const std::size_t eq = entry.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view name = entry.substr(0, eq);
-    const auto& wanted = python_env_reads();
+  const auto& wanted = python_env_reads();
+  for (const auto& [name, value] : environ_entries(r.text))
     if (std::find(wanted.begin(), wanted.end(), name) != wanted.end())
-      out.vars.emplace(std::string(name), std::string(entry.substr(eq + 1)));
-  }
+      out.vars.emplace(std::string(name), std::string(value));
   return out;
 }
 
+/// Joins an absolute directory and a relative tail (probe_util.hpp join_path).
 std::string join(std::string_view dir, std::string_view tail) {
-  std::string out(dir);
-  while (out.size() > 1 && out.back() == '/')
-    out.pop_back();
-  if (out != "/") out += '/';
-  out += tail;
-  return out;
-}
-
-std::string parent_dir(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/')
-    path.remove_suffix(1);
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos || slash == 0) return "/";
-  return std::string(path.substr(0, slash));
+  return join_path(dir, tail);
 }
 
 std::string normal(std::string_view dir) {

@@ -44,10 +44,10 @@
 //                               /usr/lib/libdxcore.so (README, "Container Launch").
 // Not readable from inside WSL: the Windows driver's version (Adrenalin) and the adapter behind
 // /dev/dxg (only DXCore enumerates adapters); ROCr itself (the hsa probe) is what tells.
-#include "runtime/hsa.hpp"
 #include "framework/offload_bundle.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
+#include "runtime/hsa.hpp"
 
 #include <halo/rules.hpp>
 
@@ -83,23 +83,12 @@ std::optional<std::map<std::string, std::string>> read_env(const Root& root, Rea
   r = root.read("/proc/self/environ", std::size_t{1024} * 1024);
   if (!r.ok()) return std::nullopt;
   std::map<std::string, std::string> out;
-  std::size_t start = 0;
-  while (start < r.text.size()) {
-    std::size_t end = r.text.find('\0', start);
-    if (end == std::string::npos) end = r.text.size();
-    const std::string_view entry(r.text.data() + start, end - start);
-    start = end + 1;
-    const auto eq = entry.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string name(entry.substr(0, eq));
+  for (const auto& [name_view, value] : environ_entries(r.text)) {
+    const std::string name(name_view);
     if (std::find(env_names().begin(), env_names().end(), name) != env_names().end())
-      out[name] = std::string(entry.substr(eq + 1));
+      out[name] = std::string(value);
   }
   return out;
-}
-
-std::string join_path(const std::string& dir, const std::string& name) {
-  return dir.ends_with('/') ? dir + name : dir + "/" + name;
 }
 
 void push_unique(std::vector<std::string>& v, std::string s) {
