@@ -93,6 +93,7 @@ DoctorOptions doctor_options(const CommonOptions& o) {
   d.only = o.only;
   d.skip = o.skip;
   return d;
+}
 
 void require_python_exists(const CommonOptions& o) {
   if (o.python.empty() || !o.bundle.empty() || !o.facts_file.empty()) return;
@@ -107,7 +108,6 @@ void require_python_exists(const CommonOptions& o) {
     throw InputError(fmt::format("--python {}: is a directory, not an interpreter (e.g. {}/bin/"
                                  "python)",
                                  o.python, o.python));
-}
 }
 
 FailOn parse_fail_on(const std::string& s) {
