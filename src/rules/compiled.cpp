@@ -2,8 +2,7 @@
 // The compiled form of a rule set (issue 33): what the build writes once the rules/*.json text has
 // been validated (src/tools/rules_compile.cpp), and what the binary reads at start-up instead of
 // lexing the JSON. A flat byte stream of the Rule structs, without the examples; the few JSON
-// values a rule holds (literal operands, fix templates) travel as CBOR (RFC 8949, nlohmann's
-// to_cbor/from_cbor).
+// values a rule holds (literal operands, fix templates) travel tagged (JsonTag).
 #include <halo/rules.hpp>
 
 #include <fmt/format.h>
