@@ -119,26 +119,19 @@ std::optional<double> FactSet::get_number(std::string_view key) const {
   return std::nullopt;
 }
 
-namespace {
-/// Pops the next dotted segment off `s` (allocation-free: key_matches runs for every fact
-/// reference of every rule at load time).
-std::string_view next_segment(std::string_view& s) {
-  const std::size_t dot = s.find('.');
-  std::string_view seg = s.substr(0, dot);
-  s = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
-  return seg;
-}
-} // namespace
-
 bool key_matches(std::string_view pattern, std::string_view key) {
   bool key_left = true;
   while (true) {
-    const bool last_pattern = pattern.find('.') == std::string_view::npos;
-    const std::string_view p = next_segment(pattern);
+    const std::size_t dot = pattern.find('.');
+    const bool last_pattern = dot == std::string_view::npos;
+    const std::string_view p = pattern.substr(0, dot);
+    pattern = last_pattern ? std::string_view() : pattern.substr(dot + 1);
     if (p == "**" && last_pattern) return key_left && !key.empty();
     if (!key_left) return false;
-    key_left = key.find('.') != std::string_view::npos;
-    const std::string_view k = next_segment(key);
+    const std::size_t key_dot = key.find('.');
+    key_left = key_dot != std::string_view::npos;
+    const std::string_view k = key.substr(0, key_dot);
+    key = key_left ? key.substr(key_dot + 1) : std::string_view();
     if (p != "*" && k != "*" && p != k) return false;
     if (last_pattern) return !key_left;
   }
@@ -146,10 +139,16 @@ bool key_matches(std::string_view pattern, std::string_view key) {
 
 bool patterns_overlap(std::string_view a, std::string_view b) {
   while (true) {
-    const bool a_last = a.find('.') == std::string_view::npos;
-    const bool b_last = b.find('.') == std::string_view::npos;
-    const std::string_view sa = next_segment(a);
-    const std::string_view sb = next_segment(b);
+    // One search for each segment's dot (this runs some thousand times while the registry
+    // orders the probes).
+    const std::size_t a_dot = a.find('.');
+    const std::size_t b_dot = b.find('.');
+    const bool a_last = a_dot == std::string_view::npos;
+    const bool b_last = b_dot == std::string_view::npos;
+    const std::string_view sa = a.substr(0, a_dot);
+    const std::string_view sb = b.substr(0, b_dot);
+    a = a_last ? std::string_view() : a.substr(a_dot + 1);
+    b = b_last ? std::string_view() : b.substr(b_dot + 1);
     // A trailing `**` takes this segment of the other pattern and whatever follows it.
     if ((sa == "**" && a_last) || (sb == "**" && b_last)) return true;
     if (sa != "*" && sb != "*" && sa != sb) return false;

@@ -188,64 +188,163 @@ std::string xml_safe(std::string_view s) {
   });
 }
 
-namespace {
-/// True when no string and no key needs make_safe: the common case, checked without a copy.
-bool all_valid_utf8(const nlohmann::json& j) {
-  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
-  if (j.is_array()) return std::all_of(j.begin(), j.end(), all_valid_utf8);
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!valid_utf8(it.key()) || !all_valid_utf8(it.value())) return false;
-  }
-  return true;
-}
-} // namespace
-
 nlohmann::json utf8_safe_json(const nlohmann::json& j) {
   nlohmann::json out = j;
   make_safe(out);
   return out;
 }
 
-std::string dump_json(const nlohmann::json& j, int indent) {
-  // error_handler_t::replace as a second line of defence (U+FFFD), should anything remain.
-  // The tree is copied only when a string needs escaping (a report is some 100 KB of JSON).
-  std::optional<nlohmann::json> fixed;
-  if (!all_valid_utf8(j)) fixed = utf8_safe_json(j);
-  const std::string text =
-      (fixed ? *fixed : j).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-  // nlohmann escapes C0 controls (RFC 8259 section 7 requires it) but writes DEL and the C1
-  // controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
-  // like ESC [. They can only occur inside strings here, so \u escapes keep the JSON and its
-  // values the same (issue 32).
-  // Most reports hold neither: the text between two candidates is copied whole.
-  const auto candidate = [&text](std::size_t from) {
-    for (; from < text.size(); ++from)
-      if (text[from] == '\x7f' || text[from] == '\xc2') return from;
-    return std::string::npos;
-  };
-  std::size_t i = candidate(0);
-  if (i == std::string::npos) return text;
-  std::string out;
-  out.reserve(text.size() + 16);
-  std::size_t copied = 0;
-  for (; i != std::string::npos; i = candidate(i)) {
+namespace {
+
+/// nlohmann escapes C0 controls (RFC 8259 section 7 requires it) but writes DEL and the C1
+/// controls U+0080..U+009F as they are, and a terminal showing the JSON acts on C1 CSI (U+009B)
+/// like ESC [. Appends `text` (one JSON string as nlohmann wrote it) to `out` with those as \u
+/// escapes, which keep the JSON and its value the same (issue 32).
+void append_without_c1(std::string& out, std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0U;
     if (c == 0x7F) {
-      out.append(text, copied, i - copied);
       out += "\\u007f";
-      copied = ++i;
     } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
-      out.append(text, copied, i - copied);
       out += fmt::format("\\u{:04x}", next);
-      i += 2;
-      copied = i;
-    } else {
       ++i;
+    } else {
+      out += text[i];
     }
   }
-  out.append(text, copied, std::string::npos);
+}
+
+/// Writes a JSON value as nlohmann's `dump(indent, ' ', false, error_handler_t::replace)` does,
+/// followed by append_without_c1, but without copying the tree or the text (issue 33: a report
+/// is some 130 KB of JSON, and dump_json was a fifth of a check's instructions). Strings that
+/// need no escaping, the common case, are copied as they are; every other string, every number,
+/// bool and null is written by nlohmann's own serializer, so the text is the same byte for byte.
+class JsonWriter {
+public:
+  JsonWriter(std::string& out, int indent)
+      : out_(out), ser_(nlohmann::detail::output_adapter<char>(out), ' ',
+                        nlohmann::json::error_handler_t::replace),
+        pretty_(indent >= 0), step_(pretty_ ? static_cast<unsigned>(indent) : 0U) {}
+
+  void value(const nlohmann::json& j, unsigned current) {
+    switch (j.type()) {
+    case nlohmann::json::value_t::object:
+      object(j, current);
+      break;
+    case nlohmann::json::value_t::array:
+      array(j, current);
+      break;
+    case nlohmann::json::value_t::string:
+      string(j.get_ref<const std::string&>());
+      break;
+    default: // numbers, bool, null, binary: nlohmann's own text
+      ser_.dump(j, pretty_, false, step_, current);
+      break;
+    }
+  }
+
+private:
+  void indent(unsigned n) { out_.append(n, ' '); }
+
+  void object(const nlohmann::json& j, unsigned current) {
+    if (j.empty()) {
+      out_ += "{}";
+      return;
+    }
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!valid_utf8(it.key())) {
+        // make_safe renames the keys, which changes their order: write its copy.
+        value(utf8_safe_json(j), current);
+        return;
+      }
+    }
+    const unsigned inner = current + step_;
+    out_ += pretty_ ? "{\n" : "{";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out_ += pretty_ ? ",\n" : ",";
+      first = false;
+      if (pretty_) indent(inner);
+      string(it.key());
+      out_ += pretty_ ? ": " : ":";
+      value(it.value(), inner);
+    }
+    if (pretty_) {
+      out_ += '\n';
+      indent(current);
+    }
+    out_ += '}';
+  }
+
+  void array(const nlohmann::json& j, unsigned current) {
+    if (j.empty()) {
+      out_ += "[]";
+      return;
+    }
+    const unsigned inner = current + step_;
+    out_ += pretty_ ? "[\n" : "[";
+    bool first = true;
+    for (const auto& e : j) {
+      if (!first) out_ += pretty_ ? ",\n" : ",";
+      first = false;
+      if (pretty_) indent(inner);
+      value(e, inner);
+    }
+    if (pretty_) {
+      out_ += '\n';
+      indent(current);
+    }
+    out_ += ']';
+  }
+
+  /// True when nlohmann writes `s` as it is and append_without_c1 leaves it: printable ASCII but
+  /// DEL, `"` and `\`, and well-formed UTF-8 sequences above U+009F.
+  static bool plain(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c < 0x80) {
+        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return false;
+        ++i;
+        continue;
+      }
+      std::uint32_t cp = 0;
+      const std::size_t n = utf8_seq(s, i, cp);
+      if (n == 0 || cp <= 0x9F) return false;
+      i += n;
+    }
+    return true;
+  }
+
+  void string(std::string_view s) {
+    if (plain(s)) {
+      out_ += '"';
+      out_.append(s);
+      out_ += '"';
+      return;
+    }
+    // Bytes that are not UTF-8 become \xNN text first (make_safe), then nlohmann escapes.
+    std::string text;
+    nlohmann::detail::serializer<nlohmann::json> one(nlohmann::detail::output_adapter<char>(text),
+                                                     ' ', nlohmann::json::error_handler_t::replace);
+    one.dump(nlohmann::json(valid_utf8(s) ? std::string(s) : escape_invalid_utf8(s)), false, false,
+             0);
+    append_without_c1(out_, text);
+  }
+
+  std::string& out_;
+  nlohmann::detail::serializer<nlohmann::json> ser_;
+  bool pretty_;
+  unsigned step_;
+};
+
+} // namespace
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  // The same text as j.dump(indent, ' ', false, error_handler_t::replace) of utf8_safe_json(j),
+  // with DEL and C1 controls as \u escapes (JsonWriter).
+  std::string out;
+  JsonWriter(out, indent).value(j, 0);
   return out;
 }
 

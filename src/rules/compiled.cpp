@@ -2,13 +2,13 @@
 // The compiled form of a rule set (issue 33): what the build writes once the rules/*.json text has
 // been validated (src/tools/rules_compile.cpp), and what the binary reads at start-up instead of
 // lexing the JSON. A flat byte stream of the Rule structs, without the examples; the few JSON
-// values a rule holds (literal operands, fix templates) travel as CBOR (RFC 8949, nlohmann's
-// to_cbor/from_cbor).
+// values a rule holds (literal operands, fix templates) travel tagged (JsonTag).
 #include <halo/rules.hpp>
 
 #include <fmt/format.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,7 +16,24 @@ namespace halo {
 namespace {
 
 /// "HRC" and the format's version: a blob of another version is refused, never misread.
-constexpr std::string_view kMagic = "HRC\x01";
+constexpr std::string_view kMagic = "HRC\x02";
+
+/// How a JSON value travels: a tag, then scalars as themselves, arrays and objects as a count and
+/// their elements (an object's keys in nlohmann's order, sorted), and anything else (binary) as
+/// CBOR. Most values are null (a rule's or fail case's absent fix) or a literal operand, and
+/// nlohmann's CBOR reader cost some thousand instructions a value even for null: decoding the
+/// fix templates through it was half of decoding the rules (issue 33).
+enum class JsonTag : unsigned {
+  null,
+  boolean,
+  integer,
+  unsigned_integer,
+  real,
+  string,
+  array,
+  object,
+  cbor
+};
 
 class Writer {
 public:
@@ -34,12 +51,55 @@ public:
     count(s.size());
     out_.append(s);
   }
-  void real(double d) {
-    const auto bits = std::bit_cast<std::uint64_t>(d);
+  void bits(std::uint64_t v) {
     for (unsigned i = 0; i < 8; ++i)
-      byte(static_cast<unsigned>((bits >> (8U * i)) & 0xFFU));
+      byte(static_cast<unsigned>((v >> (8U * i)) & 0xFFU));
   }
+  void real(double d) { bits(std::bit_cast<std::uint64_t>(d)); }
   void json(const nlohmann::json& j) {
+    using T = nlohmann::json::value_t;
+    switch (j.type()) {
+    case T::null:
+      byte(static_cast<unsigned>(JsonTag::null));
+      return;
+    case T::boolean:
+      byte(static_cast<unsigned>(JsonTag::boolean));
+      byte(j.get<bool>() ? 1U : 0U);
+      return;
+    case T::number_integer:
+      byte(static_cast<unsigned>(JsonTag::integer));
+      bits(static_cast<std::uint64_t>(j.get<std::int64_t>()));
+      return;
+    case T::number_unsigned:
+      byte(static_cast<unsigned>(JsonTag::unsigned_integer));
+      bits(j.get<std::uint64_t>());
+      return;
+    case T::number_float:
+      byte(static_cast<unsigned>(JsonTag::real));
+      real(j.get<double>());
+      return;
+    case T::string:
+      byte(static_cast<unsigned>(JsonTag::string));
+      str(j.get_ref<const std::string&>());
+      return;
+    case T::array:
+      byte(static_cast<unsigned>(JsonTag::array));
+      count(j.size());
+      for (const auto& e : j)
+        json(e);
+      return;
+    case T::object:
+      byte(static_cast<unsigned>(JsonTag::object));
+      count(j.size());
+      for (const auto& [k, v] : j.items()) {
+        str(k);
+        json(v);
+      }
+      return;
+    default:
+      break;
+    }
+    byte(static_cast<unsigned>(JsonTag::cbor));
     const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(j);
     count(cbor.size());
     out_.append(reinterpret_cast<const char*>(cbor.data()), cbor.size());
@@ -133,13 +193,52 @@ public:
     pos_ += n;
     return s;
   }
-  double real() {
-    std::uint64_t bits = 0;
+  std::uint64_t bits() {
+    std::uint64_t v = 0;
     for (unsigned i = 0; i < 8; ++i)
-      bits |= static_cast<std::uint64_t>(byte()) << (8U * i);
-    return std::bit_cast<double>(bits);
+      v |= static_cast<std::uint64_t>(byte()) << (8U * i);
+    return v;
   }
-  nlohmann::json json() {
+  double real() { return std::bit_cast<double>(bits()); }
+  nlohmann::json json(unsigned depth = 0) {
+    // The writer's values nest as deep as rules/*.json may (kMaxJsonDepth bounds them).
+    if (depth > 256) bad("JSON values nested too deep");
+    switch (enumerator<JsonTag>(static_cast<unsigned>(JsonTag::cbor))) {
+    case JsonTag::null:
+      return nullptr;
+    case JsonTag::boolean:
+      return byte() != 0;
+    case JsonTag::integer:
+      return static_cast<std::int64_t>(bits());
+    case JsonTag::unsigned_integer:
+      return bits();
+    case JsonTag::real:
+      return real();
+    case JsonTag::string:
+      return str();
+    case JsonTag::array: {
+      nlohmann::json a = nlohmann::json::array();
+      const std::size_t n = items();
+      a.get_ref<nlohmann::json::array_t&>().reserve(n);
+      for (std::size_t i = 0; i < n; ++i)
+        a.push_back(json(depth + 1));
+      return a;
+    }
+    case JsonTag::object: {
+      nlohmann::json o = nlohmann::json::object();
+      auto& members = o.get_ref<nlohmann::json::object_t&>();
+      const std::size_t n = items();
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string key = str();
+        // Written in order: each key goes at the end (a repeated key keeps the first value, as
+        // the map's insert does).
+        members.emplace_hint(members.end(), std::move(key), json(depth + 1));
+      }
+      return o;
+    }
+    case JsonTag::cbor:
+      break;
+    }
     const std::size_t n = count();
     need(n);
     const auto* p = reinterpret_cast<const std::uint8_t*>(in_.data() + pos_);

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -354,4 +355,32 @@ TEST_CASE("a compiled rule set of another format or cut short is refused", "[rul
   CHECK_THROWS_AS(decode_rules("not a rule set"), std::runtime_error);
   CHECK_THROWS_AS(decode_rules(blob.substr(0, blob.size() / 2)), std::runtime_error);
   CHECK_THROWS_AS(decode_rules(blob + "x"), std::runtime_error);
+}
+
+TEST_CASE("a compiled rule keeps every kind of JSON value and its number type",
+          "[rules][compiled]") {
+  // Literal operands and fix templates travel tagged, not as CBOR (issue 33): each kind, nested,
+  // must come back the same, signed and unsigned integers and doubles included.
+  RuleSet set;
+  set.version = "1";
+  Rule r;
+  r.id = "x";
+  r.fix = {{"z", nlohmann::json::array()},
+           {"a", {1U, -2, 2.5, 1e300, true, false, nullptr, "s", nlohmann::json::object()}},
+           {"m", {{"k", {{"deep", 18446744073709551615ULL}}}}},
+           {"neg", -9223372036854775807LL - 1}};
+  FailCase f;
+  f.when.operand.literal = nlohmann::json(-0.0);
+  r.fail.push_back(f);
+  set.rules.push_back(r);
+  const RuleSet back = decode_rules(encode_rules(set));
+  REQUIRE(back.rules.size() == 1);
+  CHECK(back.rules[0].fix == r.fix);
+  CHECK(back.rules[0].fix.dump() == r.fix.dump());
+  CHECK(back.rules[0].fix["a"][0].is_number_unsigned());
+  CHECK(back.rules[0].fix["a"][1].type() == nlohmann::json::value_t::number_integer);
+  CHECK(back.rules[0].fix["neg"].get<std::int64_t>() == r.fix["neg"].get<std::int64_t>());
+  CHECK(back.rules[0].fail[0].fix.is_null());
+  REQUIRE(back.rules[0].fail[0].when.operand.literal);
+  CHECK(std::signbit(back.rules[0].fail[0].when.operand.literal->get<double>()));
 }

@@ -44,3 +44,19 @@ TEST_CASE("JSON with bytes that are not UTF-8 dumps instead of throwing", "[sani
   CHECK(out == R"({"cmdline":"a=\\xFF\\xA0","key\\xFE":["x\\x80"]})");
   CHECK(nlohmann::json::parse(out)["cmdline"] == "a=\\xFF\\xA0");
 }
+
+TEST_CASE("dump_json writes nlohmann's text, with DEL and C1 controls as \\u escapes",
+          "[sanitize]") {
+  // dump_json writes plain strings itself and the rest through nlohmann's serializer (issue 33):
+  // the text must stay nlohmann's, byte for byte, compact and indented.
+  const nlohmann::json j = {
+      {"b", {1, -2, 3.25, 1e300, nullptr, true, "x"}},
+      {"a", {{"empty", nlohmann::json::object()}, {"list", nlohmann::json::array()}}},
+      {"quote \"\\\n\t\x01", "gr\xC3\xBC\xC3\x9F \xE2\x80\x94"},
+      {"u", 18446744073709551615ULL}};
+  for (const int indent : {-1, 0, 2, 4})
+    CHECK(dump_json(j, indent) == j.dump(indent));
+  const nlohmann::json c1 = {{"csi", "a\xC2\x9B"
+                                     "31m\x7F \xC2\xA0"}};
+  CHECK(dump_json(c1, 2) == "{\n  \"csi\": \"a\\u009b31m\\u007f \xC2\xA0\"\n}");
+}
