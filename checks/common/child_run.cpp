@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The probes' line-oriented view of the core child runner (src/core/child.cpp): the ROCr queries
-// (checks/runtime/hsa.cpp), the module reading (checks/kernel_args/module_file.cpp), the user's Python
-// (checks/framework/framework_deep.cpp, checks/plan/plan_measure.cpp) and the bounded `slurm` check.
+// (checks/runtime/hsa.cpp), the module reading (checks/kernel_args/module_file.cpp), the user's
+// Python (checks/framework/framework_deep.cpp, checks/plan/plan_measure.cpp) and the bounded
+// `slurm` check.
 #include "child_run.hpp"
 
 #include <fmt/format.h>

@@ -46,9 +46,10 @@ ChildRun run_program(const std::vector<std::string>& argv, double timeout_s, std
 /// (Segmentation fault)", "exited with status 1", "ended normally".
 std::string describe_end(const ChildRun& run, double timeout_s);
 
-/// The interpreter the training run uses and how it was chosen (checks/framework/framework_deep.cpp):
-/// `given` (--python) when set, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else
-/// python3 on PATH; {"", reason} when there is none.
+/// The interpreter the training run uses and how it was chosen
+/// (checks/framework/framework_deep.cpp): `given` (--python) when set, else
+/// $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python, else python3 on PATH; {"", reason} when
+/// there is none.
 std::pair<std::string, std::string> choose_python(const std::string& given);
 
 } // namespace halo::probes

@@ -97,10 +97,10 @@ std::unique_ptr<Probe> make_gpu_metrics_probe();    // checks/gpus/gpu_metrics.c
 std::unique_ptr<Probe> make_host_tuning_probe();    // checks/host/host_tuning.cpp
 std::unique_ptr<Probe> make_framework_deep_probe(); // checks/framework/framework_deep.cpp
 std::unique_ptr<Probe> make_runenv_probe();         // checks/host/runenv.cpp
-std::unique_ptr<Probe> make_wsl_probe(); // checks/host/wsl.cpp (WSL2: /dev/dxg, librocdxg)
-std::unique_ptr<Probe> make_kernel_log_probe();     // checks/kernel_log/kernel_log.cpp
-std::unique_ptr<Probe> make_secure_boot_probe();    // checks/boot/secure_boot.cpp
-std::unique_ptr<Probe> make_initramfs_probe();      // checks/boot/initramfs.cpp
+std::unique_ptr<Probe> make_wsl_probe();         // checks/host/wsl.cpp (WSL2: /dev/dxg, librocdxg)
+std::unique_ptr<Probe> make_kernel_log_probe();  // checks/kernel_log/kernel_log.cpp
+std::unique_ptr<Probe> make_secure_boot_probe(); // checks/boot/secure_boot.cpp
+std::unique_ptr<Probe> make_initramfs_probe();   // checks/boot/initramfs.cpp
 std::unique_ptr<Probe> make_hsa_probe();        // checks/runtime/hsa.cpp (ROCr, in a child process)
 std::unique_ptr<Probe> make_libdrm_probe();     // checks/gpus/libdrm.cpp (libdrm_amdgpu queries)
 std::unique_ptr<Probe> make_boot_stack_probe(); // checks/boot/boot_stack.cpp

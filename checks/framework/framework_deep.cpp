@@ -239,12 +239,14 @@ std::unique_ptr<Probe> make_framework_deep_probe() {
       "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "
       "on the PATH, a pyenv shim resolved to the pyenv version's interpreter (PYENV_VERSION, "
       "`.python-version` from PWD up, `$PYENV_ROOT/version`, `system`): the one the static "
-      "framework probe judges (checks/framework/python_env.hpp). The framework_deep_capacity derivation adds what HIP device 0 "
+      "framework probe judges (checks/framework/python_env.hpp). The framework_deep_capacity "
+      "derivation adds what HIP device 0 "
       "could give a process "
       "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
       "(`framework.deep.device0_seen_ratio`).",
-      std::vector<std::string>{"/proc/self/environ (the interpreter: checks/framework/python_env.hpp)",
-                               "python -c (torch.cuda queries)"},
+      std::vector<std::string>{
+          "/proc/self/environ (the interpreter: checks/framework/python_env.hpp)",
+          "python -c (torch.cuda queries)"},
       collect);
   probe->set_env_reads(python_env_reads());
   return probe;

@@ -30,8 +30,8 @@ namespace halo::probes {
 namespace {
 
 /// PyTorch's allocator settings: each of PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
-/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/framework/alloc_conf.hpp), and
-/// whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
+/// PYTORCH_HIP_ALLOC_CONF that is set, checked as c10 parses it (checks/framework/alloc_conf.hpp),
+/// and whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
 /// PYTORCH_CUDA_ALLOC_CONF and only when it is unset PYTORCH_HIP_ALLOC_CONF.
 void derive_alloc_conf(FactSet& facts) {
   const Fact* names = facts.find("env.names");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Which Python interpreter a training run started from this environment gets: one resolution
 // for the static framework probe (checks/framework/framework.cpp, reads files) and the deep one
-// (checks/framework/framework_deep.cpp, runs the interpreter) and `plan --measure`, so that all of them
-// judge the same interpreter (issue 35 §3).
+// (checks/framework/framework_deep.cpp, runs the interpreter) and `plan --measure`, so that all of
+// them judge the same interpreter (issue 35 §3).
 #pragma once
 
 #include <halo/root.hpp>

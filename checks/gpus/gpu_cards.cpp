@@ -83,8 +83,8 @@ void derive_xgmi(FactSet& facts) {
   facts.put_ok("xgmi.main_hive_id", best->first, "derived: the hive most GPUs are in");
 }
 
-/// Firmware of the GPUs (checks/gpus/gpu_firmware.cpp) compared within each product (PCI device id):
-/// gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
+/// Firmware of the GPUs (checks/gpus/gpu_firmware.cpp) compared within each product (PCI device
+/// id): gpu.firmware_mismatch lists each firmware whose version differs between GPUs of one product
 /// ("mec (0x000080a5: GPU 2; 0x000080b1: GPUs 0, 1)"), gpu.firmware_compared the number of
 /// GPUs of the largest product group whose firmware could be read. Partitions count once.
 /// gpu.N.perf_level: the DPM performance level of GPU N's card; gpu.N.metrics.*: its gpu_metrics

@@ -54,8 +54,8 @@ void derive_gpus(FactSet& facts) {
     else if (from_pci)
       // A GPU that never reached KFD (too-old kernel, amdgpu not bound) still has its PCI id.
       facts.put_ok(pre + ".gfx_target", from_pci->gfx,
-                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gpus/gfx.cpp)", *device_id,
-                               from_pci->name));
+                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gpus/gfx.cpp)",
+                               *device_id, from_pci->name));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, basis,
                        "no KFD topology node for this GPU and its PCI id is not in the table");
@@ -66,8 +66,9 @@ void derive_gpus(FactSet& facts) {
     const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
     facts.put_ok(pre + ".card", card, basis);
     if (from_pci)
-      facts.put_ok(pre + ".name", from_pci->name,
-                   fmt::format("PCI device id 0x{:04x} (table in checks/gpus/gfx.cpp)", *device_id));
+      facts.put_ok(
+          pre + ".name", from_pci->name,
+          fmt::format("PCI device id 0x{:04x} (table in checks/gpus/gfx.cpp)", *device_id));
     else
       facts.put_status(pre + ".name", Status::missing, basis, "PCI device id not in the table");
     if (!slot.empty())
@@ -81,7 +82,8 @@ void derive_gpus(FactSet& facts) {
     facts.put_ok(pre + ".apu", apu.has_value(),
                  "derived: " + apu.value_or("not in the APU table (checks/gpus/gfx.cpp)"));
     facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gpus/gfx.cpp");
-    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id), "derived: checks/gpus/gfx.cpp");
+    facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id),
+                 "derived: checks/gpus/gfx.cpp");
   };
 
   // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node
@@ -302,7 +304,8 @@ std::unique_ptr<Probe> make_gpu_list_derivation() {
       {"gpu.*.vis_vram_total_bytes", integer, "bytes", "GPU N's CPU-visible VRAM"},
       {"gpu.*.gtt_total_bytes", integer, "bytes", "GPU N's GTT"},
       {"gpu.*.apu", boolean, "", "GPU N is an APU (table in checks/gpus/gfx.cpp)"},
-      {"gpu.*.instinct", boolean, "", "GPU N is an Instinct accelerator (table in checks/gpus/gfx.cpp)"},
+      {"gpu.*.instinct", boolean, "",
+       "GPU N is an Instinct accelerator (table in checks/gpus/gfx.cpp)"},
       {"gpu.*.mi300_series", boolean, "", "GPU N is MI300-class"},
       {"gpu.*.kfd_node", string, "", "GPU N's KFD node id"},
       {"gpu.*.amdgpu_bound", boolean, "", "amdgpu drives GPU N's PCI device"},

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// halo-doctor plan --measure (checks/plan/plan_measure.hpp): runs checks/plan/plan_measure.py under the
-// user's interpreter in a child process with a time limit (checks/common/child_run.hpp run_program),
-// stdin and stderr on /dev/null, and reads its JSON lines. The measuring itself is PyTorch's
-// documented API: torch.cuda.max_memory_allocated(), max_memory_reserved(), mem_get_info().
+// halo-doctor plan --measure (checks/plan/plan_measure.hpp): runs checks/plan/plan_measure.py under
+// the user's interpreter in a child process with a time limit (checks/common/child_run.hpp
+// run_program), stdin and stderr on /dev/null, and reads its JSON lines. The measuring itself is
+// PyTorch's documented API: torch.cuda.max_memory_allocated(), max_memory_reserved(),
+// mem_get_info().
 #include "plan_measure.hpp"
 
 #include "child_run.hpp"

@@ -11,8 +11,8 @@
 // libhsa-runtime-dev; attributes newer than its ROCm 5.2 use their raw values.
 //
 // This file turns the child's events into hsa.* facts and holds the probe; the child itself is
-// checks/runtime/hsa_child.cpp, the line protocol between the two checks/runtime/hsa_protocol.cpp, and what they
-// share checks/runtime/hsa_internal.hpp.
+// checks/runtime/hsa_child.cpp, the line protocol between the two checks/runtime/hsa_protocol.cpp,
+// and what they share checks/runtime/hsa_internal.hpp.
 #include "hsa.hpp"
 
 #include "child_run.hpp"

@@ -42,10 +42,10 @@ std::optional<std::string> version_from_info_text(std::string_view text);
 std::optional<RocmVersion> rocm_version_of(const std::filesystem::path& real_library_path);
 
 /// Decodes the ROCr child's protocol (one JSON event object per line: load, init, system, agent,
-/// pool, ... as checks/runtime/hsa_child.cpp's child_body writes them) into hsa.* facts, as the probe does
-/// for a child that ended normally. The lines are untrusted (a replay library or a broken ROCr
-/// writes them): anything malformed becomes a fact with status error, never an exception. Used by
-/// the probe's tests and the fuzz target tests/fuzz/fuzz_hsa_child.cpp.
+/// pool, ... as checks/runtime/hsa_child.cpp's child_body writes them) into hsa.* facts, as the
+/// probe does for a child that ended normally. The lines are untrusted (a replay library or a
+/// broken ROCr writes them): anything malformed becomes a fact with status error, never an
+/// exception. Used by the probe's tests and the fuzz target tests/fuzz/fuzz_hsa_child.cpp.
 void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>& lines,
                         FactSet& facts);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The ROCr probe's child side (checks/runtime/hsa.cpp runs it in a forked child, checks/common/child_run.hpp):
-// load ROCr with dlopen, resolve its entry points with dlsym, call hsa_init and query the system,
-// every agent and every memory pool, writing one JSON event per line (checks/runtime/hsa_internal.hpp,
-// checks/runtime/hsa_protocol.cpp). Whatever ROCr does here (hang, crash, abort) ends only this process.
+// The ROCr probe's child side (checks/runtime/hsa.cpp runs it in a forked child,
+// checks/common/child_run.hpp): load ROCr with dlopen, resolve its entry points with dlsym, call
+// hsa_init and query the system, every agent and every memory pool, writing one JSON event per line
+// (checks/runtime/hsa_internal.hpp, checks/runtime/hsa_protocol.cpp). Whatever ROCr does here
+// (hang, crash, abort) ends only this process.
 #include "hsa_internal.hpp"
 
 #include <fmt/format.h>

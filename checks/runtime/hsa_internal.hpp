@@ -2,7 +2,8 @@
 // Internal pieces of the ROCr probe, shared by its three files and not part of its interface
 // (checks/runtime/hsa.hpp, checks/common/probes.hpp):
 // - checks/runtime/hsa_child.cpp: the forked child: loads ROCr (dlopen), queries it, writes events;
-// - checks/runtime/hsa_protocol.cpp: the line protocol between that child and the doctor: one JSON event
+// - checks/runtime/hsa_protocol.cpp: the line protocol between that child and the doctor: one JSON
+// event
 //   object per line, written by the child and parsed back by the parent;
 // - checks/runtime/hsa.cpp: the events turned into hsa.* facts, and the probe itself.
 #pragma once
@@ -40,13 +41,14 @@ inline constexpr unsigned kDeviceGpu = static_cast<unsigned>(HSA_DEVICE_TYPE_GPU
 inline constexpr unsigned kSegmentGlobal = static_cast<unsigned>(HSA_AMD_SEGMENT_GLOBAL);
 
 // ---------------------------------------------------------------------------------------------
-// The protocol (checks/runtime/hsa_protocol.cpp). The child writes, in this order: "load" (requested,
-// path, errors) or "load_failed" (errors); "init" (code, string); "system" (version_major,
-// version_minor, errors); "agents_failed" (string) or, per agent, "agent" (index and the queried
-// fields, errors) followed by its "pool" events (agent, index, fields, errors) or "pools_failed"
-// (agent, string); then "agents_done" (count) and "done" (shut_down). Numbers are integers, never
-// floating point. The "errors" of "load"/"load_failed" list the dlopen failures (strings); those of
-// "system", "agent" and "pool" map each field the runtime did not answer to its status string.
+// The protocol (checks/runtime/hsa_protocol.cpp). The child writes, in this order: "load"
+// (requested, path, errors) or "load_failed" (errors); "init" (code, string); "system"
+// (version_major, version_minor, errors); "agents_failed" (string) or, per agent, "agent" (index
+// and the queried fields, errors) followed by its "pool" events (agent, index, fields, errors) or
+// "pools_failed" (agent, string); then "agents_done" (count) and "done" (shut_down). Numbers are
+// integers, never floating point. The "errors" of "load"/"load_failed" list the dlopen failures
+// (strings); those of "system", "agent" and "pool" map each field the runtime did not answer to its
+// status string.
 
 /// Writes one event to the pipe `fd`: `event` as compact JSON (dump_json) and a newline, the
 /// protocol's only framing. Write errors are ignored: the parent sees the lines that arrived.

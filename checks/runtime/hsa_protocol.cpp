@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The ROCr probe's line protocol (checks/runtime/hsa_internal.hpp): the child (checks/runtime/hsa_child.cpp)
-// writes one JSON event object per line to its pipe; the parent parses the lines it received back
-// into Events, which checks/runtime/hsa.cpp turns into facts.
+// The ROCr probe's line protocol (checks/runtime/hsa_internal.hpp): the child
+// (checks/runtime/hsa_child.cpp) writes one JSON event object per line to its pipe; the parent
+// parses the lines it received back into Events, which checks/runtime/hsa.cpp turns into facts.
 #include "child_run.hpp"
 #include "hsa_internal.hpp"
 

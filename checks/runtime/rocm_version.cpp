@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Derivation: the ROCm release the ROCm-versus-kernel rules judge (rocm.version), from the
 // runtime when it was loaded and from the files on disk otherwise.
-//   1. hsa.rocm_version: the ROCr the doctor loaded (checks/runtime/hsa.cpp), what PyTorch built on the
+//   1. hsa.rocm_version: the ROCr the doctor loaded (checks/runtime/hsa.cpp), what PyTorch built on
+//   the
 //      same installation loads too. It wins whenever it is known.
 //   2. rocm.install.version: the installation the same search would load ($ROCM_PATH, else
-//      /opt/rocm), read from its `.info/version` (checks/runtime/rocm_install.cpp): under --root, in a
-//      capture bundle and with --no-runtime, where no ROCr is loaded.
+//      /opt/rocm), read from its `.info/version` (checks/runtime/rocm_install.cpp): under --root,
+//      in a capture bundle and with --no-runtime, where no ROCr is loaded.
 //   3. rocm.sdk.version: TheRock's rocm-sdk-core in the Python environment, when no installation
 //      is on disk (a TheRock wheel brings its own ROCm: torch/_rocm_init.py preloads it).
 // It reads no file.

@@ -228,7 +228,8 @@ inline constexpr std::string_view boot_evidence = "boot.evidence";
 /// The *.cfg files of /etc/default/grub.d, list of file names (checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_grub_d_files = "boot.grub_d_files";
 /// The lines of the NixOS configuration (/etc/nixos/*.nix, one directory deep) that hold a
-/// ttm/amdttm/amdgpu/iommu kernel parameter, list of "PATH:LINE: TEXT" (checks/boot/boot_stack.cpp).
+/// ttm/amdttm/amdgpu/iommu kernel parameter, list of "PATH:LINE: TEXT"
+/// (checks/boot/boot_stack.cpp).
 inline constexpr std::string_view boot_nixos_kernel_param_lines = "boot.nixos_kernel_param_lines";
 /// The tool that builds the initramfs, string, e.g. "update-initramfs", "dracut"
 /// (derived from boot.tools; checks/boot/boot_stack.cpp).
@@ -256,8 +257,8 @@ inline constexpr std::string_view framework_prefix = "framework.";
 /// The amdgpu module file's facts (libkmod and modinfo of the module modprobe would load;
 /// checks/kernel_args/module_file.cpp).
 inline constexpr std::string_view amdgpu_module_prefix = "amdgpu.module.";
-/// Prefix of the wsl probe's facts (checks/host/wsl.cpp): librocdxg, DXCore and ROCr are looked up as
-/// binaries a capture bundle does not store, so a bundle keeps these facts as they were read.
+/// Prefix of the wsl probe's facts (checks/host/wsl.cpp): librocdxg, DXCore and ROCr are looked up
+/// as binaries a capture bundle does not store, so a bundle keeps these facts as they were read.
 inline constexpr std::string_view wsl_prefix = "wsl.";
 
 /// `gpu.N.<field>`: a per-GPU derived fact (docs/facts.md lists the fields).
@@ -266,7 +267,8 @@ std::string gpu(std::int64_t index, std::string_view field);
 /// that field on every GPU.
 std::string gpu(std::string_view index, std::string_view field);
 /// `hsa.gpu.<index>.<field>`: a fact of ROCr's GPU agent `index`, numbered among the GPUs ROCr
-/// sees (ROCR_VISIBLE_DEVICES), not as gpu.N (checks/runtime/hsa.cpp); `hsa_gpu("*", field)` is a pattern.
+/// sees (ROCR_VISIBLE_DEVICES), not as gpu.N (checks/runtime/hsa.cpp); `hsa_gpu("*", field)` is a
+/// pattern.
 std::string hsa_gpu(std::string_view index, std::string_view field);
 /// `modprobe.options.<module>.<param>`: the value modprobe.d gives a module parameter, string,
 /// with `file:line` as its source (checks/kernel_args/modprobe.cpp).

@@ -2,9 +2,9 @@
 // halo-doctor plan (issue 15): will this training run fit on this machine, and is its
 // configuration right for the GPU? The model comes from a Hugging Face config.json, the run from a
 // training configuration (TrainingArguments JSON, axolotl YAML, torchtune YAML, accelerate YAML)
-// and the command line. Nothing here touches the machine: the plan probe (checks/plan/plan.cpp) turns a
-// Plan into `plan.*` facts, the derive stage sets them against the GPU's usable memory, and the
-// rules in rules/plan.json judge them. docs/plan.md states every formula and its source.
+// and the command line. Nothing here touches the machine: the plan probe (checks/plan/plan.cpp)
+// turns a Plan into `plan.*` facts, the derive stage sets them against the GPU's usable memory, and
+// the rules in rules/plan.json judge them. docs/plan.md states every formula and its source.
 #pragma once
 
 #include <cstdint>

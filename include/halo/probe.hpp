@@ -35,8 +35,8 @@ struct ProbeOptions {
   /// turns it into `plan.*` facts; nullptr: no run given, and `plan.present` is false.
   std::shared_ptr<const plan::Plan> plan;
   /// Ask PyTorch itself (`--framework-deep`): run the interpreter training will use in a child
-  /// process and import torch (checks/framework/framework_deep.cpp). Off: the framework.deep.* facts are
-  /// not probed.
+  /// process and import torch (checks/framework/framework_deep.cpp). Off: the framework.deep.*
+  /// facts are not probed.
   bool framework_deep = false;
   /// The interpreter for that (`--python PATH`); empty: $VIRTUAL_ENV/bin/python, else
   /// $CONDA_PREFIX/bin/python, else python3 on the PATH training will see.

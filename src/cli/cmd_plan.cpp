@@ -87,8 +87,8 @@ int run(Options& o, const CLI::Option* reserve_flag) {
     throw InputError("plan needs --model (a model directory or config.json)");
   o.common.plan = build_plan(o.plan);
   if (o.measure) {
-    // The run on this machine's GPU with the user's own frameworks (checks/plan/plan_measure.hpp); it
-    // never throws: what could not be measured is a status with its reason.
+    // The run on this machine's GPU with the user's own frameworks (checks/plan/plan_measure.hpp);
+    // it never throws: what could not be measured is a status with its reason.
     require_python_exists(o.common);
     auto measured = std::make_shared<plan::Plan>(*o.common.plan);
     measured->measured = probes::measure_plan(*measured, o.common.python, o.measure_timeout_s);

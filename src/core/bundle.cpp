@@ -164,10 +164,10 @@ std::string node_sidecar(const Root& root) {
 /// Facts no file in the bundle holds: those of the runtime probes (ROCr, libdrm), and the
 /// framework probe's (checks/framework/framework.cpp), which reads a Python environment named by
 /// VIRTUAL_ENV/CONDA_PREFIX and the file names of kernel libraries of hundreds of MB; the
-/// amdgpu module file's (checks/kernel_args/module_file.cpp: a binary of megabytes, never stored) and which
-/// firmware files that failed at boot are on disk now (checks/kernel_log/kernel_log.cpp: /lib/firmware is
-/// not stored either); and the wsl probe's (checks/host/wsl.cpp: librocdxg, DXCore and ROCr are
-/// binaries, looked up by name and never stored).
+/// amdgpu module file's (checks/kernel_args/module_file.cpp: a binary of megabytes, never stored)
+/// and which firmware files that failed at boot are on disk now (checks/kernel_log/kernel_log.cpp:
+/// /lib/firmware is not stored either); and the wsl probe's (checks/host/wsl.cpp: librocdxg, DXCore
+/// and ROCr are binaries, looked up by name and never stored).
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
@@ -304,8 +304,9 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
 
     if (dirs.insert(".halo").second) tar.dir(".halo");
     tar.file(".halo/nodes.json", node_sidecar(root));
-    // The kernel log's lines about amdgpu, firmware and module signing (checks/kernel_log/kernel_log.cpp
-    // keeps only those), so a replay reaches the same verdicts; `--root` reads them back.
+    // The kernel log's lines about amdgpu, firmware and module signing
+    // (checks/kernel_log/kernel_log.cpp keeps only those), so a replay reaches the same verdicts;
+    // `--root` reads them back.
     if (const Fact* k = facts.find(keys::kernel_log_lines); k != nullptr && k->ok()) {
       std::string text;
       for (const auto& l : std::get<std::vector<std::string>>(k->value))

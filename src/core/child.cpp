@@ -44,7 +44,9 @@ constexpr int kReapPollMs = 5;
 
 /// Milliseconds left until `deadline` (0 when it has passed), at most an hour for one poll(2).
 int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  // Rounded up: poll(2) would otherwise wake up to a millisecond early, and the child would be
+  // stopped before its whole time limit had passed.
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) return 0;
   return static_cast<int>(std::min<long long>(left.count(), 1000LL * 60 * 60));
 }
@@ -256,12 +258,18 @@ void supervise(Child& child, std::vector<Stream>& streams, UniqueFd stdin_fd,
       }
     }
   }
+  // A child past its limit is killed while its pipes are still open: closing them first would
+  // let it die of SIGPIPE on its next write instead, and the result would name that signal.
+  bool reaped = false;
+  if (timed_out || overflow) {
+    child.kill_and_reap(limits.term_grace);
+    reaped = true;
+  }
   stdin_fd = UniqueFd();
   for (auto& s : streams)
     s.fd = UniqueFd();
 
-  bool reaped = false;
-  if (!timed_out && !overflow) {
+  if (!reaped) {
     // The pipes are closed; the child has the rest of the time limit to exit.
     while (!(reaped = child.try_reap())) {
       if (remaining_ms(deadline) == 0) {

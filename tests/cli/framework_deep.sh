@@ -74,7 +74,9 @@ grep -q 'signal 11' "$tmp/crash.json" || bad "no crash reason: $(grep -m1 deep.s
 # executable is a fact naming it.
 rc=0
 "$bin" facts --no-runtime --framework-deep --python "$tmp/no-such-python" --format json -o "$tmp/none.json" 2>"$tmp/none.err" || rc=$?
-[ "$rc" = 2 ] && grep -q "no-such-python: no such file" "$tmp/none.err" || bad "a missing interpreter: exit $rc, $(cat "$tmp/none.err")"
+if [ "$rc" != 2 ] || ! grep -q "no-such-python: no such file" "$tmp/none.err"; then
+  bad "a missing interpreter: exit $rc, $(cat "$tmp/none.err")"
+fi
 printf 'not an interpreter\n' >"$tmp/not-exec"
 "$bin" facts --no-runtime --framework-deep --python "$tmp/not-exec" --format json -o "$tmp/none.json"
 grep -q 'is not an executable file' "$tmp/none.json" || bad "a non-executable interpreter is not named"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The ELF readers of checks/framework/offload_bundle.cpp (libelf): any bytes as a library file, through a
-// memfd as the framework probe reads torch/lib/libtorch_hip.so. find_elf_section must name a
-// section inside the file; read_elf_dynamic must never crash, hang or allocate without bound.
+// The ELF readers of checks/framework/offload_bundle.cpp (libelf): any bytes as a library file,
+// through a memfd as the framework probe reads torch/lib/libtorch_hip.so. find_elf_section must
+// name a section inside the file; read_elf_dynamic must never crash, hang or allocate without
+// bound.
 #include "framework/offload_bundle.hpp"
 #include "fuzz_common.hpp"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The ROCr child's protocol decoder (checks/runtime/hsa_protocol.cpp, checks/runtime/hsa.cpp): lines of JSON events
-// from a process that may be a broken runtime or a hostile replay library.
+// The ROCr child's protocol decoder (checks/runtime/hsa_protocol.cpp, checks/runtime/hsa.cpp):
+// lines of JSON events from a process that may be a broken runtime or a hostile replay library.
 #include "fuzz_common.hpp"
 #include "runtime/hsa.hpp"
 

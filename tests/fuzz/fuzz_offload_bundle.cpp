@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The offload-bundle reader (checks/framework/offload_bundle.cpp): any bytes as a .hip_fatbin section,
-// compressed bundles included. No crash, no read outside the section, bounded memory and time.
+// The offload-bundle reader (checks/framework/offload_bundle.cpp): any bytes as a .hip_fatbin
+// section, compressed bundles included. No crash, no read outside the section, bounded memory and
+// time.
 #include "framework/offload_bundle.hpp"
 #include "fuzz_common.hpp"
 

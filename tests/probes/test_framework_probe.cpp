@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The static framework probe (checks/framework/framework.cpp): which torch the training environment holds,
-// read from torch/version.py and the wheel's kernel library file names, through the Root.
+// The static framework probe (checks/framework/framework.cpp): which torch the training environment
+// holds, read from torch/version.py and the wheel's kernel library file names, through the Root.
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>

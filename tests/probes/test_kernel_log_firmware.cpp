@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Firmware that failed to load at boot, looked up again on disk where the kernel looks
-// (checks/kernel_log/kernel_log.cpp find_firmware, drivers/base/firmware_loader/main.c fw_path[]), and the
-// -2 cause the derivation gives for each case (checks/kernel_log/kernel_log_derive.cpp
+// (checks/kernel_log/kernel_log.cpp find_firmware, drivers/base/firmware_loader/main.c fw_path[]),
+// and the -2 cause the derivation gives for each case (checks/kernel_log/kernel_log_derive.cpp
 // derive_firmware_now).
 #include "fixture_tree.hpp"
 

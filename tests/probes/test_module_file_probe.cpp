@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The module-file probe (checks/kernel_args/module_file.cpp) where there is no module to read: these cases
-// need no tools; tests/cli/module_signature.sh reads real signed and compressed modules.
+// The module-file probe (checks/kernel_args/module_file.cpp) where there is no module to read:
+// these cases need no tools; tests/cli/module_signature.sh reads real signed and compressed
+// modules.
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>

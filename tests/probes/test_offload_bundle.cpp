@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The offload-bundle reader (checks/framework/offload_bundle.cpp): the gfx targets of a .hip_fatbin section,
-// compressed bundles through the real zstd and zlib libraries, and hostile sections that must end
-// in an error or a stop, never a crash or an unbounded read. The byte layout itself is checked
-// against Debian's clang-offload-bundler-19 and clang++-19 by tests/cli/offload_bundle.sh.
+// The offload-bundle reader (checks/framework/offload_bundle.cpp): the gfx targets of a .hip_fatbin
+// section, compressed bundles through the real zstd and zlib libraries, and hostile sections that
+// must end in an error or a stop, never a crash or an unbounded read. The byte layout itself is
+// checked against Debian's clang-offload-bundler-19 and clang++-19 by tests/cli/offload_bundle.sh.
 #include "framework/offload_bundle.hpp"
 
 #include <catch2/catch.hpp>

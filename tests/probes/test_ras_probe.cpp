@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The RAS probe (checks/gpus/ras.cpp) on the mi300x-ras-errors fixture (formats from amdgpu_ras.c and
-// docs.kernel.org/gpu/amdgpu/ras.html) and on edits of it: the two-line format of older kernels,
-// "Query currently inaccessible" during a reset, a GPU without RAS.
+// The RAS probe (checks/gpus/ras.cpp) on the mi300x-ras-errors fixture (formats from amdgpu_ras.c
+// and docs.kernel.org/gpu/amdgpu/ras.html) and on edits of it: the two-line format of older
+// kernels, "Query currently inaccessible" during a reset, a GPU without RAS.
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The XGMI (checks/gpus/xgmi.cpp), GPU firmware (checks/gpus/gpu_firmware.cpp) and partition (checks/gpus/drm.cpp)
-// reads on copies of the MI300X fixtures, edited into what the kernel can also show: a malformed
-// or oversized xgmi_num_hops, a peer two hops away, a partition file refused during a GPU reset.
+// The XGMI (checks/gpus/xgmi.cpp), GPU firmware (checks/gpus/gpu_firmware.cpp) and partition
+// (checks/gpus/drm.cpp) reads on copies of the MI300X fixtures, edited into what the kernel can
+// also show: a malformed or oversized xgmi_num_hops, a peer two hops away, a partition file refused
+// during a GPU reset.
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>

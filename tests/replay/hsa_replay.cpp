@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A replay ROCr for tests: a shared library that exports the HSA entry points the doctor's HSA
-// probe resolves with dlsym (checks/runtime/hsa_child.cpp) and answers them from a recorded rocminfo
-// capture converted to JSON (tests/replay/captures/*.json). Load it with `--hsa-library`.
+// probe resolves with dlsym (checks/runtime/hsa_child.cpp) and answers them from a recorded
+// rocminfo capture converted to JSON (tests/replay/captures/*.json). Load it with `--hsa-library`.
 //
 //   HALO_REPLAY_CAPTURE=/path/to/capture.json   the capture to replay (required)
 //   HALO_REPLAY_MODE=hang            hsa_init never returns (tests the time limit)
