@@ -180,7 +180,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   for (const char* p :
        {"/proc/sys/fs/binfmt_misc/WSLInterop", "/proc/sys/fs/binfmt_misc/WSLInterop-late"})
-    if (root.exists(p)) evidence.push_back(p);
+    if (root.exists(p)) evidence.emplace_back(p);
 
   const NodeInfo dxg = root.node(kDxg);
   const bool dxg_exists = dxg.status == Status::ok && dxg.is_char_device;

@@ -44,7 +44,7 @@ struct Found {
 /// `abs` inside the root with its links followed, as a path from the root ("/opt/rocm-7.2.1"), so
 /// that the source names the release directory /opt/rocm points to.
 std::string real_in_root(const Root& root, const std::string& abs) {
-  const std::string resolved = root.resolve(abs).string();
+  std::string resolved = root.resolve(abs).string();
   const std::string base = root.base().string();
   if (root.is_live() || base == "/") return resolved;
   if (resolved.rfind(base, 0) == 0) {

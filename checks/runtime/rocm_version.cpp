@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <string>
 
 namespace halo::probes {
@@ -27,11 +28,11 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
     const char* key;
     const char* basis;
   };
-  static constexpr Candidate kOrder[] = {
+  static constexpr std::array<Candidate, 3> kOrder{{
       {"hsa.rocm_version", "the ROCr the doctor loaded"},
       {"rocm.install.version", "the installation on disk"},
       {"rocm.sdk.version", "TheRock's rocm-sdk-core in the Python environment"},
-  };
+  }};
   for (const auto& c : kOrder) {
     const Fact* f = facts.find(c.key);
     if (f == nullptr || !f->ok()) continue;
