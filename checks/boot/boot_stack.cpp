@@ -8,6 +8,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/text.hpp>
+
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -75,19 +77,13 @@ std::vector<std::string> nixos_param_lines(const Root& root) {
       continue;
     }
     std::size_t line_no = 0;
-    std::size_t start = 0;
-    while (start <= r.text.size()) {
-      std::size_t end = r.text.find('\n', start);
-      if (end == std::string::npos) end = r.text.size();
-      const std::string_view line(r.text.data() + start, end - start);
+    for (const std::string_view line : split_records(r.text, '\n')) {
       ++line_no;
       for (const char* p : kNixParamPrefixes)
         if (line.find(p) != std::string_view::npos) {
           out.push_back(fmt::format("{}:{}: {}", f, line_no, line));
           break;
         }
-      if (end == r.text.size()) break;
-      start = end + 1;
     }
   }
   return out;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "probe_util.hpp"
 
+#include <halo/text.hpp>
+
 #include <fmt/format.h>
 
 #include <charconv>
+#include <set>
 
 namespace halo::probes {
 
@@ -92,26 +95,18 @@ std::map<std::string, std::string, std::less<>> parse_key_value_lines(std::strin
 
 std::vector<std::string> split_lines(std::string_view text) {
   std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    out.emplace_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
+  for (const std::string_view line : split_records(text, '\n'))
+    out.emplace_back(line);
   return out;
 }
 
 std::vector<EnvironEntry> environ_entries(std::string_view text) {
   std::vector<EnvironEntry> out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\0', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view entry = text.substr(start, end - start);
-    start = end + 1;
+  std::set<std::string_view> seen;
+  for (const std::string_view entry : split_records(text, '\0')) {
     const std::size_t eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
+    if (!seen.insert(entry.substr(0, eq)).second) continue;
     out.push_back(EnvironEntry{entry.substr(0, eq), entry.substr(eq + 1)});
   }
   return out;

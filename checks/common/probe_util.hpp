@@ -43,7 +43,10 @@ struct EnvironEntry {
 };
 
 /// The `NAME=VALUE` entries of a `/proc/PID/environ` text (NUL-separated, proc(5)), in order;
-/// an entry without '=' is skipped.
+/// an entry without '=' is skipped. A name that stands twice (execve(2) passes the array as it
+/// was given) keeps its first entry only: the one the process sees, since glibc's getenv(3)
+/// returns the first match and CPython fills os.environ with PyDict_SetDefault
+/// (Modules/posixmodule.c convertenviron). Views into `text`.
 std::vector<EnvironEntry> environ_entries(std::string_view text);
 
 /// Joins an absolute directory and a relative tail without a doubled '/' ("/a/" + "b" -> "/a/b").

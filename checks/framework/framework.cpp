@@ -21,6 +21,8 @@
 #include "probes.hpp"
 #include "python_env.hpp"
 
+#include <halo/text.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -60,34 +62,21 @@ PythonEnvVars read_env(const Root& root) {
     out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
     return out;
   }
-  std::size_t start = 0;
-  while (start < r.text.size()) {
-    std::size_t end = r.text.find('\0', start);
-    if (end == std::string::npos) end = r.text.size();
-    std::string_view entry(r.text.data() + start, end - start);
-    start = end + 1;
+  for (const auto& [name, value] : environ_entries(r.text)) {
     // Only absolute paths name a directory the doctor can resolve inside the root.
-    auto take = [&](std::string_view name, std::string& dst) {
-      if (entry.size() > name.size() + 1 && entry.substr(0, name.size()) == name &&
-          entry[name.size()] == '=' && entry[name.size() + 1] == '/')
-        dst = std::string(entry.substr(name.size() + 1));
+    auto take = [&](std::string_view want, std::string& dst) {
+      if (name == want && !value.empty() && value.front() == '/') dst = std::string(value);
     };
     take(kEnvVirtualEnv, out.virtual_env);
     take(kEnvCondaPrefix, out.conda_prefix);
     take(kEnvHome, out.home);
     take(kEnvPythonUserBase, out.python_user_base);
-    auto value_of = [&](std::string_view name) -> std::optional<std::string> {
-      if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
-          entry[name.size()] == '=')
-        return std::string(entry.substr(name.size() + 1));
-      return std::nullopt;
-    };
     // Python's -s flag: "PYTHONNOUSERSITE: If this is set, Python won't add the user
     // site-packages directory to sys.path" (a non-empty string, Python/initconfig.c).
-    if (auto v = value_of(kEnvPythonNoUserSite); v && !v->empty()) out.no_user_site = true;
-    if (auto v = value_of(kEnvBnbRocmVersion)) out.bnb_rocm_version = *v;
-    if (auto v = value_of(kEnvPath)) out.path = *v;
-    if (auto v = value_of(kEnvLdLibraryPath)) out.ld_library_path = *v;
+    if (name == kEnvPythonNoUserSite && !value.empty()) out.no_user_site = true;
+    if (name == kEnvBnbRocmVersion) out.bnb_rocm_version = std::string(value);
+    if (name == kEnvPath) out.path = std::string(value);
+    if (name == kEnvLdLibraryPath) out.ld_library_path = std::string(value);
   }
   return out;
 }
@@ -276,12 +265,8 @@ VersionPy parse_version_py(const std::string& path, std::string_view text) {
   static const RE2 kQuoted(R"('([ -&(-~]{0,200})'|"([ !#-~]{0,200})\")");
   VersionPy out;
   int line_no = 0;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(start, end - start));
-    start = end + 1;
+  for (const std::string_view line_view : split_records(text, '\n')) {
+    const std::string line(line_view);
     ++line_no;
     std::string name;
     std::string value;
@@ -301,7 +286,6 @@ VersionPy parse_version_py(const std::string& path, std::string_view text) {
       return out;
     }
     out.values[name] = a;
-    if (end == text.size()) break;
   }
   auto v = out.values.find("__version__");
   if (v == out.values.end() || !v->second.value || v->second.value->empty())

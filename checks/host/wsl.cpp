@@ -71,6 +71,8 @@ namespace {
 constexpr const char* kDxg = "/dev/dxg";
 constexpr const char* kLibDxcore = "libdxcore.so";
 constexpr const char* kLibRocdxg = "librocdxg.so"; // the name ROCr dlopen()s (thunk_loader.cpp)
+constexpr const char* kInstallVersion = "rocm.install.version";
+constexpr const char* kInstallPrefix = "rocm.install.prefix";
 
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names{"WSL_DISTRO_NAME", "WSL_INTEROP", "LD_LIBRARY_PATH",
@@ -148,6 +150,28 @@ std::vector<std::string> ld_so_conf_dirs(const Root& root, std::vector<std::stri
   };
   parse("/etc/ld.so.conf", true, parse);
   return dirs;
+}
+
+/// `wsl.rocm.version`: the release of the ROCm at `rocm_root`, as the rocm_install probe read it
+/// (checks/runtime/rocm_install.cpp: `.info/version`, else TheRock's manifest), when that probe's
+/// installation is this one; else what it said, or why the two differ.
+void put_rocm_release(FactSet& facts, const std::string& rocm_root) {
+  const Fact* version = facts.find(kInstallVersion);
+  const auto prefix = facts.get<std::string>(kInstallPrefix);
+  if (version == nullptr) {
+    facts.put_status("wsl.rocm.version", Status::missing, kInstallVersion,
+                     "the ROCm release was not read");
+  } else if (!version->ok() || !prefix) {
+    facts.put_status("wsl.rocm.version", version->status, version->source, version->reason);
+  } else if (*prefix != rocm_root) {
+    facts.put_status(
+        "wsl.rocm.version", Status::missing, rocm_root,
+        fmt::format("{} does not say its release (the release read is {}'s)", rocm_root, *prefix));
+  } else if (auto v = facts.get<std::string>(kInstallVersion)) {
+    facts.put_ok("wsl.rocm.version", *v, version->source);
+  } else {
+    facts.put_status("wsl.rocm.version", Status::error, version->source, "not a string");
+  }
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
@@ -240,15 +264,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok("wsl.rocm.present", rocm, hsa_lib);
   if (rocm) {
     facts.put_ok("wsl.rocm.lib_dir", rocm_lib, hsa_lib);
-    const std::string info = join_path(rocm_root, ".info/version");
-    ReadResult v = root.read(info, 256);
-    std::optional<std::string> ver;
-    if (v.ok()) ver = hsa::version_from_info_text(v.text);
-    if (ver)
-      facts.put_ok("wsl.rocm.version", *ver, info);
-    else
-      facts.put_status("wsl.rocm.version", v.ok() ? Status::error : v.status, info,
-                       v.ok() ? "no version number in it" : v.reason);
+    put_rocm_release(facts, rocm_root);
   } else {
     for (const char* k : {"wsl.rocm.lib_dir", "wsl.rocm.version"})
       facts.put_status(k, Status::missing, hsa_lib, "no ROCm runtime (libhsa-runtime64.so.1) here");
@@ -393,7 +409,8 @@ std::unique_ptr<Probe> make_wsl_probe() {
       {"wsl.rocm.present", boolean, "",
        "a ROCm runtime (`libhsa-runtime64.so.1`) in `$ROCM_PATH/lib` or `/opt/rocm/lib`"},
       {"wsl.rocm.lib_dir", string, "", "that ROCm's lib directory"},
-      {"wsl.rocm.version", string, "", "that ROCm's release (`.info/version`)"},
+      {"wsl.rocm.version", string, "",
+       "that ROCm's release: `rocm.install.version` when `rocm.install.prefix` is that ROCm"},
       {"wsl.librocdxg.paths", list, "", "every `librocdxg.so*` found in the searched directories"},
       {"wsl.librocdxg.found", boolean, "", "any librocdxg was found"},
       {"wsl.librocdxg.on_loader_path", boolean, "",
@@ -408,7 +425,7 @@ std::unique_ptr<Probe> make_wsl_probe() {
        "the skip reason of a per-GPU rule when no GPU is listed (empty outside WSL2)"},
   };
   auto probe = std::make_unique<BasicProbe>(
-      "wsl", std::move(decls),
+      "wsl", std::move(decls), std::vector<std::string>{kInstallVersion, kInstallPrefix},
       "WSL2 markers: `/proc/sys/kernel/osrelease` (`-microsoft-standard-WSL2`), `WSL_INTEROP` / "
       "`WSL_DISTRO_NAME`, `/proc/sys/fs/binfmt_misc/WSLInterop`, `/dev/dxg` (dxgkrnl's misc "
       "device), `/sys/bus/vmbus/drivers/dxgkrnl` (microsoft/WSL issues 423, 4555; "
@@ -416,14 +433,15 @@ std::unique_ptr<Probe> make_wsl_probe() {
       "ThunkLoader dlopen()s it (rocm-systems thunk_loader.cpp) along LD_LIBRARY_PATH, "
       "`libhsa-runtime64.so.1`'s DT_RUNPATH, `/etc/ld.so.conf` and the default directories "
       "(dlopen(3)); `HSA_ENABLE_DXG_DETECTION` as ROCr's flag.h reads it (rocm-systems PR 3863: "
-      "on by default from 7.13); `/usr/lib/wsl/lib/libdxcore.so` (github.com/ROCm/librocdxg "
+      "on by default from 7.13), judged by that ROCm's release as the rocm_install probe reads "
+      "it; `/usr/lib/wsl/lib/libdxcore.so` (github.com/ROCm/librocdxg "
       "README). The Windows driver's version cannot be read from inside WSL.",
       // The small files only: librocdxg, DXCore and ROCr are binaries looked up by name in the
       // ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
       std::vector<std::string>{
           "/proc/sys/kernel/osrelease", "/proc/self/environ", "/proc/sys/fs/binfmt_misc/WSLInterop",
           "/proc/sys/fs/binfmt_misc/WSLInterop-late", "/dev/dxg", "/sys/bus/vmbus/drivers/dxgkrnl",
-          "/opt/rocm/.info/version", "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf"},
+          "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf"},
       collect);
   probe->set_env_reads(env_names());
   return probe;

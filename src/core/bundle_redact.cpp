@@ -3,6 +3,7 @@
 // with credentials masked, container secret mounts stored empty, and unless `--no-redact` the
 // host name, human user names and serial numbers/UUIDs replaced by stable pseudonyms.
 #include "bundle_internal.hpp"
+#include "redact_rules.hpp"
 
 #include <halo/bundle.hpp>
 
@@ -100,7 +101,7 @@ public:
       char* end = nullptr;
       const long uid = std::strtol(f[2].c_str(), &end, 10);
       if (end == f[2].c_str() || uid < 1000 || uid >= 60000 || names_.contains(f[0])) continue;
-      names_[f[0]] = fmt::format("user{}", names_.size() + 1);
+      names_[f[0]] = redact_rules::user(names_.size() + 1);
     }
   }
 
@@ -167,7 +168,7 @@ public:
     if (environ_file(abs)) text = environ(text);
     if (on_) {
       if (abs == "/proc/sys/kernel/hostname")
-        text = "redacted-host\n";
+        text = std::string(redact_rules::kHost) + "\n";
       else if (abs.ends_with("/etc/passwd") || abs.ends_with("/etc/group"))
         text = colon_file(abs, text);
       else if (const auto form = identifier_file(abs)) {
@@ -194,9 +195,7 @@ public:
     FactSet out;
     for (const auto& [k, f] : facts.all()) {
       Fact r = f;
-      const bool id_key = k.find("uuid") != std::string::npos ||
-                          k.find("serial") != std::string::npos ||
-                          k.find("unique_id") != std::string::npos;
+      const bool id_key = redact_rules::identifier_key(k);
       const bool ok = f.ok();
       auto fix = [&](const std::string& v) {
         if (on_ && id_key && ok) return pseudonym_in(v);
@@ -252,9 +251,10 @@ private:
   /// The pseudonym of identifier `v` (learnt on first sight, in path order): `decimal` and
   /// `hex` values are one number (the same GPU in kfd's decimal and amdgpu's hex), written as
   /// N or N in hex with the original's width; UUID-shaped text as a UUID ending in N; other
-  /// text as `redacted-serial-N`. An empty or all-zero value identifies nothing and is kept.
+  /// text as `redacted-serial-N`. A value that identifies nothing
+  /// (redact_rules::identifies_nothing) is kept.
   std::string pseudonym(const std::string& v, IdForm form) {
-    if (v.find_first_not_of("0 ") == std::string::npos || placeholder(v)) return v;
+    if (redact_rules::identifies_nothing(v)) return v;
     std::optional<std::uint64_t> num;
     if (form != IdForm::text) {
       std::uint64_t n = 0;
@@ -274,7 +274,7 @@ private:
     } else if (v.size() == 36 && v[8] == '-' && v[13] == '-' && v[18] == '-' && v[23] == '-') {
       out = fmt::format("00000000-0000-0000-0000-{:012x}", n);
     } else {
-      out = fmt::format("redacted-serial-{}", n);
+      out = redact_rules::serial(n);
     }
     // The same value anywhere else (dmesg, ROCr's GPU-<hex>, another file) gets it too; short
     // values only in their own file (a 4-digit number would match inside unrelated numbers).
@@ -290,21 +290,6 @@ private:
       scrub_[fmt::format("{}", *num)] = fmt::format("{}", n);
     }
     return out;
-  }
-
-  /// The text firmware leaves in DMI fields nobody filled in (dmidecode's "junk" strings): it
-  /// identifies no machine, and replacing it everywhere would change other fields that hold the
-  /// same text (a board_vendor of "Default string").
-  static bool placeholder(std::string_view v) {
-    std::string low(v);
-    std::transform(low.begin(), low.end(), low.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    for (const char* p : {"to be filled by o.e.m.", "default string", "not specified",
-                          "not applicable", "none", "n/a", "unknown", "system serial number",
-                          "chassis serial number", "base board serial number", "0123456789",
-                          "123456789", "03000200-0400-0500-0006-000700080009"})
-      if (low == p) return true;
-    return v.find_first_not_of(v.front()) == std::string_view::npos; // "FFFFFFFF", "........"
   }
 
   /// A fact value naming an identifier: ROCr's `GPU-<hex>` keeps its form, anything else is text.
@@ -404,11 +389,11 @@ private:
           if (key == "USER" || key == "LOGNAME" || key == "USERNAME" || key == "SUDO_USER")
             val = user(val);
           else if (key == "HOSTNAME" || key == "HOST")
-            val = "redacted-host";
+            val = redact_rules::kHost;
           val = home(val);
           if (hostname_.size() >= 3)
             for (std::size_t pos = 0; (pos = val.find(hostname_, pos)) != std::string::npos;)
-              val.replace(pos, hostname_.size(), "redacted-host");
+              val.replace(pos, hostname_.size(), redact_rules::kHost);
         }
       }
       out += fmt::format("{}={}", key, val);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // TextRedactor (include/halo/redact.hpp): a report redacted as a capture bundle is.
+#include "redact_rules.hpp"
+
 #include <halo/bundle.hpp>
 #include <halo/redact.hpp>
 
@@ -56,7 +58,7 @@ TextRedactor::TextRedactor(const FactSet& facts) {
   if (auto h = facts.get<std::string>(keys::host_name); h && plausible_name(*h)) hostname_ = *h;
   for (const auto key : {keys::user_name, keys::env_sudo_user})
     if (auto u = facts.get<std::string>(key)) learn_user(*u);
-  static const RE2 kHome(R"(/home/([A-Za-z0-9_.-]{1,64}))");
+  static const RE2 kHome(R"(/(?:var/)?home/([A-Za-z0-9_.-]{1,64}))");
   for (const auto& [key, fact] : facts.all()) {
     auto learn_in = [&](const std::string& s) {
       re2::StringPiece in(s);
@@ -64,13 +66,12 @@ TextRedactor::TextRedactor(const FactSet& facts) {
       while (RE2::FindAndConsume(&in, kHome, &name))
         learn_user(name);
     };
-    const bool id_key = key.find("serial") != std::string::npos ||
-                        key.find("uuid") != std::string::npos ||
-                        key.find("unique_id") != std::string::npos;
+    const bool id_key = redact_rules::identifier_key(key);
     if (const auto* v = std::get_if<std::string>(&fact.value)) {
       learn_in(*v);
-      if (id_key && fact.ok() && v->size() >= 4 && !ids_.contains(*v))
-        ids_.emplace(*v, fmt::format("redacted-serial-{}", ids_.size() + 1));
+      if (id_key && fact.ok() && v->size() >= 4 && !redact_rules::identifies_nothing(*v) &&
+          !ids_.contains(*v))
+        ids_.emplace(*v, redact_rules::serial(ids_.size() + 1));
     }
     if (const auto* l = std::get_if<std::vector<std::string>>(&fact.value))
       for (const auto& e : *l)
@@ -83,7 +84,7 @@ TextRedactor::TextRedactor(const FactSet& facts) {
 void TextRedactor::learn_user(const std::string& name) {
   // root and the system accounts name no person; a bundle keeps them too (uid < 1000).
   if (!plausible_name(name) || name == "root" || users_.contains(name)) return;
-  users_.emplace(name, fmt::format("user{}", users_.size() + 1));
+  users_.emplace(name, redact_rules::user(users_.size() + 1));
 }
 
 std::string TextRedactor::user(std::string_view name) const {
@@ -97,7 +98,7 @@ std::string TextRedactor::operator()(std::string_view text) const {
     for (std::size_t at = out.find(id); at != std::string::npos;
          at = out.find(id, at + pseudonym.size()))
       out.replace(at, id.size(), pseudonym);
-  if (!hostname_.empty()) out = replace_word(out, hostname_, "redacted-host");
+  if (!hostname_.empty()) out = replace_word(out, hostname_, redact_rules::kHost);
   for (const auto& [name, pseudonym] : users_)
     out = replace_word(out, name, pseudonym);
   return out;

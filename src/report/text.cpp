@@ -2,6 +2,7 @@
 // The text report for people, the facts listing, the catalogue and explain.
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
+#include <halo/text.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/color.h>
@@ -83,13 +84,8 @@ int rank(const Result& r) {
 }
 
 void indent_lines(std::string& out, const std::string& text, std::string_view prefix) {
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    out += fmt::format("{}{}\n", prefix, text.substr(start, nl - start));
-    start = nl + 1;
-  }
+  for (const std::string_view line : split_records(text, '\n'))
+    out += fmt::format("{}{}\n", prefix, line);
 }
 
 /// "1 error", "2 warnings": a count and its noun, plural when it is not one.

@@ -2,6 +2,7 @@
 // Slurm node state, drain reasons and the drain/resume decision (include/halo/slurm.hpp).
 #include <halo/result.hpp>
 #include <halo/slurm.hpp>
+#include <halo/text.hpp>
 
 #include <fmt/format.h>
 
@@ -92,12 +93,7 @@ bool Node::ours() const {
 
 std::vector<Node> parse_show_node(std::string_view text) {
   std::vector<Node> nodes;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(start, nl - start);
-    start = nl + 1;
+  for (const std::string_view line : split_records(text, '\n')) {
     if (line.substr(0, 9) != "NodeName=") continue;
     Node n;
     n.name = field(line, "NodeName");

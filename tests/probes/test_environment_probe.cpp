@@ -38,3 +38,17 @@ TEST_CASE("environment probe: a malformed override is an error fact", "[probe][e
   FactSet f = probe_one(t.path(), "environment");
   CHECK(f.find("env.hsa_override_gfx_target")->status == Status::error);
 }
+
+TEST_CASE("environment probe: a variable set twice counts once, as its first entry",
+          "[probe][env]") {
+  // execve(2) passes the environment array as given, so a launcher can leave both entries.
+  // getenv(3) and CPython's os.environ take the first, and so does the doctor (probe_util
+  // environ_entries).
+  FixtureTree t;
+  t.file("/proc/self/environ", environ_text({"HSA_OVERRIDE_GFX_VERSION=11.5.1", "NO_EQUALS_SIGN",
+                                             "HSA_OVERRIDE_GFX_VERSION=11.0.0"}));
+  FactSet f = probe_one(t.path(), "environment");
+  CHECK(f.get<std::string>("env.hsa_override_gfx_version") == std::string("11.5.1"));
+  CHECK(f.get<std::vector<std::string>>("env.names") ==
+        std::vector<std::string>{"HSA_OVERRIDE_GFX_VERSION"});
+}

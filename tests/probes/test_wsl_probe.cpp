@@ -191,3 +191,32 @@ TEST_CASE("librocdxg: dlopen(\"librocdxg.so\") from ROCr, along dlopen(3)'s sear
     CHECK(f.get<bool>("wsl.librocdxg.on_loader_path") == false);
   }
 }
+
+TEST_CASE("the ROCm release WSL2's rules judge is the rocm_install probe's, of the ROCm in use",
+          "[probes][issue37]") {
+  SECTION("a TheRock root says its release in its manifest, with no .info/version") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.13.0");
+    std::filesystem::remove(t.path() / "opt/rocm-7.13.0/.info/version");
+    t.file("/opt/rocm-7.13.0/share/therock/therock_manifest.json",
+           R"({"rocm_version": "7.13.0", "the_rock_commit": "0"})");
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<std::string>("wsl.rocm.version") == std::string("7.13.0"));
+    CHECK(f.find("wsl.rocm.version")->source ==
+          "/opt/rocm-7.13.0/share/therock/therock_manifest.json rocm_version");
+    CHECK(f.get<bool>("wsl.dxg_detection_enabled") == true);
+  }
+  SECTION("$ROCM_PATH's runtime is the one in use; /opt/rocm's release is not its release") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.2.1");
+    t.file("/proc/self/environ", environ_of({{"ROCM_PATH", "/home/u/rocm"}}));
+    t.file("/home/u/rocm/lib/libhsa-runtime64.so.1", "not ELF\n");
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<std::string>("wsl.rocm.lib_dir") == std::string("/home/u/rocm/lib"));
+    REQUIRE(f.find("wsl.rocm.version") != nullptr);
+    CHECK(f.find("wsl.rocm.version")->status == Status::missing);
+    CHECK(f.find("wsl.rocm.version")->reason.find("/home/u/rocm does not say its release") !=
+          std::string::npos);
+    CHECK(f.find("wsl.dxg_detection_enabled")->status == Status::missing);
+  }
+}

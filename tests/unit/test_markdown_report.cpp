@@ -99,3 +99,20 @@ TEST_CASE("TextRedactor: names as words, not inside paths", "[report][markdown][
   CHECK(redact("user render.") == "user user1.");
   CHECK(redact("root stays root") == "root stays root");
 }
+
+TEST_CASE("TextRedactor: the capture bundle's naming rules", "[report][markdown][redact]") {
+  // The same rules as src/core/bundle_redact.cpp (src/core/redact_rules.hpp): a serial number
+  // gets a pseudonym, a DMI placeholder and an all-zero value identify nothing and stay, and
+  // /var/home (Fedora Silverblue, where /home links to it) names a person as /home does.
+  FactSet f;
+  f.put_ok("dmi.product_serial", std::string("PF4XK2LM"), "/sys/class/dmi/id/product_serial");
+  f.put_ok("dmi.board_serial", std::string("To be filled by O.E.M."),
+           "/sys/class/dmi/id/board_serial");
+  f.put_ok("gpu.0.serial_number", std::string("0000000000000000"), "amdgpu serial_number");
+  f.put_ok("framework.python_env", std::string("/var/home/alice/.venv/lib/python3.12"), "PATH");
+  const TextRedactor redact(f);
+  CHECK(redact("serial PF4XK2LM of alice") == "serial redacted-serial-1 of user1");
+  CHECK(redact("board To be filled by O.E.M., vendor Default string, 0000000000000000") ==
+        "board To be filled by O.E.M., vendor Default string, 0000000000000000");
+  CHECK(redact("/var/home/alice/.venv") == "/var/home/user1/.venv");
+}
