@@ -36,6 +36,8 @@ test_packages=(
   clang libclang-rt-14-dev
   # .ci/lint.sh: the repo's .clang-format and curated .clang-tidy (run-clang-tidy is in clang-tidy)
   clang-format clang-tidy
+  # .ci/run: compiler cache for its five builds (a re-run on the same machine rebuilds from it)
+  ccache
   python3 python3-jsonschema shellcheck strace hyperfine prometheus libxml2-utils dpkg-dev util-linux zsh
   # tests/cli/framework_torch.sh: a real torch tree (Debian's CPU build) for the framework probe,
   # with Debian's torchvision and torchaudio beside it (torch-companion-mismatch)
