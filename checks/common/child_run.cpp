@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The probes' line-oriented view of the core child runner (src/core/child.cpp): the ROCr queries
 // (checks/runtime/hsa.cpp), the module reading (checks/kernel_args/module_file.cpp), the user's
-// Python (checks/framework/framework_deep.cpp, checks/plan/plan_measure.cpp) and the bounded
-// `slurm` check.
+// Python (checks/framework/framework_deep.cpp, checks/plan/plan_measure.cpp).
 #include "child_run.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 namespace halo::probes {
 namespace {
@@ -59,18 +57,21 @@ ChildRun run_program(const std::vector<std::string>& argv, double timeout_s,
 }
 
 std::string describe_end(const ChildRun& run, double timeout_s) {
-  if (!run.started) return fmt::format("could not start the child process ({})", run.start_error);
-  if (run.timed_out)
-    return fmt::format("hung: no answer within the {:g} s time limit (killed)", timeout_s);
-  if (run.too_much_output) return "wrote more output than expected (killed)";
-  if (run.term_signal != 0) {
-    const char* name = ::strsignal(run.term_signal);
-    return fmt::format("crashed with signal {} ({})", run.term_signal,
-                       name != nullptr ? name : "unknown signal");
-  }
-  if (run.exited && run.exit_code != 0)
-    return fmt::format("crashed: the process exited with status {}", run.exit_code);
-  return "ended normally";
+  child::Result r;
+  r.start_error = run.start_error;
+  r.signal = run.term_signal;
+  r.exit_code = run.exited ? run.exit_code : -1;
+  if (!run.started)
+    r.end = child::End::not_started;
+  else if (run.timed_out)
+    r.end = child::End::timed_out;
+  else if (run.too_much_output)
+    r.end = child::End::output_overflow;
+  else if (run.term_signal != 0)
+    r.end = child::End::signalled;
+  else
+    r.end = child::End::exited;
+  return child::describe_end(r, timeout_s);
 }
 
 } // namespace halo::probes

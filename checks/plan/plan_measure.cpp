@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// halo-doctor plan --measure (checks/plan/plan_measure.hpp): runs checks/plan/plan_measure.py under
-// the user's interpreter in a child process with a time limit (checks/common/child_run.hpp
-// run_program), stdin and stderr on /dev/null, and reads its JSON lines. The measuring itself is
-// PyTorch's documented API: torch.cuda.max_memory_allocated(), max_memory_reserved(),
-// mem_get_info().
+// halo-doctor plan --measure (include/halo/plan.hpp plan::measure): runs
+// checks/plan/plan_measure.py under the user's interpreter in a child process with a time limit
+// (checks/common/child_run.hpp run_program), stdin and stderr on /dev/null, and reads its JSON
+// lines. The measuring itself is PyTorch's documented API: torch.cuda.max_memory_allocated(),
+// max_memory_reserved(), mem_get_info().
 #include "plan_measure.hpp"
 
 #include "child_run.hpp"
@@ -37,8 +37,6 @@ std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
     if (it.key == key) return it.bytes;
   return 0;
 }
-
-} // namespace
 
 plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
   plan::Measurement m;
@@ -176,4 +174,13 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   return m;
 }
 
+} // namespace
 } // namespace halo::probes
+
+namespace halo::plan {
+
+Measurement measure(const Plan& p, const std::string& given, double timeout_s) {
+  return probes::measure_plan(p, given, timeout_s);
+}
+
+} // namespace halo::plan

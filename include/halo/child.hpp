@@ -101,6 +101,13 @@ Result run(const std::vector<std::string>& argv, const Options& options);
 /// destructors or atexit handlers of the parent run twice.
 Result run_function(const std::function<void(int fd)>& body, const Limits& limits);
 
+/// How the run ended, in words, for a message that names what ran ("the check {}"): "could not
+/// start the child process (fork: ...)", "hung: no answer within the 10 s time limit (killed)",
+/// "wrote more output than expected (killed)", "crashed with signal 11 (Segmentation fault)",
+/// "crashed: the process exited with status 70", "ended normally". `time_limit_s` is the limit
+/// the run had, in seconds.
+std::string describe_end(const Result& r, double time_limit_s);
+
 /// The complete newline-terminated lines of `text`, without their newlines; a last line without
 /// a newline (cut by a crash or by the cap) is left out.
 std::vector<std::string> complete_lines(std::string_view text);

@@ -5,7 +5,6 @@
 // estimate, the verdict and the findings are reported.
 #include "commands.hpp"
 #include "common.hpp"
-#include "plan/plan_measure.hpp"
 
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
@@ -87,11 +86,11 @@ int run(Options& o, const CLI::Option* reserve_flag) {
     throw InputError("plan needs --model (a model directory or config.json)");
   o.common.plan = build_plan(o.plan);
   if (o.measure) {
-    // The run on this machine's GPU with the user's own frameworks (checks/plan/plan_measure.hpp);
-    // it never throws: what could not be measured is a status with its reason.
+    // The run on this machine's GPU with the user's own frameworks (include/halo/plan.hpp
+    // plan::measure); it never throws: what could not be measured is a status with its reason.
     require_python_exists(o.common);
     auto measured = std::make_shared<plan::Plan>(*o.common.plan);
-    measured->measured = probes::measure_plan(*measured, o.common.python, o.measure_timeout_s);
+    measured->measured = plan::measure(*measured, o.common.python, o.measure_timeout_s);
     o.common.plan = measured;
   }
   // The plan rules, unless --only names others.

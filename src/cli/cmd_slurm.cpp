@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor slurm health-check | prolog | epilog: the check, bounded in time, then drain or
 // resume the node through scontrol (docs/slurm.md). The decision is src/slurm (halo/slurm.hpp).
-#include "child_run.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
+#include <halo/child.hpp>
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/report.hpp>
@@ -126,27 +126,32 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
   } catch (const std::exception& e) {
     out = {{"internal_error", e.what()}};
   }
-  probes::write_all(fd, dump_json(out) + "\n");
+  child::write_all(fd, dump_json(out) + "\n");
 }
 
 /// Runs the check in a child process with the time limit `budget`: a probe stuck in the kernel
 /// cannot hold the run past slurmd's limit.
 CheckOutcome run_check(const SlurmOptions& o, bool reserve_given, double budget_s) {
   CheckOutcome res;
-  const probes::ChildRun run =
-      probes::run_in_child([&](int fd) { check_child(o, reserve_given, fd); }, budget_s);
+  child::Limits limits;
+  limits.time_limit = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(budget_s > 0 ? std::min(budget_s, 86400.0) : 0.0));
+  limits.max_output_bytes = std::size_t{8} << 20;
+  limits.on_overflow = child::Overflow::kill;
+  const child::Result run =
+      child::run_function([&](int fd) { check_child(o, reserve_given, fd); }, limits);
+  const std::vector<std::string> lines = child::complete_lines(run.out);
   auto internal = [&](std::string phrase, std::string detail) {
     res.verdict.internal_error = std::move(phrase);
     res.verdict.internal_detail = std::move(detail);
     return res;
   };
-  if (!run.started || run.timed_out || run.too_much_output || run.term_signal != 0 ||
-      run.lines.empty())
-    return internal(run.timed_out ? "timed out" : "crashed",
-                    fmt::format("the check {}", probes::describe_end(run, budget_s)));
+  if (run.end != child::End::exited || lines.empty())
+    return internal(run.end == child::End::timed_out ? "timed out" : "crashed",
+                    fmt::format("the check {}", child::describe_end(run, budget_s)));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(run.lines.front());
+    j = nlohmann::json::parse(lines.front());
   } catch (const nlohmann::json::exception& e) {
     return internal("crashed", fmt::format("the check sent an unreadable answer: {}", e.what()));
   }

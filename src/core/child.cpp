@@ -428,6 +428,27 @@ Result run_function(const std::function<void(int fd)>& body, const Limits& limit
   return res;
 }
 
+std::string describe_end(const Result& r, double time_limit_s) {
+  switch (r.end) {
+  case End::not_started:
+    return fmt::format("could not start the child process ({})", r.start_error);
+  case End::timed_out:
+    return fmt::format("hung: no answer within the {:g} s time limit (killed)", time_limit_s);
+  case End::output_overflow:
+    return "wrote more output than expected (killed)";
+  case End::signalled: {
+    const char* name = ::strsignal(r.signal);
+    return fmt::format("crashed with signal {} ({})", r.signal,
+                       name != nullptr ? name : "unknown signal");
+  }
+  case End::exited:
+    if (r.exit_code != 0)
+      return fmt::format("crashed: the process exited with status {}", r.exit_code);
+    break;
+  }
+  return "ended normally";
+}
+
 std::vector<std::string> complete_lines(std::string_view text) {
   std::vector<std::string> lines;
   std::size_t start = 0;
