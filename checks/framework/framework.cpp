@@ -62,7 +62,9 @@ PythonEnvVars read_env(const Root& root) {
     out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
     return out;
   }
-  for (const auto& [name, value] : environ_entries(r.text)) {
+  for (const EnvironEntry& entry : environ_entries(r.text)) {
+    const std::string_view name = entry.name;
+    const std::string_view value = entry.value;
     // Only absolute paths name a directory the doctor can resolve inside the root.
     auto take = [&](std::string_view want, std::string& dst) {
       if (name == want && !value.empty() && value.front() == '/') dst = std::string(value);
