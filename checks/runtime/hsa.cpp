@@ -474,78 +474,8 @@ void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>&
 } // namespace hsa
 
 std::unique_ptr<Probe> make_hsa_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"hsa.status", string, "",
-       "`ok`, or `error` with the reason in `hsa.error` (not found, `hsa_init` failed, hung, "
-       "crashed)"},
-      {"hsa.error", string, "",
-       "what went wrong and in which step (`in hsa_init`, `while querying agent 1 and its memory "
-       "pools`)"},
-      {"hsa.load_errors", list, "", "the `dlopen` errors of the libraries tried"},
-      {"hsa.library_path", string, "",
-       "the ROCr library loaded: `dladdr` of `hsa_init`, real path"},
-      {"hsa.rocm_version", string, "",
-       "the ROCm release of that library: `PREFIX/.info/version`, a `rocm-X.Y.Z` directory in the "
-       "path, or the build number in the file name; missing when none says it (Debian's "
-       "`libhsa-runtime64.so.1.5.0`)"},
-      {"hsa.init_status", string, "", "`hsa_init`'s status as `hsa_status_string` gives it"},
-      {"hsa.init_code", integer, "", "`hsa_init`'s status code"},
-      {"hsa.runtime_version", string, "",
-       "`hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MAJOR/MINOR)` (rocminfo `Runtime Version: "
-       "1.18`)"},
-      {"hsa.agent_count", integer, "count", "the agents `hsa_iterate_agents` lists"},
-      {"hsa.agent.*.name", string, "", "`HSA_AGENT_INFO_NAME` (rocminfo `Name: gfx1151`)"},
-      {"hsa.agent.*.marketing_name", string, "",
-       "`HSA_AMD_AGENT_INFO_PRODUCT_NAME` (`Marketing Name:`)"},
-      {"hsa.agent.*.vendor_name", string, "", "`HSA_AGENT_INFO_VENDOR_NAME`"},
-      {"hsa.agent.*.device_type", string, "",
-       "`HSA_AGENT_INFO_DEVICE`: `cpu`, `gpu`, `dsp`, `aie`"},
-      {"hsa.agent.*.node", integer, "", "`HSA_AMD_AGENT_INFO_DRIVER_NODE_ID`: the KFD node"},
-      {"hsa.agent.*.chip_id", integer, "", "`HSA_AMD_AGENT_INFO_CHIP_ID`: the PCI device id"},
-      {"hsa.agent.*.compute_units", integer, "count", "`HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`"},
-      {"hsa.agent.*.bdfid", integer, "",
-       "`HSA_AMD_AGENT_INFO_BDFID`: PCI bus, device and function"},
-      {"hsa.agent.*.apu", boolean, "",
-       "bit 0 of `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` (0xA114): rocminfo `Memory Properties: "
-       "APU`"},
-      {"hsa.agent.*.wavefront_size", integer, "", "`HSA_AGENT_INFO_WAVEFRONT_SIZE` (GPU agents)"},
-      {"hsa.agent.*.gfx_target", string, "", "the gfx target of a GPU agent, from its name"},
-      {"hsa.agent.*.pool_count", integer, "count",
-       "the memory pools `hsa_amd_agent_iterate_memory_pools` lists"},
-      {"hsa.agent.*.pool.*.segment", string, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_SEGMENT`: `global`, `readonly`, `private`, `group`"},
-      {"hsa.agent.*.pool.*.global_flags", integer, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS`: rocminfo's `FLAGS:` list as a bit mask"},
-      {"hsa.agent.*.pool.*.kernarg", boolean, "", "flag bit 1: `KERNARG`"},
-      {"hsa.agent.*.pool.*.fine_grained", boolean, "", "flag bit 2: `FINE GRAINED`"},
-      {"hsa.agent.*.pool.*.coarse_grained", boolean, "", "flag bit 4: `COARSE GRAINED`"},
-      {"hsa.agent.*.pool.*.extended_fine_grained", boolean, "",
-       "flag bit 8: `EXTENDED FINE GRAINED`"},
-      {"hsa.agent.*.pool.*.size_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_SIZE` (rocminfo `Size: N KB` x 1024)"},
-      {"hsa.agent.*.pool.*.runtime_alloc_allowed", boolean, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED` (`Allocatable: TRUE`)"},
-      {"hsa.agent.*.pool.*.alloc_granule_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE`"},
-      {"hsa.agent.*.pool.*.alloc_rec_granule_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (18)"},
-      {"hsa.agent.*.pool.*.alloc_alignment_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT`"},
-      {"hsa.agent.*.pool.*.accessible_by_all", boolean, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL`"},
-      {"hsa.agent.*.pool.*.alloc_max_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE` (rocminfo does not print it)"},
-      {"hsa.gpu_count", integer, "count", "agents with device type GPU"},
-      {"hsa.gpu.*.agent", integer, "", "the K-th GPU agent's index in `hsa.agent` (0-based)"},
-      {"hsa.gpu.*.gfx_target", string, "", "its gfx target"},
-      {"hsa.gpu.*.apu", boolean, "", "it is an APU"},
-      {"hsa.gpu.*.coarse_pool_bytes", integer, "bytes",
-       "its first `GLOBAL; FLAGS: COARSE GRAINED` pool: on Strix Halo `Pool 1`, \"VRAM visible to "
-       "ROCm\""},
-  };
   return std::make_unique<BasicProbe>(
-      "hsa", std::move(decls),
+      "hsa",
       "ROCr (`libhsa-runtime64.so.1`, dlopen in a child process with a time limit) on the live "
       "root, or a replay library with `--root` and `--hsa-library`; see docs/hsa.md. Indices are "
       "0-based: rocminfo's `Agent 1` is `hsa.agent.0`, its `Pool 1` is `pool.0`. An attribute the "

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -62,7 +63,7 @@ std::string code_list(const std::vector<std::string>& names) {
   return fmt::format("`{}`", fmt::join(names, "`, `"));
 }
 
-void table(std::string& out, const std::vector<FactDecl>& decls) {
+void table(std::string& out, std::span<const FactDecl> decls) {
   out += "| key | type | unit | meaning |\n|---|---|---|---|\n";
   for (const auto& d : decls)
     out += fmt::format("| `{}` | {} | {} | {} |\n", d.pattern, fact_type_name(d.type), cell(d.unit),
@@ -104,7 +105,7 @@ std::string declared_facts_markdown(const ProbeRegistry& reg) {
 }
 
 std::string declared_facts_json(const ProbeRegistry& reg) {
-  auto decls = [](const std::vector<FactDecl>& ds) {
+  auto decls = [](std::span<const FactDecl> ds) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : ds)
       a.push_back({{"pattern", d.pattern},
