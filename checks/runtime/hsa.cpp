@@ -29,9 +29,12 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <span>
+#include <string_view>
 
 namespace halo::probes {
 namespace hsa {
@@ -89,34 +92,26 @@ std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
   return std::nullopt;
 }
 
+namespace {
+/// `names[value]`, else "unknown(VALUE)": a value of an enum a newer ROCr extended.
+std::string enum_name(std::span<const std::string_view> names, std::uint32_t value) {
+  return value < names.size() ? std::string(names[value]) : fmt::format("unknown({})", value);
+}
+} // namespace
+
 std::string device_type_name(std::uint32_t type) {
-  switch (type) {
-  case 0:
-    return "cpu";
-  case 1:
-    return "gpu";
-  case 2:
-    return "dsp";
-  case 3:
-    return "aie";
-  default:
-    return fmt::format("unknown({})", type);
-  }
+  // hsa_device_type_t (hsa.h); 3 is HSA_DEVICE_TYPE_AIE of newer ROCr headers.
+  static_assert(HSA_DEVICE_TYPE_CPU == 0 && HSA_DEVICE_TYPE_GPU == 1 && HSA_DEVICE_TYPE_DSP == 2);
+  static constexpr std::array<std::string_view, 4> kNames{"cpu", "gpu", "dsp", "aie"};
+  return enum_name(kNames, type);
 }
 
 std::string segment_name(std::uint32_t segment) {
-  switch (segment) {
-  case 0:
-    return "global";
-  case 1:
-    return "readonly";
-  case 2:
-    return "private";
-  case 3:
-    return "group";
-  default:
-    return fmt::format("unknown({})", segment);
-  }
+  // hsa_amd_segment_t (hsa_ext_amd.h).
+  static_assert(HSA_AMD_SEGMENT_GLOBAL == 0 && HSA_AMD_SEGMENT_READONLY == 1 &&
+                HSA_AMD_SEGMENT_PRIVATE == 2 && HSA_AMD_SEGMENT_GROUP == 3);
+  static constexpr std::array<std::string_view, 4> kNames{"global", "readonly", "private", "group"};
+  return enum_name(kNames, segment);
 }
 
 namespace {
