@@ -128,7 +128,7 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
 
 /// The generated C++: every declaration in one constexpr array (file order), and the probes
 /// sorted by id, each with its slice of it, for declared_facts()'s binary search.
-std::string generated_source(std::vector<Entry> entries) {
+std::string generated_source(const std::vector<Entry>& entries) {
   std::size_t total = 0;
   for (const Entry& e : entries)
     total += e.facts.size();
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
       for (Entry& e :
            read_file(dir / folder / "facts.json", folder, schema, seen_ids, seen_patterns))
         entries.push_back(std::move(e));
-    halo::write_output_file(out, generated_source(std::move(entries)));
+    halo::write_output_file(out, generated_source(entries));
     return 0;
   } catch (const std::exception& e) {
     halo::write_stderr_text(
