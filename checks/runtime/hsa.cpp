@@ -166,24 +166,81 @@ void put_field(FactSet& facts, const json& ev, const char* field, const std::str
   }
 }
 
-auto as_int_value = [](const json& v) -> std::optional<Value> {
+std::optional<Value> as_int_value(const json& v) {
   if (auto i = as_int64(v)) return Value{*i};
   return std::nullopt;
-};
-auto as_string_value = [](const json& v) -> std::optional<Value> {
+}
+std::optional<Value> as_string_value(const json& v) {
   if (v.is_string()) return Value{v.get<std::string>()};
   return std::nullopt;
-};
-auto as_bool_value = [](const json& v) -> std::optional<Value> {
+}
+std::optional<Value> as_bool_value(const json& v) {
   if (v.is_boolean()) return Value{v.get<bool>()};
   return std::nullopt;
+}
+std::optional<Value> as_device_type(const json& v) {
+  return Value{device_type_name(v.get<std::uint32_t>())};
+}
+std::optional<Value> as_is_apu(const json& v) {
+  return Value{(v.get<std::uint64_t>() & kMemoryPropertyAgentIsApu) != 0};
+}
+std::optional<Value> as_segment(const json& v) {
+  return Value{segment_name(v.get<std::uint32_t>())};
+}
+
+/// A field of the child's agent or pool record that becomes one fact as it is: the record's
+/// field, the last segment of the fact's key, the ROCr attribute the child read it from, and how
+/// its JSON becomes the value.
+struct FieldFact {
+  const char* field;
+  const char* key;
+  const char* attribute;
+  std::optional<Value> (*convert)(const json&);
 };
+
+/// hsa_agent_get_info (hsa.h hsa_agent_info_t, hsa_ext_amd.h hsa_amd_agent_info_t).
+constexpr std::array<FieldFact, 9> kAgentFields{{
+    {"name", "name", "HSA_AGENT_INFO_NAME", as_string_value},
+    {"marketing_name", "marketing_name", "HSA_AMD_AGENT_INFO_PRODUCT_NAME", as_string_value},
+    {"vendor_name", "vendor_name", "HSA_AGENT_INFO_VENDOR_NAME", as_string_value},
+    {"device_type", "device_type", "HSA_AGENT_INFO_DEVICE", as_device_type},
+    {"node", "node", "HSA_AMD_AGENT_INFO_DRIVER_NODE_ID", as_int_value},
+    {"chip_id", "chip_id", "HSA_AMD_AGENT_INFO_CHIP_ID", as_int_value},
+    {"compute_units", "compute_units", "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", as_int_value},
+    {"bdfid", "bdfid", "HSA_AMD_AGENT_INFO_BDFID", as_int_value},
+    {"memory_properties", "apu", "HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES", as_is_apu},
+}};
+
+/// hsa_amd_memory_pool_get_info (hsa_ext_amd.h hsa_amd_memory_pool_info_t).
+constexpr std::array<FieldFact, 8> kPoolFields{{
+    {"segment", "segment", "HSA_AMD_MEMORY_POOL_INFO_SEGMENT", as_segment},
+    {"size", "size_bytes", "HSA_AMD_MEMORY_POOL_INFO_SIZE", as_int_value},
+    {"alloc_allowed", "runtime_alloc_allowed", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED",
+     as_bool_value},
+    {"alloc_granule", "alloc_granule_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE",
+     as_int_value},
+    {"alloc_rec_granule", "alloc_rec_granule_bytes",
+     "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE", as_int_value},
+    {"alloc_alignment", "alloc_alignment_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT",
+     as_int_value},
+    {"accessible_by_all", "accessible_by_all", "HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL",
+     as_bool_value},
+    {"alloc_max", "alloc_max_bytes", "HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE", as_int_value},
+}};
 
 std::string agent_source(const char* attr) {
   return fmt::format("hsa_agent_get_info({})", attr);
 }
 std::string pool_source(const char* attr) {
   return fmt::format("hsa_amd_memory_pool_get_info({})", attr);
+}
+
+/// put_field for each of `fields` of record `ev`, as `PREFIX.KEY`, the source named by
+/// `source(attribute)`.
+void put_fields(FactSet& facts, const json& ev, const std::string& prefix,
+                std::span<const FieldFact> fields, std::string (*source)(const char*)) {
+  for (const FieldFact& f : fields)
+    put_field(facts, ev, f.field, prefix + "." + f.key, source(f.attribute), f.convert);
 }
 
 void put_summary_status(FactSet& facts, Status st, const std::string& source,
@@ -272,29 +329,7 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   for (const json& a : ev.agents) {
     const std::size_t i = a.value("index", std::size_t{0});
     const std::string pre = fmt::format("hsa.agent.{}", i);
-    put_field(facts, a, "name", pre + ".name", agent_source("HSA_AGENT_INFO_NAME"),
-              as_string_value);
-    put_field(facts, a, "marketing_name", pre + ".marketing_name",
-              agent_source("HSA_AMD_AGENT_INFO_PRODUCT_NAME"), as_string_value);
-    put_field(facts, a, "vendor_name", pre + ".vendor_name",
-              agent_source("HSA_AGENT_INFO_VENDOR_NAME"), as_string_value);
-    put_field(facts, a, "device_type", pre + ".device_type", agent_source("HSA_AGENT_INFO_DEVICE"),
-              [](const json& v) -> std::optional<Value> {
-                return Value{device_type_name(v.get<std::uint32_t>())};
-              });
-    put_field(facts, a, "node", pre + ".node", agent_source("HSA_AMD_AGENT_INFO_DRIVER_NODE_ID"),
-              as_int_value);
-    put_field(facts, a, "chip_id", pre + ".chip_id", agent_source("HSA_AMD_AGENT_INFO_CHIP_ID"),
-              as_int_value);
-    put_field(facts, a, "compute_units", pre + ".compute_units",
-              agent_source("HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT"), as_int_value);
-    put_field(facts, a, "bdfid", pre + ".bdfid", agent_source("HSA_AMD_AGENT_INFO_BDFID"),
-              as_int_value);
-    put_field(facts, a, "memory_properties", pre + ".apu",
-              agent_source("HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES"),
-              [](const json& v) -> std::optional<Value> {
-                return Value{(v.get<std::uint64_t>() & kMemoryPropertyAgentIsApu) != 0};
-              });
+    put_fields(facts, a, pre, kAgentFields, agent_source);
     const bool is_gpu = a.value("device_type", 99u) == kDeviceGpu;
     if (is_gpu) {
       put_field(facts, a, "wavefront_size", pre + ".wavefront_size",
@@ -324,11 +359,7 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                    "hsa_amd_agent_iterate_memory_pools");
     for (const json& p : pools) {
       const std::string pp = fmt::format("{}.pool.{}", pre, p.value("index", std::size_t{0}));
-      put_field(facts, p, "segment", pp + ".segment",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_SEGMENT"),
-                [](const json& v) -> std::optional<Value> {
-                  return Value{segment_name(v.get<std::uint32_t>())};
-                });
+      put_fields(facts, p, pp, kPoolFields, pool_source);
       const std::string fsrc = pool_source("HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS");
       if (p.contains("global_flags")) {
         const auto flags = p["global_flags"].get<std::uint32_t>();
@@ -352,20 +383,6 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                                ? "not reported by this ROCr"
                                : "only GLOBAL pools have flags");
       }
-      put_field(facts, p, "size", pp + ".size_bytes", pool_source("HSA_AMD_MEMORY_POOL_INFO_SIZE"),
-                as_int_value);
-      put_field(facts, p, "alloc_allowed", pp + ".runtime_alloc_allowed",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED"), as_bool_value);
-      put_field(facts, p, "alloc_granule", pp + ".alloc_granule_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE"), as_int_value);
-      put_field(facts, p, "alloc_rec_granule", pp + ".alloc_rec_granule_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE"), as_int_value);
-      put_field(facts, p, "alloc_alignment", pp + ".alloc_alignment_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT"), as_int_value);
-      put_field(facts, p, "accessible_by_all", pp + ".accessible_by_all",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL"), as_bool_value);
-      put_field(facts, p, "alloc_max", pp + ".alloc_max_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE"), as_int_value);
     }
 
     if (is_gpu) {
