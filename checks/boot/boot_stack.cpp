@@ -272,36 +272,8 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
   for (const char* d : kBinDirs)
     for (const char* t : kTools)
       reads.push_back(std::string(d) + "/" + t);
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"boot.stack", string, "",
-       "how this host sets kernel arguments: `nixos`, `rpm-ostree`, `kernelstub`, `grubby`, "
-       "`grub-debian`, `grub-arch`, `systemd-boot`; an error naming both sides when the evidence "
-       "conflicts"},
-      {"boot.evidence", list, "", "every signal the detection used"},
-      {"boot.tools", list, "",
-       "the boot and initramfs tools present (grubby, update-grub, grub-mkconfig, grub2-mkconfig, "
-       "kernelstub, bootctl, kernel-install, rpm-ostree, nixos-rebuild, dracut, update-initramfs, "
-       "mkinitcpio)"},
-      {"boot.initramfs_tool", string, "",
-       "the initramfs builder: `dracut`, `update-initramfs` or `mkinitcpio` (the family's when "
-       "several are installed)"},
-      {"boot.ostree_booted", boolean, "", "`/run/ostree-booted` exists"},
-      {"boot.kernelstub_config", boolean, "", "`/etc/kernelstub/configuration` exists"},
-      {"boot.grub_default_exists", boolean, "", "`/etc/default/grub` exists"},
-      {"boot.grub_bls", boolean, "", "`/etc/default/grub` sets `GRUB_ENABLE_BLSCFG=true`"},
-      {"boot.grub_d_files", list, "", "the `*.cfg` files in `/etc/default/grub.d`"},
-      {"boot.kernel_cmdline_file", string, "", "the text of `/etc/kernel/cmdline`"},
-      {"boot.loader_entries", list, "",
-       "the `*.conf` loader entries in `/boot/loader/entries`, `/efi/loader/entries`, "
-       "`/boot/efi/loader/entries`"},
-      {"boot.nixos_kernel_param_lines", list, "",
-       "lines of `/etc/nixos/*.nix` (and one level below) holding a `ttm.`, `amdttm.`, `amd_ttm.`, "
-       "`amdgpu.`, `amd_iommu=` or `iommu=` kernel parameter, as `PATH:LINE: TEXT`"},
-  };
   return std::make_unique<BasicProbe>(
-      "boot_stack", std::move(decls),
-      std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
+      "boot_stack", std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
       "the host's boot loader and initramfs configuration, through the host root in a container "
       "(docs/fix.md \"Boot-stack detection\"): os-release "
       "`ID=nixos`, `/run/ostree-booted`, kernelstub, then exactly one of grubby, update-grub, "

@@ -229,17 +229,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_initramfs_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"initramfs.path", string, "", "the host's initramfs image for the running kernel"},
-      {"initramfs.segments", integer, "count",
-       "the cpio segments in it (uncompressed early segments, then the compressed one)"},
-      {"initramfs.firmware_failed_present", list, "",
-       "the firmware files that failed to load that the image holds"},
-      {"initramfs.firmware_failed_missing", list, "", "those it lacks"},
-  };
   return std::make_unique<BasicProbe>(
-      "initramfs", std::move(decls),
+      "initramfs",
       std::vector<std::string>{std::string(keys::kernel_release),
                                "kernel_log.firmware_load_failures"},
       "read only when `kernel_log.firmware_load_failures` names files: the host's "

@@ -41,17 +41,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_secure_boot_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"boot.secure_boot", boolean, "",
-       "UEFI Secure Boot is on (the SecureBoot variable in efivarfs; legacy boot without "
-       "`/sys/firmware/efi`: false)"},
-      {"boot.lockdown", string, "",
-       "the bracketed mode of `/sys/kernel/security/lockdown` (`none`, `integrity`, "
-       "`confidentiality`)"},
-  };
   return std::make_unique<BasicProbe>(
-      "secure_boot", std::move(decls),
+      "secure_boot",
       "the UEFI SecureBoot variable in efivarfs (absent `/sys/firmware/efi`: legacy boot, false), "
       "`/sys/kernel/security/lockdown` (the bracketed mode).",
       std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",

@@ -10,29 +10,50 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace halo::probes {
+
+/// One entry of a checks/<folder>/facts.json file, compiled in: a probe's id, the file, and the
+/// facts it declares in the file's order.
+struct DeclaredProbe {
+  std::string_view id;             ///< "ttm" (Probe::id)
+  std::string_view file;           ///< "checks/ttm/facts.json"
+  std::span<const FactDecl> facts; ///< never empty (the schema requires one at least)
+};
+
+/// Every entry of checks/*/facts.json, sorted by id. Generated at build time by
+/// halo-facts-compile (src/tools/facts_compile.cpp), which validates the files first (schema,
+/// unique ids and patterns, each pattern's family in its file's folder); static storage, so
+/// neither this nor declared_facts() parses or copies anything.
+std::span<const DeclaredProbe> declared_probes();
+
+/// The declarations of built-in probe `probe_id` (checks/<folder>/facts.json), in the file's
+/// order; a view of static storage, valid for the whole program. Throws std::logic_error, a
+/// programming error, when no file declares `probe_id` (a probe added without its facts.json
+/// entry): the registry of built-in probes cannot be built then.
+std::span<const FactDecl> declared_facts(std::string_view probe_id);
 
 /// A probe defined by data and one collect function; every module in checks/ builds one.
 class BasicProbe : public Probe {
 public:
   using Collect = std::function<void(const ProbeContext&, FactSet&)>;
-  /// `decls`: the facts it provides; `source`: where they come from (Markdown, cited);
-  /// `reads`: the paths or globs it reads.
-  BasicProbe(std::string id, std::vector<FactDecl> decls, std::string source,
-             std::vector<std::string> reads, Collect collect)
-      : BasicProbe(std::move(id), std::move(decls), {}, std::move(source), std::move(reads),
-                   std::move(collect)) {}
+  /// `source`: where its facts come from (Markdown, cited); `reads`: the paths or globs it reads.
+  /// The facts it provides are its entry of checks/<folder>/facts.json (declared_facts(id));
+  /// throws std::logic_error when there is none.
+  BasicProbe(std::string id, std::string source, std::vector<std::string> reads, Collect collect)
+      : BasicProbe(std::move(id), {}, std::move(source), std::move(reads), std::move(collect)) {}
   /// The same, for a probe that reads other probes' facts: `inputs`, their key patterns
   /// (Probe::inputs).
-  BasicProbe(std::string id, std::vector<FactDecl> decls, std::vector<std::string> inputs,
-             std::string source, std::vector<std::string> reads, Collect collect)
-      : id_(std::move(id)), decls_(std::move(decls)), inputs_(std::move(inputs)),
+  BasicProbe(std::string id, std::vector<std::string> inputs, std::string source,
+             std::vector<std::string> reads, Collect collect)
+      : id_(std::move(id)), decls_(declared_facts(id_)), inputs_(std::move(inputs)),
         source_(std::move(source)), reads_(std::move(reads)), collect_(std::move(collect)) {}
   std::string_view id() const override { return id_; }
-  std::vector<FactDecl> declarations() const override { return decls_; }
+  std::span<const FactDecl> declarations() const override { return decls_; }
   std::vector<std::string> inputs() const override { return inputs_; }
   std::string source() const override { return source_; }
   std::vector<std::string> reads() const override { return reads_; }
@@ -43,7 +64,7 @@ public:
 
 private:
   std::string id_;
-  std::vector<FactDecl> decls_;
+  std::span<const FactDecl> decls_;
   std::vector<std::string> inputs_;
   std::string source_;
   std::vector<std::string> reads_;
@@ -52,24 +73,25 @@ private:
 };
 
 /// A derivation defined by data and one derive function (include/halo/probe.hpp Derivation): the
-/// facts it provides, the facts it reads (`inputs`: exact keys or `*` patterns, never `**`), and
-/// where its facts come from (Markdown, cited).
+/// facts it reads (`inputs`: exact keys or `*` patterns, never `**`) and where its facts come from
+/// (Markdown, cited); the facts it provides are its entry of checks/<folder>/facts.json
+/// (declared_facts(id); throws std::logic_error when there is none).
 class BasicDerivation : public Derivation {
 public:
   using Derive = std::function<void(const DeriveContext&, FactSet&)>;
-  BasicDerivation(std::string id, std::vector<FactDecl> decls, std::vector<std::string> inputs,
-                  std::string source, Derive derive)
-      : id_(std::move(id)), decls_(std::move(decls)), inputs_(std::move(inputs)),
+  BasicDerivation(std::string id, std::vector<std::string> inputs, std::string source,
+                  Derive derive)
+      : id_(std::move(id)), decls_(declared_facts(id_)), inputs_(std::move(inputs)),
         source_(std::move(source)), derive_(std::move(derive)) {}
   std::string_view id() const override { return id_; }
-  std::vector<FactDecl> declarations() const override { return decls_; }
+  std::span<const FactDecl> declarations() const override { return decls_; }
   std::vector<std::string> inputs() const override { return inputs_; }
   std::string source() const override { return source_; }
   void derive(const DeriveContext& ctx, FactSet& facts) const override { derive_(ctx, facts); }
 
 private:
   std::string id_;
-  std::vector<FactDecl> decls_;
+  std::span<const FactDecl> decls_;
   std::vector<std::string> inputs_;
   std::string source_;
   Derive derive_;

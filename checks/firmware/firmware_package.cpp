@@ -108,15 +108,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_firmware_package_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"firmware.package", string, "",
-       "the installed package that ships the amdgpu firmware (`linux-firmware`, "
-       "`firmware-amd-graphics`, `linux-firmware-amdgpu`)"},
-      {"firmware.package_version", string, "", "its version"},
-  };
   return std::make_unique<BasicProbe>(
-      "firmware_package", std::move(decls),
+      "firmware_package",
       "the host's package database: `/var/lib/dpkg/status` (linux-firmware, else "
       "firmware-amd-graphics, installed) or `/var/lib/pacman/local/linux-firmware-amdgpu-*/desc` "
       "(else linux-firmware); rpm's SQLite database is not read (not probed).",

@@ -68,19 +68,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_environment_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"env.names", list, "",
-       "the names of the relevant environment variables that are set, sorted"},
-      {"env.*", string, "",
-       "the value of environment variable `<NAME>` (the key is its lower-case name: "
-       "`env.hsa_override_gfx_version`)"},
-      {"env.hsa_override_gfx_target", string, "",
-       "the gfx target `HSA_OVERRIDE_GFX_VERSION` names (`11.0.0` -> `gfx1100`); an error when it "
-       "names none"},
-  };
   auto probe = std::make_unique<BasicProbe>(
-      "environment", std::move(decls),
+      "environment",
       fmt::format("`/proc/self/environ`: the variables {} (`*`: any name with that prefix). The "
                   "same list is what a capture bundle keeps of the environment (docs/security.md).",
                   fmt::join(env_names(), ", ")),

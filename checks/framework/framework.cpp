@@ -385,77 +385,8 @@ namespace halo::probes {
 
 std::unique_ptr<Probe> make_framework_probe() {
   using namespace framework_files;
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {str(kPythonEnv), string, "",
-       "the site directory of the environment training will see that holds the first "
-       "`torch/version.py`"},
-      {str(kTorchPath), string, "", "the `torch` package directory found there"},
-      {str(kTorchVersion), string, "", "`__version__` of `torch/version.py` (source `file:line`)"},
-      {str(kTorchHip), string, "",
-       "`hip` of `torch/version.py`; missing for `hip = None`: \"not a ROCm build\""},
-      {str(kTorchCuda), string, "", "`cuda` of `torch/version.py`; missing for `cuda = None`"},
-      {str(kTorchGit), string, "", "`git_version` of `torch/version.py`"},
-      {str(kTorchBuild), string, "", "the build: `rocm`, `cuda` or `cpu` (from `hip` and `cuda`)"},
-      {str(kTorchGfx), list, "",
-       "the distinct `gfxNNN` names in the file names of `torch/lib/{rocblas,hipblaslt}/library` "
-       "(or `_rocm_sdk_libraries_*/lib/...` for TheRock wheels)"},
-      {str(kTorchOffload), list, "",
-       "the gfx processors every offload bundle in the `.hip_fatbin` section of "
-       "`torch/lib/libtorch_hip.so` has a code object for; `error` (\"could not tell\") when the "
-       "section holds no bundle or no AMDGPU code object (an unknown layout)"},
-      {str(kTorchSearch), string, "",
-       "how ld.so finds libtorch_hip.so's libraries: `DT_RPATH`, `DT_RUNPATH` or `none` (source: "
-       "the path list)"},
-      {str(kTorchLinked), list, "",
-       "each `DT_NEEDED` library of libtorch_hip.so that its own search path holds, as `NAME "
-       "(DIR)` "
-       "(`torch/lib` for `$ORIGIN`): the ROCm a wheel bundles, or the one a source build was "
-       "linked "
-       "against"},
-      {str(kTorchShadows), list, "",
-       "those an `LD_LIBRARY_PATH` directory supplies first (only under a `DT_RUNPATH`), as `NAME "
-       "from DIR (not DIR)`"},
-      {str(kTorchAotriton), list, "",
-       "the `<arch>` of each `torch/lib/aotriton.images/amd-<arch>` directory (`gfx942`, "
-       "`gfx11xx`); "
-       "empty: no AOTriton in the wheel; missing: `libaotriton_v2.so` alone (older AOTriton, "
-       "kernels inside the library)"},
-      {str(kFlashAttnVersion), string, "",
-       "flash_attn's version: `__version__` of `flash_attn/__init__.py`, else its dist-info "
-       "`Version:`; missing when not installed"},
-      {str(kFlashAttnTargets), list, "",
-       "the gfx processors every offload bundle of `flash_attn_2_cuda*.so` (its CK backend) has a "
-       "code object for; missing without that extension (a Triton-only build)"},
-      {str(kBnbVersion), string, "",
-       "bitsandbytes' version: `Version:` of `bitsandbytes-*.dist-info/METADATA`, else "
-       "`__version__` of `bitsandbytes/__init__.py`"},
-      {str(kBnbRocm), list, "",
-       "the ROCm builds bitsandbytes ships (`libbitsandbytes_rocm<MAJ><MIN>.so` -> `rocm72`; none: "
-       "a CUDA/CPU-only wheel)"},
-      {str(kVisionVersion), string, "",
-       "torchvision's version: `__version__` of `torchvision/version.py`, else "
-       "`torchvision-*.dist-info/METADATA` `Version:`; missing when not installed"},
-      {str(kAudioVersion), string, "", "torchaudio's version, the same way"},
-      {str(kBnbLibrary), string, "",
-       "the native library bitsandbytes loads beside this ROCm torch "
-       "(`libbitsandbytes_rocm<M><m>.so`, chosen as bitsandbytes/cextension.py does from "
-       "torch.version.hip or `BNB_ROCM_VERSION`; an error for a `BNB_ROCM_VERSION` that is not "
-       "digits)"},
-      {str(kBnbLibraryPresent), boolean, "", "that library file is in the bitsandbytes package"},
-      {str(kBnbLibraryChoice), string, "",
-       "why that library: the exact torch.version.hip build, a same-major fallback, or "
-       "`BNB_ROCM_VERSION`"},
-      {str(kBnbLibraryTargets), list, "",
-       "the gfx targets of that library's offload bundles (read as libtorch_hip.so's)"},
-      {str(kVisionBuild), string, "",
-       "the GPU runtime torchvision's `_C.so` is linked against: `cuda`, `rocm` or `cpu`, from "
-       "its DT_NEEDED names (libc10_cuda/libcudart, libc10_hip/libamdhip64); source names them"},
-      {str(kAudioBuild), string, "",
-       "the same for torchaudio (`lib/libtorchaudio.so`, older `_torchaudio.so`)"},
-  };
   auto probe = std::make_unique<BasicProbe>(
-      "framework", std::move(decls),
+      "framework",
       "without running Python (docs/framework.md): the site directory of the environment training "
       "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
       "`/proc/self/environ`, else the first `python3` on its PATH: a pyenv shim resolved to the "

@@ -61,36 +61,13 @@ except BaseException as e:
 print(json.dumps(out))
 )PY";
 
-/// The facts this probe provides (docs/facts.md); every one is set, ok or not, on every run.
-const std::vector<FactDecl>& declarations() {
-  using enum FactType;
-  static const std::vector<FactDecl> d{
-      {"framework.deep.status", string, "",
-       "`ok` when torch imported and answered, `import_failed` when `import torch` raised; an "
-       "`error` when the interpreter is absent, hung or crashed"},
-      {"framework.deep.python", string, "", "the interpreter that answered (its `sys.executable`)"},
-      {"framework.deep.import_error", string, "", "the error `import torch` raised"},
-      {"framework.deep.torch_version", string, "", "`torch.__version__`"},
-      {"framework.deep.hip_version", string, "",
-       "`torch.version.hip`; missing for a build without HIP"},
-      {"framework.deep.available", boolean, "", "`torch.cuda.is_available()`"},
-      {"framework.deep.device_count", integer, "count", "`torch.cuda.device_count()`"},
-      {"framework.deep.devices", list, "",
-       "each device as PyTorch sees it: index, name, arch and total memory"},
-      {"framework.deep.device0.name", string, "", "device 0's name"},
-      {"framework.deep.device0.arch", string, "", "device 0's `gcnArchName`"},
-      {"framework.deep.device0.total_bytes", integer, "bytes", "device 0's `total_memory`"},
-      {"framework.deep.device0.free_bytes", integer, "bytes",
-       "device 0's free memory (`torch.cuda.mem_get_info`)"},
-  };
-  return d;
-}
-
+/// The keys of every fact this probe provides (its entry of checks/framework/facts.json); every
+/// one is set, ok or not, on every run.
 const std::vector<std::string>& keys() {
   static const std::vector<std::string> k = [] {
     std::vector<std::string> out;
-    for (const auto& decl : declarations())
-      out.push_back(decl.pattern);
+    for (const auto& decl : declared_facts("framework_deep"))
+      out.emplace_back(decl.pattern);
     return out;
   }();
   return k;
@@ -233,7 +210,7 @@ std::pair<std::string, std::string> choose_python(const std::string& given) {
 
 std::unique_ptr<Probe> make_framework_deep_probe() {
   auto probe = std::make_unique<BasicProbe>(
-      "framework_deep", declarations(),
+      "framework_deep",
       "only with `--framework-deep` on the live system (else not probed): the interpreter's own "
       "answer (torch.cuda), run in a child with a time limit (docs/framework.md). The interpreter: "
       "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "

@@ -386,34 +386,8 @@ void derive_framework_deep(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_framework_env_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"framework.alloc_conf.vars", list, "",
-       "each of `PYTORCH_ALLOC_CONF`, `PYTORCH_CUDA_ALLOC_CONF`, `PYTORCH_HIP_ALLOC_CONF` that is "
-       "set"},
-      {"framework.alloc_conf.problems", list, "",
-       "what c10/core/AllocatorConfig.cpp would reject in them, each parsed as it does "
-       "(checks/framework/alloc_conf.cpp): the TORCH_CHECK message it would raise"},
-      {"framework.alloc_conf.shadowed", boolean, "",
-       "the CUDA and HIP names are both set and differ (c10/cuda/CUDAAllocatorConfig.h reads the "
-       "HIP name only when the CUDA name is unset)"},
-      {"env.debug_settings", list, "",
-       "debugging switches left on in the environment, as `NAME=VALUE (cost)`: "
-       "`AMD_SERIALIZE_KERNEL`/`AMD_SERIALIZE_COPY` 1-3, `PYTORCH_NO_{CUDA,HIP}_MEMORY_CACHING=1`, "
-       "`HSA_ENABLE_SDMA=0`, `AMD_LOG_LEVEL` 3 or more"},
-      {"env.hsa_override_mismatch", list, "",
-       "the GPUs ROCr sees whose target differs from the override that applies to them "
-       "(`HSA_OVERRIDE_GFX_VERSION_<node>`, else `HSA_OVERRIDE_GFX_VERSION`), as `gpu.N (gfx) "
-       "runs gfxM code (VAR=value)`"},
-      {"env.hsa_override_per_gpu", list, "",
-       "each GPU an override applies to, with the variable (per node or global) and its target"},
-      {"env.hsa_override_invalid", list, "",
-       "overrides that are not MAJOR.MINOR.STEPPING (libhsakmt then fails to read the node)"},
-      {"env.hsa_override_set", boolean, "",
-       "`HSA_OVERRIDE_GFX_VERSION` or some `HSA_OVERRIDE_GFX_VERSION_<node>` is set"},
-  };
   return std::make_unique<BasicDerivation>(
-      "framework_env", std::move(decls),
+      "framework_env",
       std::vector<std::string>{"env.*", "gpu.count", "gpu.*.kfd_node", "gpu.*.gfx_target"},
       "the environment training will see (`env.*`, checks/framework/environment.cpp): "
       "`PYTORCH_*ALLOC_CONF` checked as c10/core/AllocatorConfig.cpp parses it "
@@ -428,23 +402,8 @@ std::unique_ptr<Probe> make_framework_env_derivation() {
 }
 
 std::unique_ptr<Probe> make_framework_torch_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"framework.companion_problems", list, "",
-       "each of torchvision and torchaudio whose release does not pair with torch's (torch 2.N: "
-       "torchvision 0.(N+15), torchaudio 2.N; 1.N: 0.(N+1), 0.N) or whose local label (`+rocm6.2`) "
-       "differs from torch's"},
-      {"framework.torch.kernel_targets", list, "",
-       "the intersection of `framework.torch.offload_targets` and `framework.torch.gfx_targets` "
-       "where each could be read, generic targets (`gfx11-generic`) expanded to their processors "
-       "(LLVM AMDGPUUsage); what torch-missing-gfx-target judges"},
-      {"framework.torch.rocm_version", string, "",
-       "the ROCm release (`MAJOR.MINOR`) of a ROCm wheel, from `torch.version.hip` (HIP's "
-       "major.minor are ROCm's; its third field is a build number); `error` when it is not "
-       "`MAJOR.MINOR[.BUILD]`"},
-  };
   return std::make_unique<BasicDerivation>(
-      "framework_torch", std::move(decls),
+      "framework_torch",
       std::vector<std::string>{"framework.torch.version", "framework.torch.build",
                                "framework.torchvision.version", "framework.torchvision.build",
                                "framework.torchaudio.version", "framework.torchaudio.build",
@@ -462,17 +421,8 @@ std::unique_ptr<Probe> make_framework_torch_derivation() {
 }
 
 std::unique_ptr<Probe> make_framework_deep_capacity_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"framework.deep.device0_expected_bytes", integer, "bytes",
-       "what HIP device 0 could give a process: an APU's max(carve-out, `ttm.recommended_bytes`), "
-       "a dGPU's VRAM"},
-      {"framework.deep.device0_seen_ratio", number, "",
-       "PyTorch's share of it: `framework.deep.device0.total_bytes` / "
-       "`framework.deep.device0_expected_bytes`"},
-  };
   return std::make_unique<BasicDerivation>(
-      "framework_deep_capacity", std::move(decls),
+      "framework_deep_capacity",
       std::vector<std::string>{"framework.deep.status", "framework.deep.device0.total_bytes",
                                "gpu.device0", "gpu.*.vram_total_bytes", "gpu.*.apu",
                                "ttm.recommended_bytes"},

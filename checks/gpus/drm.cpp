@@ -190,65 +190,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_drm_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {std::string(kAmdCards), list, "", "the DRM cards (`card1`) whose device has vendor 0x1002"},
-      {"drm.*.device_id", integer, "", "the card's PCI device id"},
-      {"drm.*.driver", string, "", "the driver bound to the card's device, empty when none"},
-      {"drm.*.pci_slot", string, "", "the card's PCI address (`PCI_SLOT_NAME` of its uevent)"},
-      {"drm.*.vram_total_bytes", integer, "bytes",
-       "`mem_info_vram_total`: VRAM (on an APU, the BIOS carve-out)"},
-      {"drm.*.vis_vram_total_bytes", integer, "bytes",
-       "`mem_info_vis_vram_total`: CPU-visible VRAM"},
-      {"drm.*.gtt_total_bytes", integer, "bytes",
-       "`mem_info_gtt_total`: GTT (system memory the GPU may map)"},
-      {"drm.*.vram_used_bytes", integer, "bytes", "`mem_info_vram_used`"},
-      {"drm.*.gtt_used_bytes", integer, "bytes", "`mem_info_gtt_used`"},
-      {"drm.*.current_compute_partition", string, "",
-       "`current_compute_partition` (`SPX`, `DPX`, `TPX`, `QPX`, `CPX`; MI300-class); EPERM is an "
-       "`error` \"the GPU is being reset\""},
-      {"drm.*.current_memory_partition", string, "",
-       "`current_memory_partition` (`NPS1`, `NPS2`, `NPS4`, `NPS8`); EPERM is an `error` \"the GPU "
-       "is being reset\""},
-      {"drm.*.available_compute_partition", list, "",
-       "`available_compute_partition` (\"SPX, DPX, QPX, CPX\", split on commas)"},
-      {"drm.*.available_memory_partition", list, "",
-       "`available_memory_partition`, split on commas"},
-      {"drm.*.perf_level", string, "",
-       "`power_dpm_force_performance_level` (amdgpu_pm.c: auto, low, high, manual, profile_*, "
-       "perf_determinism)"},
-      {"drm.*.uma_carveout", string, "", "`uma/carveout`: the UMA carve-out setting"},
-      {"drm.*.uma_carveout_options", list, "",
-       "`uma/carveout_options` lines `INDEX: NAME (SIZE MB|GB)`: the carve-out sizes this machine "
-       "can boot with (amdgpu_acpi.c, kernel 7.0+)"},
-      {"drm.*.uma_carveout_min_bytes", integer, "bytes",
-       "the smallest size in `uma_carveout_options`"},
-      {"drm.*.render_minor", integer, "",
-       "the minor number of the card's render node (`renderD128` -> 128)"},
-      {"drm.*.pcie.current_speed_gts", number, "GT/s",
-       R"(`current_link_speed` ("32.0 GT/s PCIe"; "Unknown" is an error))"},
-      {"drm.*.pcie.max_speed_gts", number, "GT/s", "`max_link_speed`"},
-      {"drm.*.pcie.current_width", integer, "lanes", "`current_link_width`"},
-      {"drm.*.pcie.max_width", integer, "lanes", "`max_link_width`"},
-      {"drm.*.temp.edge_mc", integer, "millidegrees C", "hwmon `temp[1-3]_input` labelled `edge`"},
-      {"drm.*.temp.junction_mc", integer, "millidegrees C",
-       "hwmon `temp[1-3]_input` labelled `junction`"},
-      {"drm.*.temp.mem_mc", integer, "millidegrees C", "hwmon `temp[1-3]_input` labelled `mem`"},
-      {"drm.*.temp.edge_crit_mc", integer, "millidegrees C",
-       "hwmon `temp[1-3]_crit` labelled `edge`"},
-      {"drm.*.temp.junction_crit_mc", integer, "millidegrees C",
-       "hwmon `temp[1-3]_crit` labelled `junction`"},
-      {"drm.*.temp.mem_crit_mc", integer, "millidegrees C",
-       "hwmon `temp[1-3]_crit` labelled `mem`"},
-      {"drm.*.power.cap_uw", integer, "microwatts",
-       "hwmon `power1_cap`: the power cap the SMU holds the GPU to"},
-      {"drm.*.power.cap_max_uw", integer, "microwatts", "hwmon `power1_cap_max`"},
-      {"drm.*.power.cap_default_uw", integer, "microwatts", "hwmon `power1_cap_default`"},
-      {"drm.*.power.now_uw", integer, "microwatts",
-       "hwmon `power1_input`, else `power1_average` (which on an APU includes the CPU)"},
-  };
   return std::make_unique<BasicProbe>(
-      "drm", std::move(decls),
+      "drm",
       "`/sys/class/drm/cardN/device/*` of each AMD card. The PCIe link of the card's PCI function: "
       "`current_link_speed`, `max_link_speed` (\"32.0 GT/s PCIe\": GT/s; \"Unknown\" is an error), "
       "`current_link_width`, `max_link_width` (lanes). Temperatures: hwmon `temp[1-3]_input` and "

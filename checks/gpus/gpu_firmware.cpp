@@ -67,14 +67,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_firmware_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"fw.*.names", list, "", "the firmware names with a `fw_version/<name>_fw_version` file"},
-      {"fw.*.*", string, "", "firmware `<name>`'s version as amdgpu prints it (`0x%08x`)"},
-      {"fw.*.vbios_version", string, "", "`vbios_version`"},
-  };
   return std::make_unique<BasicProbe>(
-      "gpu_firmware", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
+      "gpu_firmware", std::vector<std::string>{std::string(kAmdCards)},
       "every `/sys/class/drm/cardN/device/fw_version/<name>_fw_version` (amdgpu_ucode.c, `0x%08x`; "
       "at most 64 files) and `vbios_version`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/fw_version/*_fw_version",

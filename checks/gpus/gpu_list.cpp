@@ -290,49 +290,8 @@ void derive_binding(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_list_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"amd.gpu_present", boolean, "", "an AMD GPU is here (PCI, DRM or KFD)"},
-      {"gpu.count", integer, "count",
-       "the GPUs: KFD GPU nodes, else AMD DRM cards, else AMD PCI GPUs"},
-      {"gpu.*.gfx_target", string, "",
-       "GPU N's gfx target (KFD; without KFD, from the PCI device id: checks/gpus/gfx.cpp)"},
-      {"gpu.*.device_id", integer, "", "GPU N's PCI device id"},
-      {"gpu.*.card", string, "", "GPU N's DRM card (`card1`), joined by render minor"},
-      {"gpu.*.vram_total_bytes", integer, "bytes",
-       "GPU N's VRAM (a partition's: its KFD frame-buffer bank, ROCm#4750)"},
-      {"gpu.*.vis_vram_total_bytes", integer, "bytes", "GPU N's CPU-visible VRAM"},
-      {"gpu.*.gtt_total_bytes", integer, "bytes", "GPU N's GTT"},
-      {"gpu.*.apu", boolean, "", "GPU N is an APU (table in checks/gpus/gfx.cpp)"},
-      {"gpu.*.instinct", boolean, "",
-       "GPU N is an Instinct accelerator (table in checks/gpus/gfx.cpp)"},
-      {"gpu.*.mi300_series", boolean, "", "GPU N is MI300-class"},
-      {"gpu.*.kfd_node", string, "", "GPU N's KFD node id"},
-      {"gpu.*.amdgpu_bound", boolean, "", "amdgpu drives GPU N's PCI device"},
-      {"gpu.*.name", string, "",
-       "the product name from the PCI device id table (checks/gpus/gfx.cpp, pci.ids names)"},
-      {"gpu.*.pci_slot", string, "",
-       "GPU N's PCI address: its DRM card's PCI device (`/sys/class/drm/cardX/device`), else its "
-       "PCI device"},
-      {"gpu.*.render_minor", integer, "",
-       "GPU N's render node minor: `drm_render_minor` of its KFD node, else its DRM card's"},
-      {"gpu.*.compute_partition", string, "", "GPU N's card's `current_compute_partition`"},
-      {"gpu.*.memory_partition", string, "", "GPU N's card's `current_memory_partition`"},
-      {"gpu.*.partition_index", integer, "",
-       "GPU N's place among its card's compute partitions (0: the GPU is judged once by "
-       "physical-GPU rules)"},
-      {"gpu.*.partition_nodes", integer, "count", "the KFD nodes (partitions) of GPU N's card"},
-      {"gpu.*.partition_xcc", integer, "count", "their `num_xcc` summed"},
-      {"gpu.*.partition_mode", string, "",
-       "the card's `compute/memory` partition pair (`CPX/NPS4`)"},
-      {"gpu.*.partition_expected_nodes", integer, "count",
-       "the nodes the compute mode should give: SPX 1, DPX 2, TPX 3, QPX 4, CPX one per XCC"},
-      {"gpu.partition_modes", list, "", "the distinct `compute/memory` pairs of the physical GPUs"},
-      {"gpu.partition_mode_count", integer, "count", "how many distinct pairs"},
-      {"gpu.partition_summary", string, "", "who runs which pair"},
-  };
   return std::make_unique<BasicDerivation>(
-      "gpu_list", std::move(decls),
+      "gpu_list",
       std::vector<std::string>{"kfd.gpu_nodes",
                                std::string(kAmdCards),
                                "pci.amd_gpu_count",
@@ -371,15 +330,8 @@ std::unique_ptr<Probe> make_gpu_list_derivation() {
 }
 
 std::unique_ptr<Probe> make_gpu_binding_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"amd.gpus_unbound", list, "",
-       "AMD GPUs whose `/sys/bus/pci/devices/BDF/driver` is not amdgpu (none, or another driver)"},
-      {"amd.gpus_passthrough", list, "",
-       "AMD GPUs bound to vfio-pci or pci-stub (passed through to a VM)"},
-  };
   return std::make_unique<BasicDerivation>(
-      "gpu_binding", std::move(decls),
+      "gpu_binding",
       std::vector<std::string>{"pci.amd_gpu_count", "pci.gpu.*.driver", "pci.gpu.*.slot",
                                "pci.gpu.*.device_id"},
       "the driver each AMD PCI GPU is bound to (`/sys/bus/pci/devices/BDF/driver`, from the pci "

@@ -190,23 +190,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_metrics_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"gpu_metrics.*.version", string, "", "the table's `format.content` version (`1.3`)"},
-      {"gpu_metrics.*.temperature_edge_c", integer, "degrees C", "edge temperature (v1.3)"},
-      {"gpu_metrics.*.temperature_hotspot_c", integer, "degrees C",
-       "hotspot temperature (v1.3, v1.4-1.6)"},
-      {"gpu_metrics.*.temperature_mem_c", integer, "degrees C",
-       "memory temperature (v1.3, v1.4-1.6)"},
-      {"gpu_metrics.*.socket_power_w", integer, "watts", "socket power (v1.3, v1.4-1.6)"},
-      {"gpu_metrics.*.throttle_power", list, "",
-       "power throttle reasons active (SMU_THROTTLER_*_BIT 0-7 names; v1.3, v2.2-2.4)"},
-      {"gpu_metrics.*.throttle_current", list, "", "current throttle reasons active (bits 16-23)"},
-      {"gpu_metrics.*.throttle_thermal", list, "",
-       "temperature throttle reasons active (bits 32-47)"},
-  };
   return std::make_unique<BasicProbe>(
-      "gpu_metrics", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
+      "gpu_metrics", std::vector<std::string>{std::string(kAmdCards)},
       "`/sys/class/drm/cardN/device/gpu_metrics` (binary, little-endian, at most 4 KiB; "
       "kgd_pp_interface.h): the header's `format.content` version; v1.3 (RDNA, MI200): "
       "edge/hotspot/memory temperature (degrees C), socket power (W) and the ASIC-independent "

@@ -207,34 +207,8 @@ void derive_usable_memory(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_visibility_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"gpu.*.hip_device", integer, "",
-       "the device number HIP gives GPU N under this environment's `ROCR_VISIBLE_DEVICES` and "
-       "`HIP_VISIBLE_DEVICES`; missing when training here will not see it"},
-      {"gpu.visible", list, "",
-       "the GPUs training here sees, in HIP order: `ROCR_VISIBLE_DEVICES`, then "
-       "`HIP_VISIBLE_DEVICES` (else `CUDA_VISIBLE_DEVICES`) indexing into what ROCr left; a list "
-       "stops at its first invalid entry"},
-      {"gpu.visible_gfx_targets", list, "", "their distinct gfx targets"},
-      {"gpu.visible_gfx_target_count", integer, "count", "how many distinct targets"},
-      {"gpu.device0", integer, "", "the GPU (index N of `gpu.N`) that is HIP device 0"},
-      {"gpu.device0_gfx_target", string, "", "its gfx target"},
-      {"apu.present", boolean, "", "an APU is here, wherever KFD lists it (a dGPU may be GPU 0)"},
-      {"apu.index", integer, "", "the APU's N in `gpu.N`"},
-      {"apu.gfx_target", string, "", "the APU's gfx target"},
-      {"apu.vram_total_bytes", integer, "bytes", "the APU's VRAM: the BIOS carve-out"},
-      {"apu.gtt_total_bytes", integer, "bytes", "the APU's GTT"},
-      {"apu.amdgpu_bound", boolean, "", "amdgpu drives the APU"},
-      {"apu.hsa_coarse_pool_bytes", integer, "bytes", "ROCr's coarse-grained pool of the APU"},
-      {"apu.card", string, "", "the APU's DRM card"},
-      {"apu.carveout_min_bytes", integer, "bytes",
-       "the smallest carve-out the APU's firmware offers (`drm.<card>.uma_carveout_min_bytes`)"},
-      {"gpu.*.hsa_coarse_pool_bytes", integer, "bytes",
-       "ROCr's coarse-grained pool of GPU N's agent (its position among the ROCR-visible GPUs)"},
-  };
   return std::make_unique<BasicDerivation>(
-      "gpu_visibility", std::move(decls),
+      "gpu_visibility",
       std::vector<std::string>{
           "gpu.count", "gpu.*.gfx_target", "gpu.*.apu", "gpu.*.card", "gpu.*.vram_total_bytes",
           "gpu.*.gtt_total_bytes", "gpu.*.amdgpu_bound", "env.rocr_visible_devices",
@@ -249,15 +223,8 @@ std::unique_ptr<Probe> make_gpu_visibility_derivation() {
 }
 
 std::unique_ptr<Probe> make_gpu_aotriton_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"gpu.*.aotriton_images", list, "",
-       "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`) whose name "
-       "covers GPU N's gfx target (`gfx11xx` covers gfx1151: `x` is any digit); empty: SDPA has "
-       "no flash or memory-efficient kernels for it"},
-  };
   return std::make_unique<BasicDerivation>(
-      "gpu_aotriton", std::move(decls),
+      "gpu_aotriton",
       std::vector<std::string>{"gpu.count", "gpu.*.gfx_target", "framework.torch.aotriton_images"},
       "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`, "
       "checks/framework/framework.cpp) whose `amd-<arch>` name covers GPU N's gfx target (`x` is "
@@ -266,14 +233,8 @@ std::unique_ptr<Probe> make_gpu_aotriton_derivation() {
 }
 
 std::unique_ptr<Probe> make_gpu_usable_memory_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"gpu.*.usable_bytes", integer, "bytes",
-       "what a process on GPU N can allocate: that pool, else a discrete GPU's VRAM, else on an "
-       "APU `max(carve-out, min(GTT, TTM pages_limit))` (docs/plan.md \"Capacity\")"},
-  };
   return std::make_unique<BasicDerivation>(
-      "gpu_usable_memory", std::move(decls),
+      "gpu_usable_memory",
       std::vector<std::string>{"gpu.count", "gpu.*.hsa_coarse_pool_bytes", "gpu.*.vram_total_bytes",
                                "gpu.*.apu", "gpu.*.gtt_total_bytes", "ttm.pages_limit_bytes"},
       "ROCr's coarse-grained pool when the runtime was asked (HIP's totalGlobalMem is that pool: "

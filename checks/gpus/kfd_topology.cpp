@@ -104,31 +104,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kfd_topology_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"kfd.topology.present", boolean, "", "`/sys/class/kfd/kfd/topology/nodes` can be listed"},
-      {"kfd.gpu_nodes", list, "",
-       "the KFD nodes that are GPUs (a non-zero `gfx_target_version`), in numeric order"},
-      {"kfd.node.*.gfx_target_version", integer, "",
-       "`gfx_target_version` of node N (110501 for gfx1151; 0 for a CPU node)"},
-      {"kfd.node.*.gfx_target", string, "", "the gfx target it encodes (110501 -> `gfx1151`)"},
-      {"kfd.node.*.device_id", integer, "", "`device_id`: the PCI device id"},
-      {"kfd.node.*.vendor_id", integer, "", "`vendor_id`"},
-      {"kfd.node.*.simd_count", integer, "count", "`simd_count` (0 for a CPU node)"},
-      {"kfd.node.*.drm_render_minor", integer, "", "`drm_render_minor`: the node's render node"},
-      {"kfd.node.*.location_id", integer, "",
-       "`location_id`: the PCI bus and device-function (kfd_topology.c: `pci_dev_id()`, bus << 8 "
-       "plus devfn)"},
-      {"kfd.node.*.domain", integer, "", "`domain`: the PCI domain"},
-      {"kfd.node.*.cpu_cores_count", integer, "count", "`cpu_cores_count`"},
-      {"kfd.node.*.num_xcc", integer, "count", "`num_xcc`: the XCCs (compute dies) of the node"},
-      {"kfd.node.*.mem_bank.*.heap_type", integer, "",
-       "`heap_type` of memory bank M (amdkfd kfd_topology.h HSA_MEM_HEAP_TYPE_*: 0 system, 1 frame "
-       "buffer public, 2 frame buffer private)"},
-      {"kfd.node.*.mem_bank.*.size_bytes", integer, "bytes", "`size_in_bytes` of memory bank M"},
-  };
   return std::make_unique<BasicProbe>(
-      "kfd_topology", std::move(decls),
+      "kfd_topology",
       "`/sys/class/kfd/kfd/topology/nodes/*/properties` and `mem_banks/*/properties` "
       "(gfx_target_version 110501 -> gfx1151).",
       std::vector<std::string>{"/sys/class/kfd/kfd/topology/nodes/*/properties",

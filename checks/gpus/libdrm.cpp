@@ -277,45 +277,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_libdrm_probe() {
   // The libdrm.dev.*.<key> declarations name every key of device_keys() (statuses are set for
   // each of those when a query fails).
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"libdrm.status", string, "", "`ok` (an AMD device was found), `no_device`, `not_installed`"},
-      {"libdrm.detail", string, "", "what drmGetDevices2 found, or why libdrm could not be loaded"},
-      {"libdrm.get_devices_ret", integer, "",
-       "`drmGetDevices2(0, NULL, 0)`: 0 or below means no device; `-2` (-ENOENT) without "
-       "`/dev/dri`"},
-      {"libdrm.device_count", integer, "count",
-       "AMD (0x1002) PCI devices with a render node, in drmGetDevices2 order"},
-      {"libdrm.dev.*.bus_id", string, "", "device N's PCI bus id"},
-      {"libdrm.dev.*.pci_device_id", integer, "", "device N's PCI device id"},
-      {"libdrm.dev.*.render_node", string, "", "device N's render node"},
-      {"libdrm.dev.*.drm_version", string, "",
-       "the DRM interface version `amdgpu_device_initialize` reports (`MAJOR.MINOR`)"},
-      {"libdrm.dev.*.vram_total_bytes", integer, "bytes",
-       "`amdgpu_query_info(AMDGPU_INFO_MEMORY)`: VRAM heap size"},
-      {"libdrm.dev.*.vram_usable_bytes", integer, "bytes", "usable VRAM heap size"},
-      {"libdrm.dev.*.vram_max_allocation_bytes", integer, "bytes",
-       "largest single VRAM allocation"},
-      {"libdrm.dev.*.vis_vram_total_bytes", integer, "bytes", "CPU-visible VRAM heap size"},
-      {"libdrm.dev.*.vis_vram_usable_bytes", integer, "bytes", "usable CPU-visible VRAM"},
-      {"libdrm.dev.*.vis_vram_max_allocation_bytes", integer, "bytes",
-       "largest single CPU-visible VRAM allocation"},
-      {"libdrm.dev.*.gtt_total_bytes", integer, "bytes", "GTT heap size"},
-      {"libdrm.dev.*.gtt_usable_bytes", integer, "bytes", "usable GTT"},
-      {"libdrm.dev.*.gtt_max_allocation_bytes", integer, "bytes", "largest single GTT allocation"},
-      {"libdrm.dev.*.family", integer, "", "`amdgpu_query_gpu_info` family id"},
-      {"libdrm.dev.*.asic_id", integer, "", "the PCI device id (0x1586 on Strix Halo)"},
-      {"libdrm.dev.*.chip_rev", integer, "", "chip revision"},
-      {"libdrm.dev.*.chip_external_rev", integer, "", "external chip revision"},
-      {"libdrm.dev.*.mes_fw_version", integer, "",
-       "`amdgpu_query_firmware_version(AMDGPU_INFO_FW_MES = 0x1a)` firmware version"},
-      {"libdrm.dev.*.mes_fw_version_hex", string, "", "the same as `0x%08x`"},
-      {"libdrm.dev.*.mes_feature_version", integer, "", "the MES feature version"},
-      {"libdrm.dev.*.mes_kiq_fw_version", integer, "",
-       "`AMDGPU_INFO_FW_MES_KIQ = 0x19` firmware version"},
-  };
   return std::make_unique<BasicProbe>(
-      "libdrm", std::move(decls),
+      "libdrm",
       "libdrm_amdgpu (dlopen) on the live root: drmGetDevices2, then on each AMD render node "
       "`amdgpu_device_initialize`, `amdgpu_query_info`, `amdgpu_query_gpu_info`, "
       "`amdgpu_query_firmware_version`; see docs/hsa.md. A render node the user may not open makes "

@@ -50,19 +50,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_pci_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"pci.amd_gpu_count", integer, "count",
-       "AMD display and processing-accelerator PCI functions"},
-      {"pci.gpu.*.slot", string, "", "GPU N's PCI address (`0000:c4:00.0`)"},
-      {"pci.gpu.*.class", string, "", "GPU N's PCI class (`0x030000`, `0x120000`)"},
-      {"pci.gpu.*.device_id", integer, "", "GPU N's PCI device id"},
-      {"pci.gpu.*.driver", string, "",
-       "the driver bound to GPU N (`amdgpu`, `vfio-pci`), empty when none"},
-  };
   return std::make_unique<BasicProbe>(
-      "pci", std::move(decls),
-      "`/sys/bus/pci/devices/*` with vendor 0x1002 and class 0x03xxxx or 0x12xxxx.",
+      "pci", "`/sys/bus/pci/devices/*` with vendor 0x1002 and class 0x03xxxx or 0x12xxxx.",
       std::vector<std::string>{"/sys/bus/pci/devices/*/vendor", "/sys/bus/pci/devices/*/class",
                                "/sys/bus/pci/devices/*/device", "/sys/bus/pci/devices/*/driver"},
       collect);

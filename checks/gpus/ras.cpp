@@ -146,21 +146,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_ras_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"ras.*.supported", boolean, "", "the card has a `ras/` directory (no: consumer GPUs, APUs)"},
-      {"ras.*.ue_count", integer, "count",
-       "uncorrectable errors, summed over the `ras/<block>_err_count` files"},
-      {"ras.*.ce_count", integer, "count", "correctable errors, summed over blocks"},
-      {"ras.*.de_count", integer, "count", "deferred errors, summed over blocks"},
-      {"ras.*.ue_blocks", list, "", "the blocks with uncorrectable errors"},
-      {"ras.*.bad_pages_retired", integer, "count",
-       "`ras/gpu_vram_bad_pages` lines flagged R (retired)"},
-      {"ras.*.bad_pages_pending", integer, "count", "lines flagged P (pending retirement)"},
-      {"ras.*.bad_pages_failed", integer, "count", "lines flagged F (failed to retire)"},
-  };
   return std::make_unique<BasicProbe>(
-      "ras", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
+      "ras", std::vector<std::string>{std::string(kAmdCards)},
       "`/sys/class/drm/<card>/device/ras/<block>_err_count` (\"ue: N / ce: N [/ de: N]\", summed "
       "over blocks; \"Query currently inaccessible\" is an error), `ras/gpu_vram_bad_pages` (R/P/F "
       "lines); no `ras/` directory: `supported` false (consumer GPUs, APUs).",

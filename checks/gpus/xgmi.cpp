@@ -96,19 +96,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_xgmi_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"xgmi.*.member", boolean, "", "the card has `xgmi_device_id`: it is in an XGMI hive"},
-      {"xgmi.*.device_id", string, "", "`xgmi_device_id` (`%llu`, kept as text)"},
-      {"xgmi.*.physical_id", integer, "", "`xgmi_physical_id`: the GPU's place in the hive"},
-      {"xgmi.*.hive_id", string, "", "`xgmi_hive_info/xgmi_hive_id` (`%llu`, kept as text)"},
-      {"xgmi.*.hive_size", integer, "count",
-       "the hive's members: the entries of `xgmi_num_hops`, this GPU included"},
-      {"xgmi.*.far_peers", integer, "count",
-       "hive members more than one hop away (bits 2:0 of their `xgmi_num_hops` entry)"},
-  };
   return std::make_unique<BasicProbe>(
-      "xgmi", std::move(decls), std::vector<std::string>{std::string(kAmdCards)},
+      "xgmi", std::vector<std::string>{std::string(kAmdCards)},
       "amdgpu_xgmi.c, all 0444: `xgmi_device_id` and `xgmi_hive_info/xgmi_hive_id` (`%llu`, kept "
       "as text), `xgmi_physical_id`, `xgmi_num_hops` (one `%02x ` per hive member, this GPU "
       "included: `hive_size` is their number, `far_peers` those whose bits 2:0 say more than one "

@@ -208,42 +208,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_device_access_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"user.uid", integer, "",
-       "the user the doctor judges access for: the real uid, or `SUDO_UID` under sudo"},
-      {"user.name", string, "", "that user's name from `/etc/passwd`"},
-      {"user.via_sudo", boolean, "",
-       "run under sudo: access is judged for `SUDO_UID` with the groups `/etc/group` gives that "
-       "user (sudo(8))"},
-      {"user.groups", list, "",
-       "the groups of the running process (`/proc/self/status` `Groups:`), by name"},
-      {"user.configured_groups", list, "",
-       "the groups `/etc/group` gives the user: what a new login gets"},
-      {"group.*.gid", integer, "", "the gid of group `<name>` (`render`, `video`)"},
-      {"access.kfd.path", string, "", "`/dev/kfd`"},
-      {"access.kfd.exists", boolean, "", "`/dev/kfd` exists"},
-      {"access.kfd.mode", string, "", "its permission bits, octal (`0660`)"},
-      {"access.kfd.group", string, "", "its group's name"},
-      {"access.kfd.uid", integer, "", "its owner's uid"},
-      {"access.kfd.gid", integer, "", "its group's gid"},
-      {"access.kfd.rw", boolean, "",
-       "the user may read and write it now: access(2) on the live root, else the mode bits"},
-      {"access.kfd.rw_after_relogin", boolean, "",
-       "the user could read and write it with the groups a new login gets"},
-      {"access.render.*.path", string, "", "the path of render node N (`/dev/dri/renderD128`)"},
-      {"access.render.*.exists", boolean, "", "render node N exists"},
-      {"access.render.*.mode", string, "", "its permission bits, octal"},
-      {"access.render.*.group", string, "", "its group's name"},
-      {"access.render.*.uid", integer, "", "its owner's uid"},
-      {"access.render.*.gid", integer, "", "its group's gid"},
-      {"access.render.*.rw", boolean, "", "the user may read and write it now"},
-      {"access.render.*.rw_after_relogin", boolean, "",
-       "the user could read and write it after logging in again"},
-      {"access.render_count", integer, "count", "the render nodes in `/dev/dri`"},
-  };
   return std::make_unique<BasicProbe>(
-      "device_access", std::move(decls),
+      "device_access",
       std::vector<std::string>{"env.sudo_uid", "kfd.gpu_nodes", "kfd.node.*.drm_render_minor",
                                std::string(kAmdCards), "drm.*.render_minor"},
       "`/proc/self/status`, `/etc/passwd`, `/etc/group`, stat of `/dev/kfd` and the GPUs' render "

@@ -126,23 +126,8 @@ void derive_runenv(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_host_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"host.container", boolean, "",
-       "the doctor runs in a container: a container marker of the runenv probe, or `/dev/kfd` with "
-       "no AMD GPU in `/sys/bus/pci`"},
-      {"host.runs_in", string, "",
-       "the kind of container (`toolbox`, `podman`, `docker`, `kubernetes`, ...), else `wsl2` in "
-       "WSL2 (checks/host/wsl.cpp), else `host`"},
-      {"host.stack_origin", string, "",
-       "in a container, the phrase the kernel/ROCm matrix rules append to say that ROCm is the "
-       "image's and the kernel the host's (empty on the host)"},
-      {"host.virtualization", string, "",
-       "systemd-detect-virt's DMI vendor table (systemd src/basic/virt.c), else `vm-other` from "
-       "the hypervisor flag, else `none`"},
-  };
   return std::make_unique<BasicDerivation>(
-      "host", std::move(decls),
+      "host",
       std::vector<std::string>{"runenv.toolboxenv", "runenv.kubernetes", "runenv.containerenv",
                                "runenv.dockerenv", "runenv.systemd_container",
                                "runenv.cgroup_engine", "runenv.dmi.*", "runenv.cpu_hypervisor_flag",

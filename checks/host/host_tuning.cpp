@@ -129,27 +129,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_host_tuning_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"host.cpufreq_governors", list, "", "the distinct `cpuN/cpufreq/scaling_governor`s"},
-      {"host.cpuidle_c2_enabled_cpus", integer, "count",
-       "CPUs whose `cpuidle/state2/disable` is 0 (the source names the state, C2 on EPYC; at most "
-       "4096 CPUs read)"},
-      {"host.thp_enabled", string, "",
-       "the bracketed mode of `/sys/kernel/mm/transparent_hugepage/enabled` (`always`, `madvise`, "
-       "`never`)"},
-      {"user.limits.memlock_soft", integer, "bytes",
-       "the soft \"Max locked memory\" of `/proc/self/limits`; `unlimited` (RLIM_INFINITY) is "
-       "9223372036854775807, the largest integer"},
-      {"user.limits.memlock_soft_unlimited", boolean, "",
-       "whether the soft \"Max locked memory\" is `unlimited`"},
-      {"user.limits.nofile_soft", integer, "count",
-       "the soft \"Max open files\"; `unlimited` is 9223372036854775807"},
-      {"user.limits.nofile_soft_unlimited", boolean, "",
-       "whether the soft \"Max open files\" is `unlimited`"},
-  };
   return std::make_unique<BasicProbe>(
-      "host_tuning", std::move(decls),
+      "host_tuning",
       "the distinct `cpuN/cpufreq/scaling_governor`s; how many CPUs have `cpuidle/state2/disable` "
       "0 (the source names the state, C2 on EPYC; at most 4096 CPUs read); the bracketed mode of "
       "`/sys/kernel/mm/transparent_hugepage/enabled`; the soft \"Max locked memory\" (bytes) and "

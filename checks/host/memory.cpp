@@ -44,12 +44,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_memory_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"mem.total_bytes", integer, "bytes", "`MemTotal` of `/proc/meminfo`"},
-      {"mem.available_bytes", integer, "bytes", "`MemAvailable` of `/proc/meminfo`"},
-  };
-  return std::make_unique<BasicProbe>("memory", std::move(decls), "`/proc/meminfo` (kB x 1024).",
+  return std::make_unique<BasicProbe>("memory", "`/proc/meminfo` (kB x 1024).",
                                       std::vector<std::string>{"/proc/meminfo"}, collect);
 }
 

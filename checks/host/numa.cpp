@@ -46,14 +46,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_numa_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"numa.balancing", integer, "", "`/proc/sys/kernel/numa_balancing` (0 off)"},
-      {"numa.nodes_online", integer, "count",
-       "the nodes in `/sys/devices/system/node/online` (a node list such as `0-1`, counted)"},
-  };
   return std::make_unique<BasicProbe>(
-      "numa", std::move(decls),
+      "numa",
       "`/proc/sys/kernel/numa_balancing`; `/sys/devices/system/node/online` (a node list such as "
       "`0-1`, counted).",
       std::vector<std::string>{"/proc/sys/kernel/numa_balancing",

@@ -72,20 +72,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_os_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"host.name", string, "", "the host name (`/proc/sys/kernel/hostname`)"},
-      {"os.id", string, "", "os-release `ID` (`ubuntu`, `fedora`, `arch`, ...)"},
-      {"os.id_like", string, "", "os-release `ID_LIKE`; missing when not set"},
-      {"os.version_id", string, "",
-       "os-release `VERSION_ID`; missing when not set (rolling releases)"},
-      {"os.variant_id", string, "", "os-release `VARIANT_ID`; missing when not set"},
-      {"os.pretty_name", string, "", "os-release `PRETTY_NAME`"},
-      {"os.family", list, "",
-       "`ID` followed by the words of `ID_LIKE`: the distributions whose conventions apply"},
-  };
   return std::make_unique<BasicProbe>(
-      "os", std::move(decls),
+      "os",
       "`/proc/sys/kernel/hostname`, `/etc/os-release` (else `/usr/lib/os-release`), read through "
       "the host root in a container.",
       std::vector<std::string>{"/proc/sys/kernel/hostname", "/etc/os-release",

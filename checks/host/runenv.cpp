@@ -156,35 +156,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_runenv_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"runenv.host_root", string, "",
-       "where the host's boot configuration is read from (\"the same root\", \"/run/host "
-       "(toolbox)\", \"--host-root /host\"); missing, with why, when no host root is reachable"},
-      {"runenv.dockerenv", boolean, "", "`/.dockerenv` exists (docker)"},
-      {"runenv.toolboxenv", boolean, "", "`/run/.toolboxenv` exists (toolbox)"},
-      {"runenv.containerenv", boolean, "", "`/run/.containerenv` exists (podman)"},
-      {"runenv.containerenv.*", string, "",
-       "a `key=\"value\"` of `/run/.containerenv` (`engine`, `name`, `rootless`)"},
-      {"runenv.systemd_container", string, "",
-       "`/run/systemd/container`: the container manager systemd was told of"},
-      {"runenv.kubernetes", boolean, "", "the Kubernetes service-account mount exists"},
-      {"runenv.cgroup_engine", string, "",
-       "the container engine named in `/proc/1/cgroup` (`kubepods`, `docker`, `libpod`, `lxc`; "
-       "empty when none)"},
-      {"runenv.seccomp_mode", integer, "",
-       "`/proc/self/status` `Seccomp:` (0 none, 1 strict, 2 filter)"},
-      {"runenv.cap_sys_nice", boolean, "", "bit 23 (CAP_SYS_NICE) of `CapEff:` is set"},
-      {"runenv.dmi.product_name", string, "", "`/sys/class/dmi/id/product_name`"},
-      {"runenv.dmi.sys_vendor", string, "", "`/sys/class/dmi/id/sys_vendor`"},
-      {"runenv.dmi.board_vendor", string, "", "`/sys/class/dmi/id/board_vendor`"},
-      {"runenv.dmi.bios_vendor", string, "", "`/sys/class/dmi/id/bios_vendor`"},
-      {"runenv.dmi.product_version", string, "", "`/sys/class/dmi/id/product_version`"},
-      {"runenv.cpu_hypervisor_flag", boolean, "",
-       "`/proc/cpuinfo` flags include `hypervisor` (CPUID.1:ECX bit 31)"},
-  };
   return std::make_unique<BasicProbe>(
-      "runenv", std::move(decls),
+      "runenv",
       "container markers: `/.dockerenv`, `/run/.toolboxenv`, `/run/.containerenv`, "
       "`/run/systemd/container`, the Kubernetes service-account mount, `/proc/1/cgroup`; "
       "`/proc/self/status` `Seccomp:` (0 none, 1 strict, 2 filter) and bit 23 of `CapEff:` "

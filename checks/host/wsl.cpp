@@ -393,39 +393,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_wsl_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"wsl.wsl2", boolean, "",
-       "running in WSL2 (kernel release, WSL_INTEROP/WSL_DISTRO_NAME, WSLInterop, /dev/dxg or "
-       "dxgkrnl; the source names the markers found)"},
-      {"wsl.evidence", list, "", "the WSL2 markers found"},
-      {"wsl.dxgkrnl_registered", boolean, "",
-       "`/sys/bus/vmbus/drivers/dxgkrnl` exists (the dxg driver registered on VMBus)"},
-      {"wsl.dxg.exists", boolean, "", "`/dev/dxg` is a character device"},
-      {"wsl.dxg.mode", string, "", "its permission bits (dxgkrnl creates it 0666)"},
-      {"wsl.dxg.rw", boolean, "", "this process may open `/dev/dxg` read-write, as ROCr does"},
-      {"wsl.libdxcore.path", string, "",
-       "Microsoft's DXCore (`/usr/lib/wsl/lib/libdxcore.so`, or `/usr/lib` in a container)"},
-      {"wsl.rocm.present", boolean, "",
-       "a ROCm runtime (`libhsa-runtime64.so.1`) in `$ROCM_PATH/lib` or `/opt/rocm/lib`"},
-      {"wsl.rocm.lib_dir", string, "", "that ROCm's lib directory"},
-      {"wsl.rocm.version", string, "",
-       "that ROCm's release: `rocm.install.version` when `rocm.install.prefix` is that ROCm"},
-      {"wsl.librocdxg.paths", list, "", "every `librocdxg.so*` found in the searched directories"},
-      {"wsl.librocdxg.found", boolean, "", "any librocdxg was found"},
-      {"wsl.librocdxg.on_loader_path", boolean, "",
-       "`dlopen(\"librocdxg.so\")` from ROCr would find it (LD_LIBRARY_PATH, ROCr's DT_RUNPATH, "
-       "ld.so.conf directories, default directories)"},
-      {"wsl.librocdxg.loader_path", string, "", "the file it would load, and through what"},
-      {"wsl.env.hsa_enable_dxg_detection", string, "", "`HSA_ENABLE_DXG_DETECTION`"},
-      {"wsl.dxg_detection_enabled", boolean, "",
-       "ROCr looks for /dev/dxg: before ROCm 7.13 only with HSA_ENABLE_DXG_DETECTION=1, from 7.13 "
-       "unless it is 0"},
-      {"wsl.no_gpu_message", string, "",
-       "the skip reason of a per-GPU rule when no GPU is listed (empty outside WSL2)"},
-  };
   auto probe = std::make_unique<BasicProbe>(
-      "wsl", std::move(decls), std::vector<std::string>{kInstallVersion, kInstallPrefix},
+      "wsl", std::vector<std::string>{kInstallVersion, kInstallPrefix},
       "WSL2 markers: `/proc/sys/kernel/osrelease` (`-microsoft-standard-WSL2`), `WSL_INTEROP` / "
       "`WSL_DISTRO_NAME`, `/proc/sys/fs/binfmt_misc/WSLInterop`, `/dev/dxg` (dxgkrnl's misc "
       "device), `/sys/bus/vmbus/drivers/dxgkrnl` (microsoft/WSL issues 423, 4555; "

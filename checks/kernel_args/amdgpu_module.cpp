@@ -47,20 +47,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_amdgpu_module_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"amdgpu.loaded", boolean, "", "`/sys/module/amdgpu` exists (loaded, or built in)"},
-      {"amdgpu.initstate", string, "",
-       "`/sys/module/amdgpu/initstate` (`live`, `coming`, `going`); missing for a built-in driver"},
-      {"amdgpu.builtin", boolean, "", "amdgpu is built into the kernel (it has no `initstate`)"},
-      {"amdgpu.version", string, "", "`/sys/module/amdgpu/version`: present only for DKMS builds"},
-      {"amdgpu.dkms", boolean, "", "amdgpu has a `version` file: a DKMS (out-of-tree) build"},
-      {"amdgpu.param_names", list, "", "the names in `/sys/module/amdgpu/parameters`"},
-      {"amdgpu.param.*", string, "",
-       "the active value of amdgpu parameter `<name>`; `denied` for 0600 parameters to non-root"},
-  };
   return std::make_unique<BasicProbe>(
-      "amdgpu_module", std::move(decls),
+      "amdgpu_module",
       "`/sys/module/amdgpu/{initstate,version,parameters/*}` (version exists for DKMS builds; 0600 "
       "parameters are `denied` to non-root).",
       std::vector<std::string>{"/sys/module/amdgpu/initstate", "/sys/module/amdgpu/version",

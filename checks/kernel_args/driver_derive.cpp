@@ -233,16 +233,8 @@ void derive_gttsize(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_modparam_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"modparam.invalid", list, "",
-       "ttm/amdttm/amd_ttm `pages_limit`, `page_pool_size` and amdgpu `gttsize`, `modeset` values "
-       "the kernel rejects (kstrtoul / kstrtoint, base 0) in the options the module receives "
-       "(modprobe.d, then the command line)"},
-      {"modparam.invalid_modules", list, "", "the modules with such values"},
-  };
   return std::make_unique<BasicDerivation>(
-      "modparam", std::move(decls),
+      "modparam",
       std::vector<std::string>{
           std::string(kModuleOptionInputs[0]), std::string(kModuleOptionInputs[1]),
           std::string(kModuleOptionInputs[2]), std::string(kModuleOptionInputs[3])},
@@ -255,24 +247,8 @@ std::unique_ptr<Probe> make_modparam_derivation() {
 }
 
 std::unique_ptr<Probe> make_amdgpu_driver_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"amdgpu.live", boolean, "",
-       "amdgpu is running: initstate `live`, or a DRM card driven by amdgpu"},
-      {"amdgpu.blocked_by", list, "",
-       "what stops amdgpu at the next boot: `nomodeset` (only while `amdgpu.modeset` is -1 and "
-       "amdgpu is not live), `amdgpu.modeset=0`, `modprobe.blacklist=`, `module_blacklist=`, "
-       "modprobe.d blacklist/install lines, invalid options"},
-      {"modprobe.install_stops_amdgpu", list, "",
-       "modprobe.d install lines that keep amdgpu from loading: amdgpu's own, or that of the TTM "
-       "module it needs, as `install <module> <command> (file:line): why`"},
-      {"modprobe.install_unjudged", list, "",
-       "install lines for amdgpu or its TTM module whose effect the doctor cannot follow"},
-      {"modprobe.install_no_effect", list, "",
-       "install lines that never run (amdkfd: part of amdgpu since Linux 4.20)"},
-  };
   return std::make_unique<BasicDerivation>(
-      "amdgpu_driver", std::move(decls),
+      "amdgpu_driver",
       std::vector<std::string>{"amdgpu.initstate",
                                "amdgpu.builtin",
                                "amdgpu.loaded",
@@ -306,15 +282,8 @@ std::unique_ptr<Probe> make_amdgpu_driver_derivation() {
 }
 
 std::unique_ptr<Probe> make_gttsize_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"amdgpu.gttsize_set", boolean, "",
-       "`amdgpu.gttsize` is set (command line, modprobe.d or the active parameter)"},
-      {"amdgpu.gttsize_mib", integer, "MiB", "its value"},
-      {"amdgpu.gttsize_bytes", integer, "bytes", "the same in bytes"},
-  };
   return std::make_unique<BasicDerivation>(
-      "amdgpu_gttsize", std::move(decls),
+      "amdgpu_gttsize",
       std::vector<std::string>{"amdgpu.param.gttsize", std::string(kModuleOptionInputs[0]),
                                std::string(kModuleOptionInputs[1]),
                                std::string(kModuleOptionInputs[2]),

@@ -76,34 +76,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"kernel.release", string, "", "the running kernel's release, as `uname -r` prints it"},
-      {"kernel.version", string, "",
-       "the release's leading `MAJOR.MINOR[.PATCH]` version; an error when the release is not one"},
-      {"kernel.ubuntu_abi", integer, "",
-       "the ABI number of an Ubuntu-style release (`X.Y.Z-ABI-flavor`); missing for other "
-       "releases"},
-      {"kernel.ubuntu_flavor", string, "",
-       "the flavour of an Ubuntu-style release (`generic`, `oem`, ...); missing for other "
-       "releases"},
-      {"kernel.cmdline", string, "", "the kernel command line, as booted"},
-      {"kernel.cmdline.names", list, "", "each parameter name on the command line, once, in order"},
-      {"kernel.cmdline.duplicates", list, "",
-       "parameter names given more than once (the last assignment wins)"},
-      {"kernel.cmdline.param.**", string, "",
-       "the value of parameter `<name>` (empty for a bare flag), the last assignment"},
-      {"kernel.cmdline.init_args", list, "", "the arguments after `--`, which go to init"},
-      {"kernel.cmdline.module_options.*", list, "",
-       "`param[=value]` options kmod takes from the command line for module `<module>` "
-       "(`mod.param[=value]` tokens)"},
-      {"kernel.cmdline.modprobe_blacklist", list, "",
-       "modules named by every `modprobe.blacklist=`, split on commas"},
-      {"kernel.cmdline.kmod_truncated", boolean, "",
-       "the command line is longer than the 4095 bytes kmod reads (KCMD_LINE_SIZE)"},
-  };
   return std::make_unique<BasicProbe>(
-      "kernel", std::move(decls),
+      "kernel",
       "`/proc/sys/kernel/osrelease`; `/proc/cmdline` as the kernel itself parses it "
       "(kernel/params.c `next_arg`: quotes, `-` = `_`, last assignment wins, byte 0xA0 is a space, "
       "nothing after `--`, which goes to init), and as kmod reads it for loadable modules "

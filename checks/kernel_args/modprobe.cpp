@@ -293,46 +293,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_modprobe_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"modprobe.files", list, "",
-       "the modprobe.d files read (`.alias` files marked \"read by kmod up to v32\")"},
-      {"modprobe.blacklist", list, "",
-       "modules of interest (amdgpu, ttm, amdttm, amd_ttm, amdkfd, drm) named by `blacklist` "
-       "lines"},
-      {"modprobe.install_blocked", list, "",
-       "modules (amdgpu, ttm, amdttm, amd_ttm, amdkfd) whose `install` line, run by /bin/sh "
-       "instead of inserting the module, never loads it"},
-      {"modprobe.install_custom", list, "",
-       "`install` lines for those modules whose effect the doctor cannot follow (a script, a "
-       "variable), as `install <pattern> <command> (file:line)`"},
-      {"modprobe.install_effect.*", string, "",
-       "what module `<module>`'s install line does when kmod loads it: `loads`, `blocks`, "
-       "`unknown`, or `ignored` (the module has soft dependencies, so kmod inserts it itself)"},
-      {"modprobe.install_effect_as_dependency.*", string, "",
-       "the same when kmod runs the line for a dependency (ttm under amdgpu): `loads` only when "
-       "it loads the module and exits 0 on every path"},
-      {"modprobe.install_why.*", string, "", "why the install line has that effect"},
-      {"modprobe.install_pattern.*", string, "",
-       "the module pattern of the install line kmod runs for `<module>` (`amdgpu`, `amd*`)"},
-      {"modprobe.unreadable", list, "", "modprobe.d files that could not be read"},
-      {"modprobe.options.*.*", string, "",
-       "the value `options <module> <param>=...` sets (the last one wins); source is `file:line`"},
-      {"modprobe.options_text.*", list, "", "each `options <module>` line's option text, in order"},
-      {"modprobe.note_words.*", list, "",
-       "the option names of module `<module>` from a word starting with `#` to the end of its "
-       "line: they look like a note, but the kernel receives them (unknown names ignored, known "
-       "ones applied)"},
-      {"modprobe.install.*", string, "",
-       "the `install` command kmod runs for module `<module>`: the first line whose pattern "
-       "matches the name (fnmatch); source is `file:line`"},
-      {"modprobe.blacklist_source.*", string, "",
-       "where module `<module>` is blacklisted (`file:line`)"},
-      {"modprobe.blocked_source.*", string, "",
-       "where module `<module>`'s blocking `install` line is (`file:line`)"},
-  };
   return std::make_unique<BasicProbe>(
-      "modprobe", std::move(decls),
+      "modprobe",
       "`*.conf` (and `*.alias`, read by kmod up to v32) in /etc, /run, /usr/local/lib, /usr/lib, "
       "/lib `modprobe.d`, read as kmod does: `#` only at the start of a line, backslash "
       "continuation, words split on space and tab (CRLF keeps `\\r`), `.`-files and directories "

@@ -471,24 +471,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_module_file_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {std::string(kPath), string, "",
-       "the amdgpu module file modprobe would load for `kernel.release`"},
-      {std::string(kOrigin), string, "",
-       "`inbox` (`kernel/`), `dkms` (`updates/`, `extra/`, `weak-updates/`), `other`, or `builtin` "
-       "(`modules.builtin.bin`)"},
-      {std::string(kSigned), boolean, "", "the module carries a signature"},
-      {std::string(kSigner), string, "",
-       "the signature's `signer` (issuer common name), as `modinfo` prints it"},
-      {std::string(kSigKey), string, "", "the signature's `sig_key` (hex)"},
-      {std::string(kSigHash), string, "", "the signature's `sig_hashalgo`"},
-      {std::string(kVersion), string, "", "the `version` of a DKMS build"},
-      {std::string(kFirmware), list, "", "every `firmware` (MODULE_FIRMWARE) name"},
-      {std::string(kFirmwareCount), integer, "count", "their count"},
-  };
   return std::make_unique<BasicProbe>(
-      "module_file", std::move(decls),
+      "module_file",
       std::vector<std::string>{std::string(keys::kernel_release), "amdgpu.initstate",
                                "boot.secure_boot", "boot.lockdown"},
       "the amdgpu module modprobe would load for `kernel.release`: libkmod's lookup in "

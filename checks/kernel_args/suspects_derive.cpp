@@ -160,16 +160,8 @@ void derive_suspects(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_cmdline_suspects_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"kernel.cmdline.suspect_names", list, "",
-       "command-line names that are known misspellings, or module parameters missing from "
-       "`/sys/module/<m>/parameters`"},
-      {"kernel.cmdline.suspect_hints", list, "", "what each was probably meant to be"},
-      {"modprobe.suspect_hints", list, "", "the same for modprobe.d options"},
-  };
   return std::make_unique<BasicDerivation>(
-      "cmdline_suspects", std::move(decls),
+      "cmdline_suspects",
       std::vector<std::string>{"kernel.cmdline.names", "kernel.cmdline.param.amd_iommu",
                                "amdgpu.param_names", "ttm.module.*.param_names",
                                "modprobe.options.*.*", "modprobe.note_words.*", "modprobe.files"},

@@ -250,31 +250,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_log_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"kernel_log.status", string, "",
-       "`ok` when the kernel log could be read; else missing, denied or an error with why"},
-      {"kernel_log.amdgpu_probe_errors", list, "",
-       "amdgpu lines saying the device failed to probe or initialise"},
-      {"kernel_log.firmware_load_failures", list, "",
-       "the firmware files the log says failed to load"},
-      {"kernel_log.firmware_on_disk", list, "",
-       "each of those found now where the kernel looks, as `name: path`"},
-      {"kernel_log.module_signature_rejected", list, "",
-       "lines saying a module's signature was rejected"},
-      {"kernel_log.ring_timeouts", list, "", "the amdgpu `ring X timeout` lines"},
-      {"kernel_log.gpu_resets", integer, "count", "`GPU reset begin` lines"},
-      {"kernel_log.mes_failures", integer, "count",
-       "`MES failed to respond` lines (older `failed to response`, amdgpu_mes.c)"},
-      {"kernel_log.page_faults", integer, "count",
-       "`[gfxhub]`/`[mmhub]` page fault lines (gmc_v*.c)"},
-      {"kernel_log.hang_events", list, "",
-       "the first 32 hang lines as `<seconds since boot> s: <line>`"},
-      {"kernel_log.lines", list, "",
-       "the relevant lines, with the time as dmesg prints it (what capture keeps)"},
-  };
   return std::make_unique<BasicProbe>(
-      "kernel_log", std::move(decls), std::vector<std::string>{std::string(keys::kernel_release)},
+      "kernel_log", std::vector<std::string>{std::string(keys::kernel_release)},
       "hang signatures of amdgpu lines: \"ring X timeout\", \"GPU reset begin\", \"reset failed\", "
       "\"device wedged\", \"MES failed to respond\" (older \"failed to response\", amdgpu_mes.c), "
       "\"[gfxhub]/[mmhub] page fault\" (gmc_v*.c); `hang_events`: the first 32 as \"<seconds since "

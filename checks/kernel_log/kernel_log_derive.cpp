@@ -114,19 +114,8 @@ void derive_probe_causes(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_log_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"kernel_log.amdgpu_probe_causes", list, "",
-       "what the amdgpu probe errors in the kernel log mean (the -2 cause says which firmware is "
-       "on disk now and which is missing)"},
-      {"kernel_log.firmware_present_now", list, "",
-       "failed firmware files on disk now (installed since boot, or not in the initramfs: rebuild "
-       "it and reboot)"},
-      {"kernel_log.firmware_missing_now", list, "",
-       "failed firmware files still missing (install linux-firmware)"},
-  };
   return std::make_unique<BasicDerivation>(
-      "kernel_log_causes", std::move(decls),
+      "kernel_log_causes",
       std::vector<std::string>{"kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
                                "kernel_log.amdgpu_probe_errors"},
       "the kernel log probe's facts (checks/kernel_log/kernel_log.cpp): the failed firmware names "

@@ -125,63 +125,8 @@ void collect(const DeriveContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_plan_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"plan.present", boolean, "", "a training run was given (`--model`)"},
-      {"plan.model.name", string, "", "the model's name"},
-      {"plan.model.type", string, "", "`model_type` of its config.json"},
-      {"plan.model.parameters", integer, "count",
-       "the parameter count (derived from the config; the source names the formula)"},
-      {"plan.model.parameters_exact", boolean, "",
-       "the count is exact for this `model_type` (else a Llama-style count)"},
-      {"plan.model.weights_file_bytes", integer, "bytes",
-       "`metadata.total_size` of `model.safetensors.index.json`; missing without one"},
-      {"plan.config_format", string, "",
-       "the training configuration's format: `transformers`, `axolotl`, `torchtune`, `accelerate`, "
-       "`none`"},
-      {"plan.method", string, "", "the fine-tuning method (`full`, `lora`, `qlora`)"},
-      {"plan.micro_batch", integer, "count", "per-device train batch (sequences per step)"},
-      {"plan.eval_batch", integer, "count", "per-device eval batch"},
-      {"plan.grad_accum", integer, "count", "gradient accumulation steps"},
-      {"plan.effective_batch", integer, "count", "micro-batch x gradient accumulation x processes"},
-      {"plan.seq_len", integer, "tokens", "tokens per sequence"},
-      {"plan.bf16", boolean, "", "bf16 mixed precision"},
-      {"plan.fp16", boolean, "", "fp16 mixed precision"},
-      {"plan.tf32", boolean, "", "TF32 matmuls"},
-      {"plan.load_dtype", string, "", "the dtype the base weights are loaded in"},
-      {"plan.gradient_checkpointing", boolean, "", "gradient checkpointing"},
-      {"plan.optim", string, "",
-       "the optimizer, as TrainingArguments.optim spells it (`adamw_torch`, ...)"},
-      {"plan.uses_bitsandbytes", boolean, "",
-       "the run needs bitsandbytes: QLoRA or LLM.int8 through transformers, or a bitsandbytes "
-       "optimizer"},
-      {"plan.load_in_8bit", boolean, "", "the base model is loaded in 8 bits"},
-      {"plan.attention", string, "",
-       "the attention implementation (`eager`, `sdpa`, `flash_attention_2`)"},
-      {"plan.dataloader_workers", integer, "count", "data loader worker processes"},
-      {"plan.pin_memory", boolean, "", "the data loader pins memory"},
-      {"plan.torch_compile", boolean, "", "torch.compile is on"},
-      {"plan.num_processes", integer, "count", "processes (GPUs) the launcher starts"},
-      {"plan.ignored_keys", list, "",
-       "keys the configuration has that the doctor does not know and that are close to no known "
-       "key"},
-      {"plan.memory.*", integer, "bytes",
-       "one line of the per-GPU memory estimate at the peak: `weights`, `gradients`, `adapters`, "
-       "`optimizer`, `optimizer_step`, `activations`, `logits`, `attention_backward`, "
-       "`tied_embedding_grads`, `allocator_reserve`, `runtime` (`plan.memory.<item>_bytes`), "
-       "their sum `required_bytes` (the device-level peak) with its band `required_low_bytes` .. "
-       "`required_high_bytes`, `allocated_bytes` (PyTorch's allocated peak), and "
-       "`lora_required_bytes`, the same run as bf16 LoRA"},
-      {"plan.trainable_parameters", integer, "count", "all parameters (full) or the LoRA adapters"},
-      {"plan.measure.status", string, "",
-       "`plan --measure`: `ok`, `not_measured` (no torch, transformers, peft or GPU), `oom`, "
-       "`error`; missing without --measure"},
-      {"plan.measure.device_bytes", integer, "bytes",
-       "the measured device-level peak (max reserved + context; allocated extrapolated from 2- "
-       "and 4-layer copies plus the modelled reserve for a model too large to run whole)"},
-  };
   return std::make_unique<BasicDerivation>(
-      "plan", std::move(decls), std::vector<std::string>{},
+      "plan", std::vector<std::string>{},
       "the training run given with `plan --model` or `check --model` (`--model DIR/config.json`, "
       "`--config FILE`, read and checked by the CLI before the probes run): the model's "
       "config.json and the training configuration; each setting's source is the file and line, "

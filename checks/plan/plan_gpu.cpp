@@ -52,17 +52,8 @@ void derive_plan(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_plan_gpu_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"plan.gpu", integer, "", "the GPU the run uses (HIP device 0, `gpu.device0`)"},
-      {"plan.capacity_bytes", integer, "bytes", "that GPU's `usable_bytes`"},
-      {"plan.capacity_with_ttm_fix_bytes", integer, "bytes",
-       "on an APU, the capacity with the TTM limit at `ttm.recommended_bytes`"},
-      {"plan.apu", boolean, "", "that GPU is an APU"},
-      {"plan.gfx_target", string, "", "that GPU's gfx target"},
-  };
   return std::make_unique<BasicDerivation>(
-      "plan_gpu", std::move(decls),
+      "plan_gpu",
       std::vector<std::string>{"plan.present", "gpu.device0", "gpu.*.usable_bytes", "gpu.*.apu",
                                "gpu.*.gfx_target", "gpu.*.vram_total_bytes",
                                "ttm.recommended_bytes"},

@@ -29,9 +29,12 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <span>
+#include <string_view>
 
 namespace halo::probes {
 namespace hsa {
@@ -89,34 +92,26 @@ std::optional<RocmVersion> rocm_version_of(const fs::path& real_library_path) {
   return std::nullopt;
 }
 
+namespace {
+/// `names[value]`, else "unknown(VALUE)": a value of an enum a newer ROCr extended.
+std::string enum_name(std::span<const std::string_view> names, std::uint32_t value) {
+  return value < names.size() ? std::string(names[value]) : fmt::format("unknown({})", value);
+}
+} // namespace
+
 std::string device_type_name(std::uint32_t type) {
-  switch (type) {
-  case 0:
-    return "cpu";
-  case 1:
-    return "gpu";
-  case 2:
-    return "dsp";
-  case 3:
-    return "aie";
-  default:
-    return fmt::format("unknown({})", type);
-  }
+  // hsa_device_type_t (hsa.h); 3 is HSA_DEVICE_TYPE_AIE of newer ROCr headers.
+  static_assert(HSA_DEVICE_TYPE_CPU == 0 && HSA_DEVICE_TYPE_GPU == 1 && HSA_DEVICE_TYPE_DSP == 2);
+  static constexpr std::array<std::string_view, 4> kNames{"cpu", "gpu", "dsp", "aie"};
+  return enum_name(kNames, type);
 }
 
 std::string segment_name(std::uint32_t segment) {
-  switch (segment) {
-  case 0:
-    return "global";
-  case 1:
-    return "readonly";
-  case 2:
-    return "private";
-  case 3:
-    return "group";
-  default:
-    return fmt::format("unknown({})", segment);
-  }
+  // hsa_amd_segment_t (hsa_ext_amd.h).
+  static_assert(HSA_AMD_SEGMENT_GLOBAL == 0 && HSA_AMD_SEGMENT_READONLY == 1 &&
+                HSA_AMD_SEGMENT_PRIVATE == 2 && HSA_AMD_SEGMENT_GROUP == 3);
+  static constexpr std::array<std::string_view, 4> kNames{"global", "readonly", "private", "group"};
+  return enum_name(kNames, segment);
 }
 
 namespace {
@@ -171,24 +166,81 @@ void put_field(FactSet& facts, const json& ev, const char* field, const std::str
   }
 }
 
-auto as_int_value = [](const json& v) -> std::optional<Value> {
+std::optional<Value> as_int_value(const json& v) {
   if (auto i = as_int64(v)) return Value{*i};
   return std::nullopt;
-};
-auto as_string_value = [](const json& v) -> std::optional<Value> {
+}
+std::optional<Value> as_string_value(const json& v) {
   if (v.is_string()) return Value{v.get<std::string>()};
   return std::nullopt;
-};
-auto as_bool_value = [](const json& v) -> std::optional<Value> {
+}
+std::optional<Value> as_bool_value(const json& v) {
   if (v.is_boolean()) return Value{v.get<bool>()};
   return std::nullopt;
+}
+std::optional<Value> as_device_type(const json& v) {
+  return Value{device_type_name(v.get<std::uint32_t>())};
+}
+std::optional<Value> as_is_apu(const json& v) {
+  return Value{(v.get<std::uint64_t>() & kMemoryPropertyAgentIsApu) != 0};
+}
+std::optional<Value> as_segment(const json& v) {
+  return Value{segment_name(v.get<std::uint32_t>())};
+}
+
+/// A field of the child's agent or pool record that becomes one fact as it is: the record's
+/// field, the last segment of the fact's key, the ROCr attribute the child read it from, and how
+/// its JSON becomes the value.
+struct FieldFact {
+  const char* field;
+  const char* key;
+  const char* attribute;
+  std::optional<Value> (*convert)(const json&);
 };
+
+/// hsa_agent_get_info (hsa.h hsa_agent_info_t, hsa_ext_amd.h hsa_amd_agent_info_t).
+constexpr std::array<FieldFact, 9> kAgentFields{{
+    {"name", "name", "HSA_AGENT_INFO_NAME", as_string_value},
+    {"marketing_name", "marketing_name", "HSA_AMD_AGENT_INFO_PRODUCT_NAME", as_string_value},
+    {"vendor_name", "vendor_name", "HSA_AGENT_INFO_VENDOR_NAME", as_string_value},
+    {"device_type", "device_type", "HSA_AGENT_INFO_DEVICE", as_device_type},
+    {"node", "node", "HSA_AMD_AGENT_INFO_DRIVER_NODE_ID", as_int_value},
+    {"chip_id", "chip_id", "HSA_AMD_AGENT_INFO_CHIP_ID", as_int_value},
+    {"compute_units", "compute_units", "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", as_int_value},
+    {"bdfid", "bdfid", "HSA_AMD_AGENT_INFO_BDFID", as_int_value},
+    {"memory_properties", "apu", "HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES", as_is_apu},
+}};
+
+/// hsa_amd_memory_pool_get_info (hsa_ext_amd.h hsa_amd_memory_pool_info_t).
+constexpr std::array<FieldFact, 8> kPoolFields{{
+    {"segment", "segment", "HSA_AMD_MEMORY_POOL_INFO_SEGMENT", as_segment},
+    {"size", "size_bytes", "HSA_AMD_MEMORY_POOL_INFO_SIZE", as_int_value},
+    {"alloc_allowed", "runtime_alloc_allowed", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED",
+     as_bool_value},
+    {"alloc_granule", "alloc_granule_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE",
+     as_int_value},
+    {"alloc_rec_granule", "alloc_rec_granule_bytes",
+     "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE", as_int_value},
+    {"alloc_alignment", "alloc_alignment_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT",
+     as_int_value},
+    {"accessible_by_all", "accessible_by_all", "HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL",
+     as_bool_value},
+    {"alloc_max", "alloc_max_bytes", "HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE", as_int_value},
+}};
 
 std::string agent_source(const char* attr) {
   return fmt::format("hsa_agent_get_info({})", attr);
 }
 std::string pool_source(const char* attr) {
   return fmt::format("hsa_amd_memory_pool_get_info({})", attr);
+}
+
+/// put_field for each of `fields` of record `ev`, as `PREFIX.KEY`, the source named by
+/// `source(attribute)`.
+void put_fields(FactSet& facts, const json& ev, const std::string& prefix,
+                std::span<const FieldFact> fields, std::string (*source)(const char*)) {
+  for (const FieldFact& f : fields)
+    put_field(facts, ev, f.field, prefix + "." + f.key, source(f.attribute), f.convert);
 }
 
 void put_summary_status(FactSet& facts, Status st, const std::string& source,
@@ -277,29 +329,7 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   for (const json& a : ev.agents) {
     const std::size_t i = a.value("index", std::size_t{0});
     const std::string pre = fmt::format("hsa.agent.{}", i);
-    put_field(facts, a, "name", pre + ".name", agent_source("HSA_AGENT_INFO_NAME"),
-              as_string_value);
-    put_field(facts, a, "marketing_name", pre + ".marketing_name",
-              agent_source("HSA_AMD_AGENT_INFO_PRODUCT_NAME"), as_string_value);
-    put_field(facts, a, "vendor_name", pre + ".vendor_name",
-              agent_source("HSA_AGENT_INFO_VENDOR_NAME"), as_string_value);
-    put_field(facts, a, "device_type", pre + ".device_type", agent_source("HSA_AGENT_INFO_DEVICE"),
-              [](const json& v) -> std::optional<Value> {
-                return Value{device_type_name(v.get<std::uint32_t>())};
-              });
-    put_field(facts, a, "node", pre + ".node", agent_source("HSA_AMD_AGENT_INFO_DRIVER_NODE_ID"),
-              as_int_value);
-    put_field(facts, a, "chip_id", pre + ".chip_id", agent_source("HSA_AMD_AGENT_INFO_CHIP_ID"),
-              as_int_value);
-    put_field(facts, a, "compute_units", pre + ".compute_units",
-              agent_source("HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT"), as_int_value);
-    put_field(facts, a, "bdfid", pre + ".bdfid", agent_source("HSA_AMD_AGENT_INFO_BDFID"),
-              as_int_value);
-    put_field(facts, a, "memory_properties", pre + ".apu",
-              agent_source("HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES"),
-              [](const json& v) -> std::optional<Value> {
-                return Value{(v.get<std::uint64_t>() & kMemoryPropertyAgentIsApu) != 0};
-              });
+    put_fields(facts, a, pre, kAgentFields, agent_source);
     const bool is_gpu = a.value("device_type", 99u) == kDeviceGpu;
     if (is_gpu) {
       put_field(facts, a, "wavefront_size", pre + ".wavefront_size",
@@ -329,11 +359,7 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                    "hsa_amd_agent_iterate_memory_pools");
     for (const json& p : pools) {
       const std::string pp = fmt::format("{}.pool.{}", pre, p.value("index", std::size_t{0}));
-      put_field(facts, p, "segment", pp + ".segment",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_SEGMENT"),
-                [](const json& v) -> std::optional<Value> {
-                  return Value{segment_name(v.get<std::uint32_t>())};
-                });
+      put_fields(facts, p, pp, kPoolFields, pool_source);
       const std::string fsrc = pool_source("HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS");
       if (p.contains("global_flags")) {
         const auto flags = p["global_flags"].get<std::uint32_t>();
@@ -357,20 +383,6 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
                                ? "not reported by this ROCr"
                                : "only GLOBAL pools have flags");
       }
-      put_field(facts, p, "size", pp + ".size_bytes", pool_source("HSA_AMD_MEMORY_POOL_INFO_SIZE"),
-                as_int_value);
-      put_field(facts, p, "alloc_allowed", pp + ".runtime_alloc_allowed",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED"), as_bool_value);
-      put_field(facts, p, "alloc_granule", pp + ".alloc_granule_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE"), as_int_value);
-      put_field(facts, p, "alloc_rec_granule", pp + ".alloc_rec_granule_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE"), as_int_value);
-      put_field(facts, p, "alloc_alignment", pp + ".alloc_alignment_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT"), as_int_value);
-      put_field(facts, p, "accessible_by_all", pp + ".accessible_by_all",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL"), as_bool_value);
-      put_field(facts, p, "alloc_max", pp + ".alloc_max_bytes",
-                pool_source("HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE"), as_int_value);
     }
 
     if (is_gpu) {
@@ -474,78 +486,8 @@ void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>&
 } // namespace hsa
 
 std::unique_ptr<Probe> make_hsa_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"hsa.status", string, "",
-       "`ok`, or `error` with the reason in `hsa.error` (not found, `hsa_init` failed, hung, "
-       "crashed)"},
-      {"hsa.error", string, "",
-       "what went wrong and in which step (`in hsa_init`, `while querying agent 1 and its memory "
-       "pools`)"},
-      {"hsa.load_errors", list, "", "the `dlopen` errors of the libraries tried"},
-      {"hsa.library_path", string, "",
-       "the ROCr library loaded: `dladdr` of `hsa_init`, real path"},
-      {"hsa.rocm_version", string, "",
-       "the ROCm release of that library: `PREFIX/.info/version`, a `rocm-X.Y.Z` directory in the "
-       "path, or the build number in the file name; missing when none says it (Debian's "
-       "`libhsa-runtime64.so.1.5.0`)"},
-      {"hsa.init_status", string, "", "`hsa_init`'s status as `hsa_status_string` gives it"},
-      {"hsa.init_code", integer, "", "`hsa_init`'s status code"},
-      {"hsa.runtime_version", string, "",
-       "`hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MAJOR/MINOR)` (rocminfo `Runtime Version: "
-       "1.18`)"},
-      {"hsa.agent_count", integer, "count", "the agents `hsa_iterate_agents` lists"},
-      {"hsa.agent.*.name", string, "", "`HSA_AGENT_INFO_NAME` (rocminfo `Name: gfx1151`)"},
-      {"hsa.agent.*.marketing_name", string, "",
-       "`HSA_AMD_AGENT_INFO_PRODUCT_NAME` (`Marketing Name:`)"},
-      {"hsa.agent.*.vendor_name", string, "", "`HSA_AGENT_INFO_VENDOR_NAME`"},
-      {"hsa.agent.*.device_type", string, "",
-       "`HSA_AGENT_INFO_DEVICE`: `cpu`, `gpu`, `dsp`, `aie`"},
-      {"hsa.agent.*.node", integer, "", "`HSA_AMD_AGENT_INFO_DRIVER_NODE_ID`: the KFD node"},
-      {"hsa.agent.*.chip_id", integer, "", "`HSA_AMD_AGENT_INFO_CHIP_ID`: the PCI device id"},
-      {"hsa.agent.*.compute_units", integer, "count", "`HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`"},
-      {"hsa.agent.*.bdfid", integer, "",
-       "`HSA_AMD_AGENT_INFO_BDFID`: PCI bus, device and function"},
-      {"hsa.agent.*.apu", boolean, "",
-       "bit 0 of `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` (0xA114): rocminfo `Memory Properties: "
-       "APU`"},
-      {"hsa.agent.*.wavefront_size", integer, "", "`HSA_AGENT_INFO_WAVEFRONT_SIZE` (GPU agents)"},
-      {"hsa.agent.*.gfx_target", string, "", "the gfx target of a GPU agent, from its name"},
-      {"hsa.agent.*.pool_count", integer, "count",
-       "the memory pools `hsa_amd_agent_iterate_memory_pools` lists"},
-      {"hsa.agent.*.pool.*.segment", string, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_SEGMENT`: `global`, `readonly`, `private`, `group`"},
-      {"hsa.agent.*.pool.*.global_flags", integer, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS`: rocminfo's `FLAGS:` list as a bit mask"},
-      {"hsa.agent.*.pool.*.kernarg", boolean, "", "flag bit 1: `KERNARG`"},
-      {"hsa.agent.*.pool.*.fine_grained", boolean, "", "flag bit 2: `FINE GRAINED`"},
-      {"hsa.agent.*.pool.*.coarse_grained", boolean, "", "flag bit 4: `COARSE GRAINED`"},
-      {"hsa.agent.*.pool.*.extended_fine_grained", boolean, "",
-       "flag bit 8: `EXTENDED FINE GRAINED`"},
-      {"hsa.agent.*.pool.*.size_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_SIZE` (rocminfo `Size: N KB` x 1024)"},
-      {"hsa.agent.*.pool.*.runtime_alloc_allowed", boolean, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED` (`Allocatable: TRUE`)"},
-      {"hsa.agent.*.pool.*.alloc_granule_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE`"},
-      {"hsa.agent.*.pool.*.alloc_rec_granule_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (18)"},
-      {"hsa.agent.*.pool.*.alloc_alignment_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT`"},
-      {"hsa.agent.*.pool.*.accessible_by_all", boolean, "",
-       "`HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL`"},
-      {"hsa.agent.*.pool.*.alloc_max_bytes", integer, "bytes",
-       "`HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE` (rocminfo does not print it)"},
-      {"hsa.gpu_count", integer, "count", "agents with device type GPU"},
-      {"hsa.gpu.*.agent", integer, "", "the K-th GPU agent's index in `hsa.agent` (0-based)"},
-      {"hsa.gpu.*.gfx_target", string, "", "its gfx target"},
-      {"hsa.gpu.*.apu", boolean, "", "it is an APU"},
-      {"hsa.gpu.*.coarse_pool_bytes", integer, "bytes",
-       "its first `GLOBAL; FLAGS: COARSE GRAINED` pool: on Strix Halo `Pool 1`, \"VRAM visible to "
-       "ROCm\""},
-  };
   return std::make_unique<BasicProbe>(
-      "hsa", std::move(decls),
+      "hsa",
       "ROCr (`libhsa-runtime64.so.1`, dlopen in a child process with a time limit) on the live "
       "root, or a replay library with `--root` and `--hsa-library`; see docs/hsa.md. Indices are "
       "0-based: rocminfo's `Agent 1` is `hsa.agent.0`, its `Pool 1` is `pool.0`. An attribute the "

@@ -126,22 +126,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_rocm_install_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {kInstallVersion, string, "",
-       "the ROCm release (`MAJOR.MINOR[.PATCH]`) of the installation the doctor's ROCr search "
-       "finds first ($ROCM_PATH, else /opt/rocm): its `.info/version`, else TheRock's "
-       "`share/therock/therock_manifest.json` `rocm_version` (source: the file, links followed)"},
-      {kInstallPrefix, string, "",
-       "that installation's directory as searched (`/opt/rocm`); the version's source names the "
-       "release directory it links to"},
-      {kSdkVersion, string, "",
-       "the ROCm release of TheRock's rocm-sdk-core in the Python environment training will see "
-       "(`SITE/_rocm_sdk_core`: `.info/version`, else the manifest's `rocm_version`); missing "
-       "without one"},
-  };
   auto p = std::make_unique<BasicProbe>(
-      "rocm_install", std::move(decls), std::vector<std::string>{kRocmPathEnv, kPythonEnv},
+      "rocm_install", std::vector<std::string>{kRocmPathEnv, kPythonEnv},
       "`$ROCM_PATH/.info/version` and `/opt/rocm/.info/version` (AMD's rocm-core package; "
       "TheRock roots have it too), else `PREFIX/share/therock/therock_manifest.json` "
       "`rocm_version` (TheRock); `SITE/_rocm_sdk_core` for TheRock's rocm-sdk-core wheel. Read "

@@ -63,16 +63,8 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_rocm_version_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {kVersion, string, "",
-       "the ROCm release the ROCm-versus-kernel rules judge: `hsa.rocm_version` (the ROCr "
-       "loaded) when known, else `rocm.install.version` (the installation on disk), else "
-       "`rocm.sdk.version` (TheRock's wheel); source: the fact used and its source"},
-      {kBasis, string, "", "which of the three it is, in words"},
-  };
   return std::make_unique<BasicDerivation>(
-      "rocm_version", std::move(decls),
+      "rocm_version",
       std::vector<std::string>{"hsa.rocm_version", "rocm.install.version", "rocm.sdk.version"},
       "computed from hsa.rocm_version, rocm.install.version and rocm.sdk.version, the runtime's "
       "answer first; it reads no file.",

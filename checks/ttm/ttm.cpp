@@ -100,36 +100,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_ttm_probe() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"ttm.module.*.loaded", boolean, "",
-       "TTM module `<m>` (`ttm`, `amdttm`, `amd_ttm`) is loaded"},
-      {"ttm.module.*.used_by_amdgpu", boolean, "",
-       "`/sys/module/<m>/holders/amdgpu` exists: amdgpu uses this TTM module"},
-      {"ttm.module.*.param_names", list, "", "the names in `/sys/module/<m>/parameters`"},
-      {"ttm.module.*.pages_limit_pages", integer, "pages",
-       "module `<m>`'s active `pages_limit` (4 KiB pages)"},
-      {"ttm.module.*.pages_limit_bytes", integer, "bytes", "the same limit in bytes"},
-      {"ttm.module.*.page_pool_size_pages", integer, "pages",
-       "module `<m>`'s active `page_pool_size`"},
-      {"ttm.module.*.page_pool_size_bytes", integer, "bytes", "the same pool size in bytes"},
-      {"ttm.module.*.dma32_pages_limit_pages", integer, "pages",
-       "module `<m>`'s active `dma32_pages_limit`"},
-      {"ttm.module.*.dma32_pages_limit_bytes", integer, "bytes", "the same limit in bytes"},
-      {"ttm.modules_loaded", list, "", "the TTM modules loaded (of ttm, amdttm, amd_ttm)"},
-      {"ttm.module", string, "", "the TTM module amdgpu uses"},
-      {"ttm.pages_limit_pages", integer, "pages",
-       "`pages_limit` of the TTM module amdgpu uses: the most GTT memory amdgpu may allocate"},
-      {"ttm.pages_limit_bytes", integer, "bytes", "the same limit in bytes"},
-      {"ttm.page_pool_size_pages", integer, "pages",
-       "`page_pool_size` of the TTM module amdgpu uses"},
-      {"ttm.page_pool_size_bytes", integer, "bytes", "the same pool size in bytes"},
-      {"ttm.dma32_pages_limit_pages", integer, "pages",
-       "`dma32_pages_limit` of the TTM module amdgpu uses"},
-      {"ttm.dma32_pages_limit_bytes", integer, "bytes", "the same limit in bytes"},
-  };
   return std::make_unique<BasicProbe>(
-      "ttm", std::move(decls), std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"},
+      "ttm", std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"},
       "`/sys/module/<m>/parameters/*` and `/sys/module/<m>/holders/amdgpu` for m in ttm, amdttm, "
       "amd_ttm. The TTM module amdgpu uses: the holders link, else DKMS amdgpu -> amdttm/amd_ttm, "
       "in-kernel -> ttm.",

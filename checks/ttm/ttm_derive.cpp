@@ -169,44 +169,8 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
 } // namespace
 
 std::unique_ptr<Probe> make_ttm_configured_derivation() {
-  using enum FactType;
-  std::vector<FactDecl> decls{
-      {"ttm.configured_elsewhere", list, "", "TTM settings aimed at modules amdgpu does not use"},
-      {"ttm.configured_on_used", boolean, "",
-       "a TTM limit is configured for the module amdgpu uses"},
-      {"ttm.configured.pages_limit_pages", integer, "pages",
-       "the configured `pages_limit` of the TTM module amdgpu uses, in pages"},
-      {"ttm.configured.pages_limit_bytes", integer, "bytes",
-       "the configured `pages_limit` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.configured.page_pool_size_pages", integer, "pages",
-       "the configured `page_pool_size` of the TTM module amdgpu uses, in pages"},
-      {"ttm.configured.page_pool_size_bytes", integer, "bytes",
-       "the configured `page_pool_size` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.cmdline.pages_limit_pages", integer, "pages",
-       "the command line's `pages_limit` of the TTM module amdgpu uses, in pages"},
-      {"ttm.cmdline.pages_limit_bytes", integer, "bytes",
-       "the command line's `pages_limit` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.cmdline.page_pool_size_pages", integer, "pages",
-       "the command line's `page_pool_size` of the TTM module amdgpu uses, in pages"},
-      {"ttm.cmdline.page_pool_size_bytes", integer, "bytes",
-       "the command line's `page_pool_size` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.modprobe.pages_limit_pages", integer, "pages",
-       "modprobe.d's `pages_limit` of the TTM module amdgpu uses, in pages"},
-      {"ttm.modprobe.pages_limit_bytes", integer, "bytes",
-       "modprobe.d's `pages_limit` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.modprobe.page_pool_size_pages", integer, "pages",
-       "modprobe.d's `page_pool_size` of the TTM module amdgpu uses, in pages"},
-      {"ttm.modprobe.page_pool_size_bytes", integer, "bytes",
-       "modprobe.d's `page_pool_size` of the TTM module amdgpu uses, in bytes"},
-      {"ttm.recommended_gib", integer, "GiB", "floor(MemTotal in GiB) - `--reserve`"},
-      {"ttm.recommended_pages", integer, "pages", "that, x 262144 pages per GiB"},
-      {"ttm.recommended_bytes", integer, "bytes", "the same in bytes"},
-      {"ttm.max_limit_bytes", integer, "bytes",
-       "the largest TTM limit that leaves the OS its headroom: MemTotal minus the headroom "
-       "(include/halo/units.hpp); read by ttm-limit-overcommit and fix --ttm-limit"},
-  };
   return std::make_unique<BasicDerivation>(
-      "ttm_configured", std::move(decls),
+      "ttm_configured",
       std::vector<std::string>{"ttm.module", "mem.total_bytes", std::string(kModuleOptionInputs[0]),
                                std::string(kModuleOptionInputs[1]),
                                std::string(kModuleOptionInputs[2]),

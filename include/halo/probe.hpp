@@ -103,19 +103,24 @@ std::optional<FactType> fact_type_of(const Value& v);
 
 /// What a probe declares about the facts of one key pattern: the contract docs/facts.md is
 /// generated from (`halo-doctor facts --declared`), and that tests/unit/test_fact_declarations.cpp
-/// checks against the facts every fixture root produces.
+/// checks against the facts every fixture root produces. The built-in probes' declarations are
+/// data, checks/<folder>/facts.json, validated and compiled into static storage at build time
+/// (src/tools/facts_compile.cpp; checks/common/probes.hpp declared_facts()), so the views point
+/// into the binary's read-only data. A FactDecl never owns its text: whoever makes one keeps the
+/// strings alive as long as the declaration is used.
 struct FactDecl {
   /// Key pattern (`*` = one segment, trailing `**` = any tail): "drm.*.vram_total_bytes".
-  std::string pattern;
+  std::string_view pattern;
   /// The type every ok fact matching the pattern has (where a more specific pattern of any
   /// probe matches too, that one's type applies: see ProbeRegistry::declaration_for).
   FactType type = FactType::string;
-  /// The unit in plain words, as the key's suffix names it: "bytes", "pages", "MiB",
-  /// "millidegrees C", "degrees C", "microwatts", "watts", "GT/s", "lanes", "seconds", "count";
-  /// empty for values without one (names, flags, text, ids).
-  std::string unit;
+  /// The unit in plain words, as the key's suffix names it: "bytes", "pages", "MiB", "GiB",
+  /// "millidegrees C", "degrees C", "microwatts", "watts", "GT/s", "lanes", "seconds", "count",
+  /// "tokens"; empty for values without one (names, flags, text, ids). checks/facts.schema.json
+  /// admits exactly these.
+  std::string_view unit;
   /// One line: what the value says.
-  std::string meaning;
+  std::string_view meaning;
 };
 
 /// One probe module. A probe never throws for environmental conditions: what it cannot read
@@ -130,8 +135,10 @@ public:
   virtual ~Probe() = default;
   /// Short id ("kernel", "ttm", "kfd_topology"), unique in the registry.
   virtual std::string_view id() const = 0;
-  /// The facts this probe may produce, one declaration per key pattern (docs/facts.md).
-  virtual std::vector<FactDecl> declarations() const = 0;
+  /// The facts this probe may produce, one declaration per key pattern (docs/facts.md). The span
+  /// (and the text it views) lives as long as the probe; a built-in probe's is its entry of
+  /// checks/<folder>/facts.json, compiled in.
+  virtual std::span<const FactDecl> declarations() const = 0;
   /// Where the facts come from, in Markdown: the files read and how, the API calls, the
   /// derivations, with their sources cited (docs/facts.md prints it under the probe's table).
   virtual std::string source() const = 0;

@@ -53,8 +53,8 @@ std::optional<FactType> fact_type_of(const Value& v) {
 
 std::vector<std::string> Probe::provides() const {
   std::vector<std::string> out;
-  for (auto& d : declarations())
-    out.push_back(std::move(d.pattern));
+  for (const FactDecl& d : declarations())
+    out.emplace_back(d.pattern);
   return out;
 }
 
@@ -63,15 +63,17 @@ std::vector<std::string> ProbeRegistry::own_patterns() {
 }
 
 std::vector<FactDecl> ProbeRegistry::registry_declarations() {
-  return {{keys::probe_status("*"), FactType::string, "",
+  // FactDecl views its text: the pattern lives for the whole program.
+  static const std::string pattern = keys::probe_status("*");
+  return {{pattern, FactType::string, "",
            "`ok` when the probe ran to the end; else an `error` fact with the reason (it threw, or "
            "its runtime child hung, crashed or could not start)"}};
 }
 
 void ProbeRegistry::add(std::unique_ptr<Probe> p) {
-  for (auto& d : p->declarations()) {
-    patterns_.push_back(d.pattern);
-    decls_.push_back(std::move(d));
+  for (const FactDecl& d : p->declarations()) {
+    patterns_.emplace_back(d.pattern);
+    decls_.push_back(d);
   }
   probes_.push_back(std::move(p));
   resolved_ = false;

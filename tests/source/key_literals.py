@@ -24,7 +24,7 @@ import pathlib
 import re
 import sys
 
-# The first segment of every fact key (docs/facts.md, the probes' declarations in checks/).
+# The first segment of every fact key (docs/facts.md; declared in checks/*/facts.json).
 PREFIXES = [
     "access", "amd", "amdgpu", "apu", "bench", "boot", "drm", "env", "firmware", "framework",
     "fw", "gpu", "gpu_metrics", "group", "host", "hsa", "initramfs", "kernel", "kernel_log", "kfd",

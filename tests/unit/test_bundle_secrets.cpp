@@ -26,8 +26,10 @@ namespace {
 class NewVariableProbe : public Probe {
 public:
   std::string_view id() const override { return "test_new_variable"; }
-  std::vector<FactDecl> declarations() const override {
-    return {{"testprobe.new_variable", FactType::string, "", "test only"}};
+  std::span<const FactDecl> declarations() const override {
+    static constexpr FactDecl kDecls[] = {
+        {"testprobe.new_variable", FactType::string, "", "test only"}};
+    return kDecls;
   }
   std::string source() const override { return "test"; }
   std::vector<std::string> reads() const override { return {"/proc/self/environ"}; }

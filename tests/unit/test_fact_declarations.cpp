@@ -5,6 +5,7 @@
 // the type its most specific declaration gives; no probe reads a fact outside its declared inputs
 // on any of them; docs/facts.md equals `halo-doctor facts --declared --format markdown`.
 #include "fixture_tree.hpp"
+#include "probes.hpp"
 
 #include <halo/plan.hpp>
 #include <halo/probe.hpp>
@@ -14,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,9 +86,10 @@ class FakeProbe : public Probe {
 public:
   explicit FakeProbe(Value v) : value_(std::move(v)) {}
   std::string_view id() const override { return "fake"; }
-  std::vector<FactDecl> declarations() const override {
-    return {{"x.*", FactType::string, "", "anything"},
-            {"x.count", FactType::integer, "count", "a count"}};
+  std::span<const FactDecl> declarations() const override {
+    static constexpr FactDecl kDecls[] = {{"x.*", FactType::string, "", "anything"},
+                                          {"x.count", FactType::integer, "count", "a count"}};
+    return kDecls;
   }
   std::string source() const override { return "nothing"; }
   std::vector<std::string> reads() const override { return {}; }
@@ -150,6 +154,36 @@ TEST_CASE("the declaration check finds an undeclared fact and a value of the wro
   CHECK(v.count("y.undeclared") == 1);
 }
 
+TEST_CASE(
+    "every built-in probe has its entry in checks/<folder>/facts.json, and every entry a probe",
+    "[facts]") {
+  const ProbeRegistry reg = builtin_probes();
+  const auto declared = probes::declared_probes();
+  std::set<std::string, std::less<>> ids;
+  for (const auto& p : reg.probes()) {
+    INFO(p->id());
+    ids.emplace(p->id());
+    const auto decls = probes::declared_facts(p->id());
+    // The probe declares exactly its entry, viewed in place (not a copy), ...
+    CHECK(p->declarations().data() == decls.data());
+    CHECK(p->declarations().size() == decls.size());
+    // ... and the entry lives in the folder of its families, beside the probe's file.
+    const auto entry = std::ranges::find(declared, p->id(), &probes::DeclaredProbe::id);
+    REQUIRE(entry != declared.end());
+    for (const auto& d : decls)
+      CHECK(entry->file == fmt::format("checks/{}/facts.json", family_folder(d.pattern)));
+  }
+  // No entry for a probe that does not exist (a renamed or deleted probe leaves none behind).
+  for (const auto& e : declared) {
+    INFO(e.id);
+    CHECK(ids.contains(e.id));
+  }
+  CHECK(declared.size() == reg.probes().size());
+  // The ids are sorted, which declared_facts()'s binary search needs.
+  CHECK(std::ranges::is_sorted(declared, {}, &probes::DeclaredProbe::id));
+  CHECK_THROWS_AS(probes::declared_facts("no_such_probe"), std::logic_error);
+}
+
 TEST_CASE("the most specific declaration governs a key", "[facts]") {
   const ProbeRegistry reg = builtin_probes();
   const FactDecl* names = reg.declaration_for("fw.card1.names");
@@ -180,11 +214,11 @@ TEST_CASE("every fact the fixtures produce is declared, with the type it has", "
   const ProbeRegistry reg = builtin_probes();
   std::map<std::string, std::string> all;
   // The declarations whose type some ok fact checked.
-  std::set<std::string> checked;
+  std::set<std::string, std::less<>> checked;
   auto note = [&](const FactSet& facts) {
     for (const auto& [k, f] : facts.all())
       if (const FactDecl* d = reg.declaration_for(k); d != nullptr && f.ok())
-        checked.insert(d->pattern);
+        checked.emplace(d->pattern);
   };
 
   // 1. Every fixture root, as `facts --root DIR --no-runtime` reads it.
@@ -309,7 +343,7 @@ TEST_CASE("every fact the fixtures produce is declared, with the type it has", "
   // state no fixture has).
   std::string unchecked;
   for (const auto& d : reg.declarations())
-    if (!checked.contains(d.pattern)) unchecked += " " + d.pattern;
+    if (!checked.contains(d.pattern)) unchecked += fmt::format(" {}", d.pattern);
   INFO(fmt::format("{} of {} declarations type-checked; not:{}", checked.size(),
                    reg.declarations().size(), unchecked));
   CHECK(checked.size() * 10 >= reg.declarations().size() * 8);

@@ -26,14 +26,13 @@ public:
   TestProbe(std::string id, std::vector<std::string> provides, std::vector<std::string> inputs,
             Body body = {})
       : id_(std::move(id)), provides_(std::move(provides)), inputs_(std::move(inputs)),
-        body_(std::move(body)) {}
-  std::string_view id() const override { return id_; }
-  std::vector<FactDecl> declarations() const override {
-    std::vector<FactDecl> out;
+        body_(std::move(body)) {
+    // FactDecl views its text: the patterns live in provides_, as long as the probe.
     for (const auto& p : provides_)
-      out.push_back(FactDecl{p, FactType::string, "", "test"});
-    return out;
+      decls_.push_back(FactDecl{p, FactType::string, "", "test"});
   }
+  std::string_view id() const override { return id_; }
+  std::span<const FactDecl> declarations() const override { return decls_; }
   std::string source() const override { return "test"; }
   std::vector<std::string> reads() const override { return {}; }
   std::vector<std::string> inputs() const override { return inputs_; }
@@ -44,6 +43,7 @@ public:
 private:
   std::string id_;
   std::vector<std::string> provides_;
+  std::vector<FactDecl> decls_;
   std::vector<std::string> inputs_;
   Body body_;
 };
@@ -55,14 +55,12 @@ public:
   TestDerivation(std::string id, std::vector<std::string> provides, std::vector<std::string> inputs,
                  Body body)
       : id_(std::move(id)), provides_(std::move(provides)), inputs_(std::move(inputs)),
-        body_(std::move(body)) {}
-  std::string_view id() const override { return id_; }
-  std::vector<FactDecl> declarations() const override {
-    std::vector<FactDecl> out;
+        body_(std::move(body)) {
     for (const auto& p : provides_)
-      out.push_back(FactDecl{p, FactType::integer, "", "test"});
-    return out;
+      decls_.push_back(FactDecl{p, FactType::integer, "", "test"});
   }
+  std::string_view id() const override { return id_; }
+  std::span<const FactDecl> declarations() const override { return decls_; }
   std::string source() const override { return "test"; }
   std::vector<std::string> inputs() const override { return inputs_; }
   void derive(const DeriveContext& ctx, FactSet& facts) const override { body_(ctx, facts); }
@@ -70,6 +68,7 @@ public:
 private:
   std::string id_;
   std::vector<std::string> provides_;
+  std::vector<FactDecl> decls_;
   std::vector<std::string> inputs_;
   Body body_;
 };

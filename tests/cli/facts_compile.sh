@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The build step that validates and compiles the probes' fact declarations (issue 33):
+# halo-facts-compile accepts checks/*/facts.json and refuses a copy with one invalid declaration,
+# naming its file, line and entry, and writes nothing then, so a bad declaration fails the build.
+# Usage: facts_compile.sh HALO-FACTS-COMPILE CHECKS_DIR
+set -u
+tool=$(realpath "$1")
+checks=$(realpath "$2")
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bad() { echo "FAIL: $*"; fail=1; }
+
+"$tool" "$checks" "$tmp/ok.cpp" || bad "the source declarations were refused (exit $?)"
+grep -q 'std::span<const DeclaredProbe> declared_probes()' "$tmp/ok.cpp" || bad "no tables written"
+grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.module.*.loaded not compiled"
+
+# Each copy breaks checks/ttm/facts.json one way: LINES|SED|what the message says. Line 3 is the
+# first probe's id ("ttm"), lines 6-9 its first fact, line 110 the second probe's id.
+breakages=(
+  '7|s/"type": "bool"/"type": "boolean"/|facts.json:7: 0/facts/0/type: '
+  '6|s/"ttm.module.\*.loaded"/"ttm..loaded"/|facts.json:6: 0/facts/0/pattern: '
+  '6|s/"ttm.module.\*.loaded"/"ttm.module.**.loaded"/|facts.json:6: 0/facts/0/pattern: '
+  '6|s/"ttm.module.\*.loaded"/"gpu.module.*.loaded"/|facts.json:6: probe '"'ttm'"': '"'gpu.module.*.loaded'"': family '"'gpu'"' lives in checks/gpus/'
+  '6|s/"ttm.module.\*.loaded"/"nosuchfamily.loaded"/|facts.json:6: probe '"'ttm'"': '"'nosuchfamily.loaded'"': family '"'nosuchfamily'"' is not in src/core/fact_families.cpp'
+  '12|s/"ttm.module.\*.used_by_amdgpu"/"ttm.module.*.loaded"/|facts.json:12: probe '"'ttm'"': '"'ttm.module.*.loaded'"' is declared again (first in checks/ttm/facts.json probe '"'ttm'"')'
+  '110|s/"ttm_configured"/"ttm"/|facts.json:110: probe '"'ttm'"': declared again (first in checks/ttm/facts.json)'
+  '9|s/is loaded"/is\\nloaded"/|facts.json:9: probe '"'ttm'"': '"'ttm.module.*.loaded'"': the meaning is one line'
+  '9|s/"meaning": ".*"/"meaning": ""/|facts.json:9: 0/facts/0/meaning: '
+  '26|s/"unit": "pages"/"unit": "page"/|facts.json:26: 0/facts/3/unit: '
+)
+for b in "${breakages[@]}"; do
+  lines=${b%%|*}
+  rest=${b#*|}
+  sed_expr=${rest%%|*}
+  want=${rest#*|}
+  rm -rf "$tmp/checks"
+  mkdir "$tmp/checks"
+  cp "$checks/facts.schema.json" "$tmp/checks/"
+  for f in "$checks"/*/facts.json; do
+    mkdir "$tmp/checks/$(basename "$(dirname "$f")")"
+    cp "$f" "$tmp/checks/$(basename "$(dirname "$f")")/"
+  done
+  sed -i "${lines}${sed_expr}" "$tmp/checks/ttm/facts.json"
+  cmp -s "$checks/ttm/facts.json" "$tmp/checks/ttm/facts.json" && { bad "the breakage '$sed_expr' changed nothing"; continue; }
+  rm -f "$tmp/bad.cpp"
+  if "$tool" "$tmp/checks" "$tmp/bad.cpp" 2>"$tmp/err"; then
+    bad "an invalid declaration ($want) was compiled"
+  else
+    grep -qF "checks/ttm/$want" "$tmp/err" || { bad "'checks/ttm/$want' not in:"; cat "$tmp/err"; }
+  fi
+  [[ -e $tmp/bad.cpp ]] && bad "tables were written for invalid declarations"
+done
+exit $fail
