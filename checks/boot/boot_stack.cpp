@@ -274,12 +274,6 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
       reads.push_back(std::string(d) + "/" + t);
   return std::make_unique<BasicProbe>(
       "boot_stack", std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
-      "the host's boot loader and initramfs configuration, through the host root in a container "
-      "(docs/fix.md \"Boot-stack detection\"): os-release "
-      "`ID=nixos`, `/run/ostree-booted`, kernelstub, then exactly one of grubby, update-grub, "
-      "grub-mkconfig/grub2-mkconfig, or kernel-install with `/etc/kernel/cmdline` or loader "
-      "entries and no `/etc/default/grub`. A tool counts as present when it is an executable "
-      "regular file under ROOT in `/usr/bin`, `/usr/sbin`, `/bin` or `/sbin`.",
       std::move(reads), collect);
 }
 

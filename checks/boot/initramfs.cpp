@@ -233,12 +233,6 @@ std::unique_ptr<Probe> make_initramfs_probe() {
       "initramfs",
       std::vector<std::string>{std::string(keys::kernel_release),
                                "kernel_log.firmware_load_failures"},
-      "read only when `kernel_log.firmware_load_failures` names files: the host's "
-      "`/boot/initrd.img-REL`, `/boot/initramfs-REL.img`, `/boot/initrd-REL.img` or "
-      "`/boot/initrd-REL`, every cpio segment listed with libarchive (uncompressed early segments, "
-      "then the compressed one), each failed file looked up under `lib/firmware` and "
-      "`usr/lib/firmware` (`updates/`, plain, `.xz`, `.zst`); no image: not probed; a root-only "
-      "image: denied with the `lsinitrd`/`lsinitramfs` command.",
       std::vector<std::string>{"/boot/initrd.img-*", "/boot/initramfs-*.img", "/boot/initrd-*"},
       collect);
 }

@@ -41,13 +41,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_secure_boot_probe() {
-  return std::make_unique<BasicProbe>(
-      "secure_boot",
-      "the UEFI SecureBoot variable in efivarfs (absent `/sys/firmware/efi`: legacy boot, false), "
-      "`/sys/kernel/security/lockdown` (the bracketed mode).",
-      std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",
-                               "/sys/kernel/security/lockdown"},
-      collect);
+  return std::make_unique<BasicProbe>("secure_boot",
+                                      std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",
+                                                               "/sys/kernel/security/lockdown"},
+                                      collect);
 }
 
 } // namespace halo::probes

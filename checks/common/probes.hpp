@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,11 +18,14 @@
 
 namespace halo::probes {
 
-/// One entry of a checks/<folder>/facts.json file, compiled in: a probe's id, the file, and the
-/// facts it declares in the file's order.
+/// One entry of a checks/<folder>/facts.json file, compiled in: a probe's id, the file, where its
+/// facts come from, and the facts it declares in the file's order.
 struct DeclaredProbe {
-  std::string_view id;             ///< "ttm" (Probe::id)
-  std::string_view file;           ///< "checks/ttm/facts.json"
+  std::string_view id;   ///< "ttm" (Probe::id)
+  std::string_view file; ///< "checks/ttm/facts.json"
+  /// Probe::source(): where the facts come from, one paragraph of Markdown with its sources
+  /// cited (docs/facts.md prints it under the probe's table); never empty.
+  std::string_view source;
   std::span<const FactDecl> facts; ///< never empty (the schema requires one at least)
 };
 
@@ -31,69 +35,78 @@ struct DeclaredProbe {
 /// neither this nor declared_facts() parses or copies anything.
 std::span<const DeclaredProbe> declared_probes();
 
+/// The checks/<folder>/facts.json entry of built-in probe `probe_id`: static storage, valid for
+/// the whole program. Throws std::logic_error, a programming error, when no file declares
+/// `probe_id` (a probe added without its facts.json entry): the registry of built-in probes cannot
+/// be built then.
+const DeclaredProbe& declared_probe(std::string_view probe_id);
+
 /// The declarations of built-in probe `probe_id` (checks/<folder>/facts.json), in the file's
-/// order; a view of static storage, valid for the whole program. Throws std::logic_error, a
-/// programming error, when no file declares `probe_id` (a probe added without its facts.json
-/// entry): the registry of built-in probes cannot be built then.
+/// order: declared_probe(probe_id).facts (and its std::logic_error).
 std::span<const FactDecl> declared_facts(std::string_view probe_id);
 
-/// A probe defined by data and one collect function; every module in checks/ builds one.
+/// A probe defined by data and one collect function; every module in checks/ builds one. Its
+/// facts and its source text (where they come from) are its entry of checks/<folder>/facts.json
+/// (declared_probe(id)); the constructors throw std::logic_error when there is none.
 class BasicProbe : public Probe {
 public:
   using Collect = std::function<void(const ProbeContext&, FactSet&)>;
-  /// `source`: where its facts come from (Markdown, cited); `reads`: the paths or globs it reads.
-  /// The facts it provides are its entry of checks/<folder>/facts.json (declared_facts(id));
-  /// throws std::logic_error when there is none.
-  BasicProbe(std::string id, std::string source, std::vector<std::string> reads, Collect collect)
-      : BasicProbe(std::move(id), {}, std::move(source), std::move(reads), std::move(collect)) {}
+  /// `reads`: the paths or globs it reads.
+  BasicProbe(std::string id, std::vector<std::string> reads, Collect collect)
+      : BasicProbe(std::move(id), {}, std::move(reads), std::move(collect)) {}
   /// The same, for a probe that reads other probes' facts: `inputs`, their key patterns
   /// (Probe::inputs).
-  BasicProbe(std::string id, std::vector<std::string> inputs, std::string source,
-             std::vector<std::string> reads, Collect collect)
-      : id_(std::move(id)), decls_(declared_facts(id_)), inputs_(std::move(inputs)),
-        source_(std::move(source)), reads_(std::move(reads)), collect_(std::move(collect)) {}
+  BasicProbe(std::string id, std::vector<std::string> inputs, std::vector<std::string> reads,
+             Collect collect)
+      : id_(std::move(id)), declared_(&declared_probe(id_)), inputs_(std::move(inputs)),
+        reads_(std::move(reads)), collect_(std::move(collect)) {}
   std::string_view id() const override { return id_; }
-  std::span<const FactDecl> declarations() const override { return decls_; }
+  std::span<const FactDecl> declarations() const override { return declared_->facts; }
   std::vector<std::string> inputs() const override { return inputs_; }
-  std::string source() const override { return source_; }
+  /// The facts.json entry's source, or the text set_source() gave.
+  std::string source() const override {
+    return source_ ? *source_ : std::string(declared_->source);
+  }
   std::vector<std::string> reads() const override { return reads_; }
   std::vector<std::string> env_reads() const override { return env_reads_; }
   void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
   /// Declares the environment variables the probe reads (Probe::env_reads).
   void set_env_reads(std::vector<std::string> names) { env_reads_ = std::move(names); }
+  /// Replaces the source text, for a probe whose source is computed from its code (the
+  /// environment probe lists the variables it reads, env_reads()); every other probe's source is
+  /// the data of its facts.json entry.
+  void set_source(std::string text) { source_ = std::move(text); }
 
 private:
   std::string id_;
-  std::span<const FactDecl> decls_;
+  const DeclaredProbe* declared_;
   std::vector<std::string> inputs_;
-  std::string source_;
+  std::optional<std::string> source_;
   std::vector<std::string> reads_;
   std::vector<std::string> env_reads_;
   Collect collect_;
 };
 
 /// A derivation defined by data and one derive function (include/halo/probe.hpp Derivation): the
-/// facts it reads (`inputs`: exact keys or `*` patterns, never `**`) and where its facts come from
-/// (Markdown, cited); the facts it provides are its entry of checks/<folder>/facts.json
-/// (declared_facts(id); throws std::logic_error when there is none).
+/// facts it reads (`inputs`: exact keys or `*` patterns, never `**`); the facts it provides and
+/// where they come from (its source text) are its entry of checks/<folder>/facts.json
+/// (declared_probe(id); the constructor throws std::logic_error when there is none).
 class BasicDerivation : public Derivation {
 public:
   using Derive = std::function<void(const DeriveContext&, FactSet&)>;
-  BasicDerivation(std::string id, std::vector<std::string> inputs, std::string source,
-                  Derive derive)
-      : id_(std::move(id)), decls_(declared_facts(id_)), inputs_(std::move(inputs)),
-        source_(std::move(source)), derive_(std::move(derive)) {}
+  BasicDerivation(std::string id, std::vector<std::string> inputs, Derive derive)
+      : id_(std::move(id)), declared_(&declared_probe(id_)), inputs_(std::move(inputs)),
+        derive_(std::move(derive)) {}
   std::string_view id() const override { return id_; }
-  std::span<const FactDecl> declarations() const override { return decls_; }
+  std::span<const FactDecl> declarations() const override { return declared_->facts; }
   std::vector<std::string> inputs() const override { return inputs_; }
-  std::string source() const override { return source_; }
+  std::string source() const override { return std::string(declared_->source); }
   void derive(const DeriveContext& ctx, FactSet& facts) const override { derive_(ctx, facts); }
 
 private:
   std::string id_;
-  std::span<const FactDecl> decls_;
+  const DeclaredProbe* declared_;
   std::vector<std::string> inputs_;
-  std::string source_;
   Derive derive_;
 };
 

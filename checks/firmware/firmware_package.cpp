@@ -110,9 +110,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_firmware_package_probe() {
   return std::make_unique<BasicProbe>(
       "firmware_package",
-      "the host's package database: `/var/lib/dpkg/status` (linux-firmware, else "
-      "firmware-amd-graphics, installed) or `/var/lib/pacman/local/linux-firmware-amdgpu-*/desc` "
-      "(else linux-firmware); rpm's SQLite database is not read (not probed).",
       std::vector<std::string>{"/var/lib/dpkg/status", "/var/lib/pacman/local/linux-firmware*"},
       collect);
 }

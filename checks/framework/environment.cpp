@@ -69,12 +69,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_environment_probe() {
   auto probe = std::make_unique<BasicProbe>(
-      "environment",
-      fmt::format("`/proc/self/environ`: the variables {} (`*`: any name with that prefix). The "
-                  "same list is what a capture bundle keeps of the environment (docs/security.md).",
-                  fmt::join(env_names(), ", ")),
-      std::vector<std::string>{"/proc/self/environ"}, collect);
+      "environment", std::vector<std::string>{"/proc/self/environ"}, collect);
   probe->set_env_reads(env_names());
+  // The source text names the variables read: its facts.json entry is a format string whose `{}`
+  // is that list (computed here, so the text cannot drift from env_reads()).
+  probe->set_source(
+      fmt::format(fmt::runtime(declared_probe(probe->id()).source), fmt::join(env_names(), ", ")));
   return probe;
 }
 

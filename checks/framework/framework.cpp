@@ -387,32 +387,6 @@ std::unique_ptr<Probe> make_framework_probe() {
   using namespace framework_files;
   auto probe = std::make_unique<BasicProbe>(
       "framework",
-      "without running Python (docs/framework.md): the site directory of the environment training "
-      "will see (`--python PATH`'s venv or prefix, else `VIRTUAL_ENV`, else `CONDA_PREFIX`, from "
-      "`/proc/self/environ`, else the first `python3` on its PATH: a pyenv shim resolved to the "
-      "pyenv version's interpreter as pyenv picks it (PYENV_VERSION, `.python-version` from PWD "
-      "up, `$PYENV_ROOT/version`, `system`; checks/framework/python_env.hpp), another script "
-      "passed over; "
-      "else the system site directories) holding the first "
-      "`torch/version.py`; `__version__`, `hip`, `cuda`, `git_version` from that file (source "
-      "`file:line`; `hip = None`: hip_version missing, \"not a ROCm build\"); build "
-      "`rocm`/`cuda`/`cpu`; gfx_targets: the distinct `gfxNNN` names in the file names of "
-      "`torch/lib/{rocblas,hipblaslt}/library` (or `_rocm_sdk_libraries_*/lib/...` for TheRock "
-      "wheels). offload_targets (checks/framework/offload_bundle.cpp): entry ids "
-      "`hipv4-amdgcn-amd-amdhsa--gfxNNN[:features]`; CCOB bundles decompressed only as far as "
-      "their header, zstd or zlib; at most 64 bundles; source: the bundles read, how many "
-      "compressed, targets only some have; `error` for a library that is not ELF, has no such "
-      "section or a damaged bundle. The dynamic section of `torch/lib/libtorch_hip.so` (libelf; "
-      "names read with bounded preads): `DT_NEEDED`, `DT_RPATH`/`DT_RUNPATH` (`$ORIGIN` = "
-      "torch/lib); LD_LIBRARY_PATH (`:` or `;` separated) from `/proc/self/environ`, searched "
-      "before a `DT_RUNPATH` and after a `DT_RPATH` (ld.so(8)); `error` for a library without a "
-      "dynamic section or with names outside its string table. AOTriton: the `amd-<arch>` "
-      "directories of `torch/lib/aotriton.images` (AOTriton 0.8b and later, pytorch PR 140172). "
-      "flash_attn: `flash_attn/__init__.py` or its dist-info, and the offload bundles of "
-      "`flash_attn_2_cuda*.so`. bitsandbytes, torchvision, torchaudio and flash_attn are looked up "
-      "in the site directory torch came from. The framework derivations add "
-      "`framework.torch.rocm_version`, `framework.torch.kernel_targets`, "
-      "`framework.companion_problems` and `gpu.N.aotriton_images`.",
       std::vector<std::string>{
           "/proc/self/environ",
           "PATH entries/python3 (the first 4 KiB: a pyenv shim?)",

@@ -211,16 +211,6 @@ std::pair<std::string, std::string> choose_python(const std::string& given) {
 std::unique_ptr<Probe> make_framework_deep_probe() {
   auto probe = std::make_unique<BasicProbe>(
       "framework_deep",
-      "only with `--framework-deep` on the live system (else not probed): the interpreter's own "
-      "answer (torch.cuda), run in a child with a time limit (docs/framework.md). The interpreter: "
-      "`--python`, else `$VIRTUAL_ENV/bin/python`, else `$CONDA_PREFIX/bin/python`, else python3 "
-      "on the PATH, a pyenv shim resolved to the pyenv version's interpreter (PYENV_VERSION, "
-      "`.python-version` from PWD up, `$PYENV_ROOT/version`, `system`): the one the static "
-      "framework probe judges (checks/framework/python_env.hpp). The framework_deep_capacity "
-      "derivation adds what HIP device 0 "
-      "could give a process "
-      "(`framework.deep.device0_expected_bytes`) and PyTorch's share of it "
-      "(`framework.deep.device0_seen_ratio`).",
       std::vector<std::string>{
           "/proc/self/environ (the interpreter: checks/framework/python_env.hpp)",
           "python -c (torch.cuda queries)"},

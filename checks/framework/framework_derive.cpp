@@ -389,11 +389,6 @@ std::unique_ptr<Probe> make_framework_env_derivation() {
   return std::make_unique<BasicDerivation>(
       "framework_env",
       std::vector<std::string>{"env.*", "gpu.count", "gpu.*.kfd_node", "gpu.*.gfx_target"},
-      "the environment training will see (`env.*`, checks/framework/environment.cpp): "
-      "`PYTORCH_*ALLOC_CONF` checked as c10/core/AllocatorConfig.cpp parses it "
-      "(checks/framework/alloc_conf.cpp); debugging switches of HIP, ROCr and PyTorch; "
-      "`HSA_OVERRIDE_GFX_VERSION[_<node>]` as libhsakmt's topology_sysfs_get_node_props() reads "
-      "it, against each GPU's target.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_alloc_conf(facts);
         derive_debug_settings(facts);
@@ -409,10 +404,6 @@ std::unique_ptr<Probe> make_framework_torch_derivation() {
                                "framework.torchaudio.version", "framework.torchaudio.build",
                                "framework.torch.offload_targets", "framework.torch.gfx_targets",
                                "framework.torch.hip_version"},
-      "the torch wheel found by the framework probe (checks/framework/framework.cpp): torchvision "
-      "and torchaudio paired with torch's release (torchvision's README table) and build; the "
-      "intersection of its offload-bundle and BLAS targets, generic targets expanded (LLVM "
-      "AMDGPUUsage); the ROCm release from `torch.version.hip` (HIP's major.minor are ROCm's).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_framework_companions(facts);
         derive_framework_kernel_targets(facts);
@@ -426,10 +417,6 @@ std::unique_ptr<Probe> make_framework_deep_capacity_derivation() {
       std::vector<std::string>{"framework.deep.status", "framework.deep.device0.total_bytes",
                                "gpu.device0", "gpu.*.vram_total_bytes", "gpu.*.apu",
                                "ttm.recommended_bytes"},
-      "what HIP device 0 could give one process (an APU: max(carve-out, `ttm.recommended_bytes`), "
-      "the TTM limit `halo-doctor fix` sets; a discrete GPU: its VRAM) and PyTorch's "
-      "`total_memory` of device 0 (`--framework-deep`, checks/framework/framework_deep.cpp) over "
-      "it.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_framework_deep(facts); });
 }
 

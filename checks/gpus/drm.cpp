@@ -192,17 +192,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_drm_probe() {
   return std::make_unique<BasicProbe>(
       "drm",
-      "`/sys/class/drm/cardN/device/*` of each AMD card. The PCIe link of the card's PCI function: "
-      "`current_link_speed`, `max_link_speed` (\"32.0 GT/s PCIe\": GT/s; \"Unknown\" is an error), "
-      "`current_link_width`, `max_link_width` (lanes). Temperatures: hwmon `temp[1-3]_input` and "
-      "`temp[1-3]_crit` by `temp[1-3]_label`, in millidegrees Celsius (MI300-class GPUs have "
-      "junction and mem only). Power: hwmon `power1_cap`, `power1_cap_max`, `power1_cap_default`, "
-      "and `power1_input` (else `power1_average`, which on an APU includes the CPU), microwatts "
-      "(Documentation/gpu/amdgpu/thermal.rst). Partitions: `available_*_partition` (\"SPX, DPX, "
-      "QPX, CPX\", split on commas); `current_*_partition` refused with EPERM is an `error` fact "
-      "\"the GPU is being reset\" (amdgpu rejects partition queries during a reset, commit "
-      "75f138db). `power_dpm_force_performance_level` (amdgpu_pm.c: auto, low, high, manual, "
-      "profile_*, perf_determinism).",
       std::vector<std::string>{
           "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
           "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",

@@ -216,14 +216,6 @@ std::unique_ptr<Probe> make_gpu_cards_derivation() {
                                "gpu.*.pci_slot", "ras.*.*", "drm.*.pcie.*", "drm.*.temp.*",
                                "drm.*.power.*", "drm.*.perf_level", "xgmi.*.*", "gpu_metrics.*.*",
                                "fw.*.*", "access.render.*.*", "libdrm.dev.*.*", "libdrm.status"},
-      "the card facts of GPU N's DRM card (`gpu.N.card`) under `gpu.N.*`: RAS "
-      "(checks/gpus/ras.cpp), PCIe link, hwmon temperatures and power, the DPM level "
-      "(checks/gpus/drm.cpp), XGMI (checks/gpus/xgmi.cpp), gpu_metrics "
-      "(checks/gpus/gpu_metrics.cpp); its render node's access facts "
-      "(checks/host/device_access.cpp) by render minor; its MES firmware from libdrm_amdgpu by PCI "
-      "bus id, else the card's `fw_version/mes_fw_version`; the firmware of GPUs of one product "
-      "compared (partitions count once); the XGMI hive most MI300-series GPUs are in. `missing` "
-      "when the GPU has no amdgpu DRM card.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_ras_per_gpu(facts);
         derive_link_and_thermal_per_gpu(facts);

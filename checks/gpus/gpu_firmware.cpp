@@ -69,8 +69,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_gpu_firmware_probe() {
   return std::make_unique<BasicProbe>(
       "gpu_firmware", std::vector<std::string>{std::string(kAmdCards)},
-      "every `/sys/class/drm/cardN/device/fw_version/<name>_fw_version` (amdgpu_ucode.c, `0x%08x`; "
-      "at most 64 files) and `vbios_version`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/fw_version/*_fw_version",
                                "/sys/class/drm/card*/device/vbios_version"},
       collect);

@@ -315,14 +315,6 @@ std::unique_ptr<Probe> make_gpu_list_derivation() {
                                "pci.gpu.*.device_id",
                                "pci.gpu.*.driver",
                                "pci.gpu.*.slot"},
-      "the GPUs: KFD GPU nodes in numeric node order (ROCr's order) joined with DRM cards by "
-      "render minor; without KFD, the AMD DRM cards, else the AMD PCI GPUs, with the gfx target "
-      "from the PCI device id (table in checks/gpus/gfx.cpp); APU/Instinct tables in "
-      "checks/gpus/gfx.cpp. Each compute partition of an MI300-class GPU is a KFD node of its own, "
-      "joined to its card by KFD `location_id`/`domain` (the PCI function; a partition's render "
-      "node is not the card's). A partition's `gpu.N.vram_total_bytes` is its KFD frame-buffer "
-      "bank (ROCm#4750), not the card's whole HBM. `gpu.N.*` aliases of card facts are `missing` "
-      "when the GPU has no amdgpu DRM card.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_gpus(facts);
         derive_partitions(facts);
@@ -334,8 +326,6 @@ std::unique_ptr<Probe> make_gpu_binding_derivation() {
       "gpu_binding",
       std::vector<std::string>{"pci.amd_gpu_count", "pci.gpu.*.driver", "pci.gpu.*.slot",
                                "pci.gpu.*.device_id"},
-      "the driver each AMD PCI GPU is bound to (`/sys/bus/pci/devices/BDF/driver`, from the pci "
-      "probe): none or another driver than amdgpu, or vfio-pci/pci-stub (passed through to a VM).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_binding(facts); });
 }
 

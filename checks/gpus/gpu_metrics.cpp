@@ -192,16 +192,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_gpu_metrics_probe() {
   return std::make_unique<BasicProbe>(
       "gpu_metrics", std::vector<std::string>{std::string(kAmdCards)},
-      "`/sys/class/drm/cardN/device/gpu_metrics` (binary, little-endian, at most 4 KiB; "
-      "kgd_pp_interface.h): the header's `format.content` version; v1.3 (RDNA, MI200): "
-      "edge/hotspot/memory temperature (degrees C), socket power (W) and the ASIC-independent "
-      "throttle status; v1.4-1.6 (MI300-class): hotspot/memory temperature and socket power, no "
-      "throttle status; v2.2-2.4 (APUs): the throttle status; other versions the version only. "
-      "Throttle reasons by the SMU's SMU_THROTTLER_*_BIT names (power 0-7, current 16-23, "
-      "temperature 32-47); 0xFFFF in a field and an all-ones status are \"not reported\"; a table "
-      "shorter than its header says, or than its layout, is an error. The gpu_cards derivation "
-      "aliases "
-      "them as `gpu.N.metrics.*`.",
       std::vector<std::string>{"/sys/class/drm/card*/device/gpu_metrics"}, collect);
 }
 

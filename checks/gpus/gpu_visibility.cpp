@@ -214,11 +214,6 @@ std::unique_ptr<Probe> make_gpu_visibility_derivation() {
           "gpu.*.gtt_total_bytes", "gpu.*.amdgpu_bound", "env.rocr_visible_devices",
           "env.hip_visible_devices", "env.cuda_visible_devices", "drm.*.uma_carveout_min_bytes",
           "hsa.status", "hsa.gpu.*.coarse_pool_bytes"},
-      "`ROCR_VISIBLE_DEVICES`, then `HIP_VISIBLE_DEVICES` (else `CUDA_VISIBLE_DEVICES`) indexing "
-      "into what ROCr left (ROCm/pytorch#1895; HIP's env_variables reference), over the GPUs in "
-      "KFD node order (ROCr's); the APU is the first GPU of the APU table (checks/gpus/gfx.cpp); "
-      "ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's pool is its agent's "
-      "(`hsa.gpu.<agent>.coarse_pool_bytes`).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_visibility(facts); });
 }
 
@@ -226,9 +221,6 @@ std::unique_ptr<Probe> make_gpu_aotriton_derivation() {
   return std::make_unique<BasicDerivation>(
       "gpu_aotriton",
       std::vector<std::string>{"gpu.count", "gpu.*.gfx_target", "framework.torch.aotriton_images"},
-      "the AOTriton kernel images of the wheel (`framework.torch.aotriton_images`, "
-      "checks/framework/framework.cpp) whose `amd-<arch>` name covers GPU N's gfx target (`x` is "
-      "any character).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_aotriton_per_gpu(facts); });
 }
 
@@ -237,10 +229,6 @@ std::unique_ptr<Probe> make_gpu_usable_memory_derivation() {
       "gpu_usable_memory",
       std::vector<std::string>{"gpu.count", "gpu.*.hsa_coarse_pool_bytes", "gpu.*.vram_total_bytes",
                                "gpu.*.apu", "gpu.*.gtt_total_bytes", "ttm.pages_limit_bytes"},
-      "ROCr's coarse-grained pool when the runtime was asked (HIP's totalGlobalMem is that pool: "
-      "rocm-systems PR 8475); else a discrete GPU's VRAM; an APU whose GTT is larger than its "
-      "carve-out allocates from GTT up to the TTM limit (the kernel's apu_prefer_gtt, commit "
-      "759e764), else from the carve-out.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_usable_memory(facts); });
 }
 

@@ -106,8 +106,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_kfd_topology_probe() {
   return std::make_unique<BasicProbe>(
       "kfd_topology",
-      "`/sys/class/kfd/kfd/topology/nodes/*/properties` and `mem_banks/*/properties` "
-      "(gfx_target_version 110501 -> gfx1151).",
       std::vector<std::string>{"/sys/class/kfd/kfd/topology/nodes/*/properties",
                                "/sys/class/kfd/kfd/topology/nodes/*/mem_banks/*/properties"},
       collect);

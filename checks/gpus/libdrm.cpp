@@ -279,10 +279,6 @@ std::unique_ptr<Probe> make_libdrm_probe() {
   // each of those when a query fails).
   return std::make_unique<BasicProbe>(
       "libdrm",
-      "libdrm_amdgpu (dlopen) on the live root: drmGetDevices2, then on each AMD render node "
-      "`amdgpu_device_initialize`, `amdgpu_query_info`, `amdgpu_query_gpu_info`, "
-      "`amdgpu_query_firmware_version`; see docs/hsa.md. A render node the user may not open makes "
-      "every `libdrm.dev.N.*` query fact `denied`.",
       std::vector<std::string>{"/dev/dri/renderD* (drmGetDevices2, libdrm_amdgpu ioctls)"},
       collect);
 }

@@ -51,7 +51,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_pci_probe() {
   return std::make_unique<BasicProbe>(
-      "pci", "`/sys/bus/pci/devices/*` with vendor 0x1002 and class 0x03xxxx or 0x12xxxx.",
+      "pci",
       std::vector<std::string>{"/sys/bus/pci/devices/*/vendor", "/sys/bus/pci/devices/*/class",
                                "/sys/bus/pci/devices/*/device", "/sys/bus/pci/devices/*/driver"},
       collect);

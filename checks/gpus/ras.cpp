@@ -148,9 +148,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_ras_probe() {
   return std::make_unique<BasicProbe>(
       "ras", std::vector<std::string>{std::string(kAmdCards)},
-      "`/sys/class/drm/<card>/device/ras/<block>_err_count` (\"ue: N / ce: N [/ de: N]\", summed "
-      "over blocks; \"Query currently inaccessible\" is an error), `ras/gpu_vram_bad_pages` (R/P/F "
-      "lines); no `ras/` directory: `supported` false (consumer GPUs, APUs).",
       std::vector<std::string>{"/sys/class/drm/card*/device/ras/*_err_count",
                                "/sys/class/drm/card*/device/ras/gpu_vram_bad_pages"},
       collect);

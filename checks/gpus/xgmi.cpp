@@ -98,11 +98,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_xgmi_probe() {
   return std::make_unique<BasicProbe>(
       "xgmi", std::vector<std::string>{std::string(kAmdCards)},
-      "amdgpu_xgmi.c, all 0444: `xgmi_device_id` and `xgmi_hive_info/xgmi_hive_id` (`%llu`, kept "
-      "as text), `xgmi_physical_id`, `xgmi_num_hops` (one `%02x ` per hive member, this GPU "
-      "included: `hive_size` is their number, `far_peers` those whose bits 2:0 say more than one "
-      "hop; at most 64). No `xgmi_device_id`: not in a hive (`member` false). `xgmi_error` is "
-      "never read: reading it clears the counter.",
       // Named one by one: xgmi_error must never be read (nor captured), reading clears it.
       std::vector<std::string>{"/sys/class/drm/card*/device/xgmi_device_id",
                                "/sys/class/drm/card*/device/xgmi_physical_id",

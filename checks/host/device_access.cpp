@@ -212,8 +212,6 @@ std::unique_ptr<Probe> make_device_access_probe() {
       "device_access",
       std::vector<std::string>{"env.sudo_uid", "kfd.gpu_nodes", "kfd.node.*.drm_render_minor",
                                std::string(kAmdCards), "drm.*.render_minor"},
-      "`/proc/self/status`, `/etc/passwd`, `/etc/group`, stat of `/dev/kfd` and the GPUs' render "
-      "nodes (access(2) on the live root).",
       std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",
                                "/dev/dri/renderD*"},
       collect);

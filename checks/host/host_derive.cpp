@@ -133,10 +133,6 @@ std::unique_ptr<Probe> make_host_derivation() {
                                "runenv.cgroup_engine", "runenv.dmi.*", "runenv.cpu_hypervisor_flag",
                                "env.container_id", "pci.amd_gpu_count", "access.kfd.exists",
                                "wsl.wsl2"},
-      "the container markers of the runenv probe (checks/host/runenv.cpp), `CONTAINER_ID` "
-      "(distrobox), or `/dev/kfd` with no AMD GPU in `/sys/bus/pci`; systemd-detect-virt's DMI "
-      "vendor table (systemd src/basic/virt.c detect_vm_dmi_vendor()), else the CPU's hypervisor "
-      "flag.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_runenv(facts);
         derive_virtualization(facts);

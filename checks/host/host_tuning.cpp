@@ -131,13 +131,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_host_tuning_probe() {
   return std::make_unique<BasicProbe>(
       "host_tuning",
-      "the distinct `cpuN/cpufreq/scaling_governor`s; how many CPUs have `cpuidle/state2/disable` "
-      "0 (the source names the state, C2 on EPYC; at most 4096 CPUs read); the bracketed mode of "
-      "`/sys/kernel/mm/transparent_hugepage/enabled`; the soft \"Max locked memory\" (bytes) and "
-      "\"Max open files\" of `/proc/self/limits`, which a run started the same way inherits. The "
-      "kernel prints `unlimited` for RLIM_INFINITY (2^64-1, fs/proc/base.c `proc_pid_limits`); it "
-      "does not fit a signed 64-bit fact, so it is the largest integer, which every `>=` "
-      "threshold passes, and `*_unlimited` is true.",
       std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",

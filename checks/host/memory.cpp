@@ -44,8 +44,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_memory_probe() {
-  return std::make_unique<BasicProbe>("memory", "`/proc/meminfo` (kB x 1024).",
-                                      std::vector<std::string>{"/proc/meminfo"}, collect);
+  return std::make_unique<BasicProbe>("memory", std::vector<std::string>{"/proc/meminfo"}, collect);
 }
 
 } // namespace halo::probes

@@ -46,13 +46,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_numa_probe() {
-  return std::make_unique<BasicProbe>(
-      "numa",
-      "`/proc/sys/kernel/numa_balancing`; `/sys/devices/system/node/online` (a node list such as "
-      "`0-1`, counted).",
-      std::vector<std::string>{"/proc/sys/kernel/numa_balancing",
-                               "/sys/devices/system/node/online"},
-      collect);
+  return std::make_unique<BasicProbe>("numa",
+                                      std::vector<std::string>{"/proc/sys/kernel/numa_balancing",
+                                                               "/sys/devices/system/node/online"},
+                                      collect);
 }
 
 } // namespace halo::probes

@@ -72,13 +72,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_os_probe() {
-  return std::make_unique<BasicProbe>(
-      "os",
-      "`/proc/sys/kernel/hostname`, `/etc/os-release` (else `/usr/lib/os-release`), read through "
-      "the host root in a container.",
-      std::vector<std::string>{"/proc/sys/kernel/hostname", "/etc/os-release",
-                               "/usr/lib/os-release"},
-      collect);
+  return std::make_unique<BasicProbe>("os",
+                                      std::vector<std::string>{"/proc/sys/kernel/hostname",
+                                                               "/etc/os-release",
+                                                               "/usr/lib/os-release"},
+                                      collect);
 }
 
 } // namespace halo::probes

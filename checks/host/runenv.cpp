@@ -156,15 +156,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_runenv_probe() {
-  return std::make_unique<BasicProbe>(
-      "runenv",
-      "container markers: `/.dockerenv`, `/run/.toolboxenv`, `/run/.containerenv`, "
-      "`/run/systemd/container`, the Kubernetes service-account mount, `/proc/1/cgroup`; "
-      "`/proc/self/status` `Seccomp:` (0 none, 1 strict, 2 filter) and bit 23 of `CapEff:` "
-      "(proc(5), linux/capability.h); `/sys/class/dmi/id/{product_name,sys_vendor,board_vendor,"
-      "bios_vendor,product_version}` (never the serials or product_uuid); the `hypervisor` flag "
-      "of `/proc/cpuinfo` (CPUID.1:ECX bit 31).",
-      reads(), collect);
+  return std::make_unique<BasicProbe>("runenv", reads(), collect);
 }
 
 } // namespace halo::probes

@@ -395,16 +395,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_wsl_probe() {
   auto probe = std::make_unique<BasicProbe>(
       "wsl", std::vector<std::string>{kInstallVersion, kInstallPrefix},
-      "WSL2 markers: `/proc/sys/kernel/osrelease` (`-microsoft-standard-WSL2`), `WSL_INTEROP` / "
-      "`WSL_DISTRO_NAME`, `/proc/sys/fs/binfmt_misc/WSLInterop`, `/dev/dxg` (dxgkrnl's misc "
-      "device), `/sys/bus/vmbus/drivers/dxgkrnl` (microsoft/WSL issues 423, 4555; "
-      "WSL2-Linux-Kernel drivers/hv/dxgkrnl). ROCm on WSL2: `librocdxg.so` as ROCr's "
-      "ThunkLoader dlopen()s it (rocm-systems thunk_loader.cpp) along LD_LIBRARY_PATH, "
-      "`libhsa-runtime64.so.1`'s DT_RUNPATH, `/etc/ld.so.conf` and the default directories "
-      "(dlopen(3)); `HSA_ENABLE_DXG_DETECTION` as ROCr's flag.h reads it (rocm-systems PR 3863: "
-      "on by default from 7.13), judged by that ROCm's release as the rocm_install probe reads "
-      "it; `/usr/lib/wsl/lib/libdxcore.so` (github.com/ROCm/librocdxg "
-      "README). The Windows driver's version cannot be read from inside WSL.",
       // The small files only: librocdxg, DXCore and ROCr are binaries looked up by name in the
       // ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
       std::vector<std::string>{

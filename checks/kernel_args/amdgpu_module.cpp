@@ -47,13 +47,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_amdgpu_module_probe() {
-  return std::make_unique<BasicProbe>(
-      "amdgpu_module",
-      "`/sys/module/amdgpu/{initstate,version,parameters/*}` (version exists for DKMS builds; 0600 "
-      "parameters are `denied` to non-root).",
-      std::vector<std::string>{"/sys/module/amdgpu/initstate", "/sys/module/amdgpu/version",
-                               "/sys/module/amdgpu/parameters/*"},
-      collect);
+  return std::make_unique<BasicProbe>("amdgpu_module",
+                                      std::vector<std::string>{"/sys/module/amdgpu/initstate",
+                                                               "/sys/module/amdgpu/version",
+                                                               "/sys/module/amdgpu/parameters/*"},
+                                      collect);
 }
 
 } // namespace halo::probes

@@ -238,11 +238,6 @@ std::unique_ptr<Probe> make_modparam_derivation() {
       std::vector<std::string>{
           std::string(kModuleOptionInputs[0]), std::string(kModuleOptionInputs[1]),
           std::string(kModuleOptionInputs[2]), std::string(kModuleOptionInputs[3])},
-      "the options each of ttm/amdttm/amd_ttm and amdgpu receives when it loads: modprobe.d's "
-      "options lines, then those kmod takes from `/proc/cmdline` (kmod_module_get_options), split "
-      "by the kernel's next_arg() (kernel/params.c parse_args: the last value wins, `-` equals "
-      "`_`); `pages_limit`, `page_pool_size` (ulong: kstrtoul) and `gttsize`, `modeset` (int: "
-      "kstrtoint) converted as the kernel converts them.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_invalid_options(facts); });
 }
 
@@ -271,13 +266,6 @@ std::unique_ptr<Probe> make_amdgpu_driver_derivation() {
                                std::string(kModuleOptionInputs[1]),
                                std::string(kModuleOptionInputs[2]),
                                std::string(kModuleOptionInputs[3])},
-      "amdgpu is live when `/sys/module/amdgpu/initstate` says so, or when it is built in and "
-      "drives a DRM card. What stops it at the next boot: amdgpu_init() (amdgpu_drv.c: `nomodeset` "
-      "only while `amdgpu.modeset` is -1, `amdgpu.modeset=0`), `modprobe.blacklist=` (kmod), "
-      "`module_blacklist=` (kernel/module/main.c), modprobe.d blacklist lines, install lines of "
-      "amdgpu or of the TTM module it needs as kmod runs them (libkmod-module.c "
-      "kmod_module_probe_insert_module; checked against kmod's `modprobe -n -v` by "
-      "tests/cli/kmod_diff.py), and invalid options (`modparam.invalid_modules`).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_driver(facts); });
 }
 
@@ -288,8 +276,6 @@ std::unique_ptr<Probe> make_gttsize_derivation() {
                                std::string(kModuleOptionInputs[1]),
                                std::string(kModuleOptionInputs[2]),
                                std::string(kModuleOptionInputs[3])},
-      "`amdgpu.gttsize` (MiB, -1 = auto; deprecated) as amdgpu receives it from modprobe.d and the "
-      "command line, else its active value (`/sys/module/amdgpu/parameters/gttsize`).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_gttsize(facts); });
 }
 

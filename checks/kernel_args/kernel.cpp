@@ -77,13 +77,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_kernel_probe() {
   return std::make_unique<BasicProbe>(
-      "kernel",
-      "`/proc/sys/kernel/osrelease`; `/proc/cmdline` as the kernel itself parses it "
-      "(kernel/params.c `next_arg`: quotes, `-` = `_`, last assignment wins, byte 0xA0 is a space, "
-      "nothing after `--`, which goes to init), and as kmod reads it for loadable modules "
-      "(libkmod-config.c `kmod_config_parse_kcmdline`: `mod.param[=value]` tokens over the whole "
-      "line, past `--`; every `modprobe.blacklist=`, split on commas; first 4095 bytes).",
-      std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/cmdline"}, collect);
+      "kernel", std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/cmdline"}, collect);
 }
 
 } // namespace halo::probes

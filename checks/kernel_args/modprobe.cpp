@@ -295,14 +295,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_modprobe_probe() {
   return std::make_unique<BasicProbe>(
       "modprobe",
-      "`*.conf` (and `*.alias`, read by kmod up to v32) in /etc, /run, /usr/local/lib, /usr/lib, "
-      "/lib `modprobe.d`, read as kmod does: `#` only at the start of a line, backslash "
-      "continuation, words split on space and tab (CRLF keeps `\\r`), `.`-files and directories "
-      "skipped; option values as the kernel's `next_arg` splits the module's joined options "
-      "(source is `file:line`); `install` and `softdep` lines matched to amdgpu, ttm, amdttm, "
-      "amd_ttm and amdkfd by fnmatch, the first match winning (libkmod-module.c), and each "
-      "install command judged as /bin/sh runs it (kmod_install.cpp). Checked against real kmod "
-      "(`modprobe -c`, `modprobe -n -v`) and /bin/sh by tests/cli/kmod_diff.py.",
       std::vector<std::string>{
           "/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf", "/usr/local/lib/modprobe.d/*.conf",
           "/usr/lib/modprobe.d/*.conf", "/lib/modprobe.d/*.conf", "/etc/modprobe.d/*.alias",

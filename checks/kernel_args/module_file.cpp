@@ -475,15 +475,6 @@ std::unique_ptr<Probe> make_module_file_probe() {
       "module_file",
       std::vector<std::string>{std::string(keys::kernel_release), "amdgpu.initstate",
                                "boot.secure_boot", "boot.lockdown"},
-      "the amdgpu module modprobe would load for `kernel.release`: libkmod's lookup in "
-      "`/lib/modules/<release>/modules.dep.bin` (so `updates/dkms/` or `extra/` wins over "
-      "`kernel/`), then `kmod_module_get_info` as `modinfo` prints it. Read in a child process (1 "
-      "GiB more address space, 10 s) from a regular file of at most 128 MiB inside the root; a "
-      "link is followed inside the root only; a module libkmod cannot read is an `error` with the "
-      "reason; no `/lib/modules/<release>` or no `modules.dep.bin` is `missing`. Read only where "
-      "it can matter: Secure Boot on, lockdown `integrity`/`confidentiality`, or amdgpu not live "
-      "(else not probed, to keep `check` fast). Checked against `modinfo` by "
-      "tests/cli/module_signature.sh.",
       std::vector<std::string>{
           "$MODDIR/modules.dep.bin ($MODDIR = /lib/modules/<kernel.release>, from the kernel "
           "probe; libkmod in a child process)",

@@ -165,11 +165,6 @@ std::unique_ptr<Probe> make_cmdline_suspects_derivation() {
       std::vector<std::string>{"kernel.cmdline.names", "kernel.cmdline.param.amd_iommu",
                                "amdgpu.param_names", "ttm.module.*.param_names",
                                "modprobe.options.*.*", "modprobe.note_words.*", "modprobe.files"},
-      "the command line's parameter names (checks/kernel_args/kernel.cpp) against known "
-      "misspellings and the parameters the loaded amdgpu and TTM modules list in "
-      "`/sys/module/<m>/parameters`; `amd_iommu=` words against drivers/iommu/amd/init.c "
-      "parse_amd_iommu_options(); modprobe.d options for parameters the module lacks, or that "
-      "follow a `#` mid-line (libkmod-config.c starts a comment only at the beginning of a line).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_suspects(facts); });
 }
 

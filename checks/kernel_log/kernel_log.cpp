@@ -252,25 +252,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_kernel_log_probe() {
   return std::make_unique<BasicProbe>(
       "kernel_log", std::vector<std::string>{std::string(keys::kernel_release)},
-      "hang signatures of amdgpu lines: \"ring X timeout\", \"GPU reset begin\", \"reset failed\", "
-      "\"device wedged\", \"MES failed to respond\" (older \"failed to response\", amdgpu_mes.c), "
-      "\"[gfxhub]/[mmhub] page fault\" (gmc_v*.c); `hang_events`: the first 32 as \"<seconds since "
-      "boot> s: <line>\" (the time from /dev/kmsg's usec field, or dmesg's \"[  651.971687]\"); "
-      "`lines` keep the time as dmesg prints it, so a capture replays it. "
-      "`module_signature_rejected`: \"Loading of unsigned module is rejected\" / \"... with "
-      "unavailable key ...\" (kernel/module/signing.c) and \"Lockdown: modprobe: unsigned module "
-      "loading is restricted\" (security/lockdown/lockdown.c); `/dev/kmsg` on the live root "
-      "(non-blocking, bounded; `denied` under dmesg_restrict with the command to run), "
-      "`ROOT/.halo/dmesg.txt` under `--root` (capture writes the relevant lines there). "
-      "`firmware_on_disk`: each firmware file the log says failed to load, looked up now where the "
-      "kernel looks (drivers/base/firmware_loader/main.c `fw_path[]`: `firmware_class.path`, "
-      "`/lib/firmware/updates/<release>`, `/lib/firmware/updates`, `/lib/firmware/<release>`, "
-      "`/lib/firmware`; the plain name everywhere, then `.zst`, then `.xz`), as `name: path`. A "
-      "root without `/lib/firmware` is not probed. The kernel_log_causes derivation splits the "
-      "failed names into "
-      "those on disk now and those still missing (`kernel_log.firmware_present_now`, "
-      "`kernel_log.firmware_missing_now`) and explains the probe errors "
-      "(`kernel_log.amdgpu_probe_causes`).",
       std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)",
                                "/sys/module/firmware_class/parameters/path",
                                "$FW_PATH/<each file that failed to load>{,.zst,.xz} ($FW_PATH: "

@@ -118,9 +118,6 @@ std::unique_ptr<Probe> make_kernel_log_derivation() {
       "kernel_log_causes",
       std::vector<std::string>{"kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
                                "kernel_log.amdgpu_probe_errors"},
-      "the kernel log probe's facts (checks/kernel_log/kernel_log.cpp): the failed firmware names "
-      "split by `kernel_log.firmware_on_disk`, and each amdgpu probe error's documented cause by "
-      "error code (-22, -12, -110, -2, -19).",
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_firmware_now(facts);
         derive_probe_causes(facts);

@@ -127,11 +127,6 @@ void collect(const DeriveContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_plan_probe() {
   return std::make_unique<BasicDerivation>(
       "plan", std::vector<std::string>{},
-      "the training run given with `plan --model` or `check --model` (`--model DIR/config.json`, "
-      "`--config FILE`, read and checked by the CLI before the probes run): the model's "
-      "config.json and the training configuration; each setting's source is the file and line, "
-      "the option, or the default it took (docs/plan.md). Without `--model`, `plan.present` is "
-      "false.",
       [](const DeriveContext& ctx, FactSet& facts) { collect(ctx, facts); });
 }
 

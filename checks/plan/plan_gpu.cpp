@@ -57,8 +57,6 @@ std::unique_ptr<Probe> make_plan_gpu_derivation() {
       std::vector<std::string>{"plan.present", "gpu.device0", "gpu.*.usable_bytes", "gpu.*.apu",
                                "gpu.*.gfx_target", "gpu.*.vram_total_bytes",
                                "ttm.recommended_bytes"},
-      "HIP device 0 (`gpu.device0`) and its `usable_bytes`; on an APU also the capacity with the "
-      "recommended TTM limit (`ttm.recommended_bytes`), which `halo-doctor fix` sets.",
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_plan(facts); });
 }
 

@@ -488,10 +488,6 @@ void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>&
 std::unique_ptr<Probe> make_hsa_probe() {
   return std::make_unique<BasicProbe>(
       "hsa",
-      "ROCr (`libhsa-runtime64.so.1`, dlopen in a child process with a time limit) on the live "
-      "root, or a replay library with `--root` and `--hsa-library`; see docs/hsa.md. Indices are "
-      "0-based: rocminfo's `Agent 1` is `hsa.agent.0`, its `Pool 1` is `pool.0`. An attribute the "
-      "loaded ROCr does not know is `missing` with ROCr's own status string.",
       std::vector<std::string>{
           "libhsa-runtime64.so.1 (--hsa-library, $ROCM_PATH/lib, /opt/rocm/lib, loader path)",
           "/dev/kfd (through ROCr)", "PREFIX/.info/version"},

@@ -128,10 +128,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_rocm_install_probe() {
   auto p = std::make_unique<BasicProbe>(
       "rocm_install", std::vector<std::string>{kRocmPathEnv, kPythonEnv},
-      "`$ROCM_PATH/.info/version` and `/opt/rocm/.info/version` (AMD's rocm-core package; "
-      "TheRock roots have it too), else `PREFIX/share/therock/therock_manifest.json` "
-      "`rocm_version` (TheRock); `SITE/_rocm_sdk_core` for TheRock's rocm-sdk-core wheel. Read "
-      "from files, so it answers under --root, in a bundle and with --no-runtime.",
       std::vector<std::string>{
           "/opt/rocm/.info/version", "/opt/rocm/share/therock/therock_manifest.json",
           "$ROCM_PATH/.info/version", "$ROCM_PATH/share/therock/therock_manifest.json",

@@ -66,8 +66,6 @@ std::unique_ptr<Probe> make_rocm_version_derivation() {
   return std::make_unique<BasicDerivation>(
       "rocm_version",
       std::vector<std::string>{"hsa.rocm_version", "rocm.install.version", "rocm.sdk.version"},
-      "computed from hsa.rocm_version, rocm.install.version and rocm.sdk.version, the runtime's "
-      "answer first; it reads no file.",
       derive);
 }
 

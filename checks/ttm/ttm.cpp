@@ -102,9 +102,6 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_ttm_probe() {
   return std::make_unique<BasicProbe>(
       "ttm", std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"},
-      "`/sys/module/<m>/parameters/*` and `/sys/module/<m>/holders/amdgpu` for m in ttm, amdttm, "
-      "amd_ttm. The TTM module amdgpu uses: the holders link, else DKMS amdgpu -> amdttm/amd_ttm, "
-      "in-kernel -> ttm.",
       std::vector<std::string>{"/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
                                "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"},
       collect);

@@ -175,10 +175,6 @@ std::unique_ptr<Probe> make_ttm_configured_derivation() {
                                std::string(kModuleOptionInputs[1]),
                                std::string(kModuleOptionInputs[2]),
                                std::string(kModuleOptionInputs[3])},
-      "`ttm.configured.*`: the limit configured for the TTM module amdgpu uses (`ttm.module`; the "
-      "command line wins over modprobe.d, as kmod appends it after modprobe.d's options); "
-      "`ttm.cmdline.*` and `ttm.modprobe.*` each source alone; pages of 4 KiB in checked "
-      "arithmetic; `ttm.recommended_*`: floor(MemTotal in GiB) minus `--reserve`.",
       [](const DeriveContext& ctx, FactSet& facts) { derive_ttm(facts, ctx.options); });
 }
 

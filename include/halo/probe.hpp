@@ -139,8 +139,8 @@ public:
   /// (and the text it views) lives as long as the probe; a built-in probe's is its entry of
   /// checks/<folder>/facts.json, compiled in.
   virtual std::span<const FactDecl> declarations() const = 0;
-  /// Where the facts come from, in Markdown: the files read and how, the API calls, the
-  /// derivations, with their sources cited (docs/facts.md prints it under the probe's table).
+  /// Where the facts come from, in Markdown (a built-in probe's: its facts.json entry's `source`):
+  /// files read and how, API calls, derivations, sources cited (docs/facts.md prints it).
   virtual std::string source() const = 0;
   /// Fact key patterns this probe may produce: the patterns of declarations(). The rule loader
   /// rejects a rule naming a fact no probe provides.

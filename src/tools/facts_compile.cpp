@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT
 // halo-facts-compile CHECKS_DIR OUT.cpp (a build step, CMakeLists.txt; issue 33): validates the
 // fact declarations of the built-in probes, checks/<folder>/facts.json, and writes them as C++
-// tables in static storage (checks/common/probes.hpp declared_probes(), declared_facts()), so the
+// tables in static storage (checks/common/probes.hpp declared_probes(), declared_probe()), so the
 // binary reads no JSON and copies no table at start-up.
 //
 // Every file is checked against checks/facts.schema.json (key pattern syntax, the type names of
-// fact_type_name, the unit vocabulary of FactDecl::unit, a non-empty meaning), and then:
+// fact_type_name, the unit vocabulary of FactDecl::unit, a non-empty meaning and source), and
+// then:
 //  - every probe id is declared once over all files, and every pattern once;
 //  - every pattern's family (its first segment) maps, in src/core/fact_families.cpp, to the folder
 //    the file is in (one home per fact family);
-//  - a meaning is one line.
+//  - a meaning is one line;
+//  - a source (Probe::source, docs/facts.md's paragraph under the probe's table) is one paragraph
+//    on one line, and not only white space.
 // The first error fails the build with "checks/FOLDER/facts.json:LINE: probe 'ID' ...: what".
 // The tool reads no probe: that every built-in probe has an entry, and every entry a probe, is
-// checked when the registry is built (declared_facts throws) and by
+// checked when the registry is built (declared_probe throws) and by
 // tests/unit/test_fact_declarations.cpp.
 #include <halo/error.hpp>
 #include <halo/io.hpp>
@@ -45,7 +48,8 @@ struct Decl {
 /// One entry of a facts.json file, validated.
 struct Entry {
   std::string id;
-  std::string file; ///< "checks/FOLDER/facts.json"
+  std::string file;   ///< "checks/FOLDER/facts.json"
+  std::string source; ///< Probe::source: one line of Markdown
   std::vector<Decl> facts;
 };
 
@@ -89,7 +93,7 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
   std::vector<Entry> out;
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const nlohmann::json& p = doc[i];
-    Entry e{p.at("probe").get<std::string>(), origin, {}};
+    Entry e{p.at("probe").get<std::string>(), origin, p.at("source").get<std::string>(), {}};
     const auto fail = [&](const std::string& pointer, const std::string& what) {
       return halo::InputError(
           fmt::format("{}:{}: probe '{}': {}", origin, pos.line(pointer), e.id, what));
@@ -97,6 +101,10 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
     const std::string at = fmt::format("/{}", i);
     if (auto [it, fresh] = seen_ids.emplace(e.id, origin); !fresh)
       throw fail(at + "/probe", fmt::format("declared again (first in {})", it->second));
+    if (e.source.find_first_not_of(" \t") == std::string::npos)
+      throw fail(at + "/source", "the source is only white space");
+    if (e.source.find_first_of("\r\n") != std::string::npos)
+      throw fail(at + "/source", "the source is one paragraph on one line (no line break)");
     const nlohmann::json& facts = p.at("facts");
     for (std::size_t j = 0; j < facts.size(); ++j) {
       const std::string fat = fmt::format("{}/facts/{}", at, j);
@@ -127,7 +135,8 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
 }
 
 /// The generated C++: every declaration in one constexpr array (file order), and the probes
-/// sorted by id, each with its slice of it, for declared_facts()'s binary search.
+/// sorted by id, each with its source text and its slice of it, for declared_probe()'s binary
+/// search.
 std::string generated_source(const std::vector<Entry>& entries) {
   std::size_t total = 0;
   for (const Entry& e : entries)
@@ -167,9 +176,10 @@ std::string generated_source(const std::vector<Entry>& entries) {
   }
   text += "};\n\n// Sorted by id.\nconstexpr DeclaredProbe kProbes[] = {\n";
   for (const auto& [id, slice] : slices)
-    text += fmt::format("    {{{}, {}, std::span<const FactDecl>(kFacts + {}, {})}},\n",
-                        cxx_literal(id), cxx_literal(slice.second->file), slice.first,
-                        slice.second->facts.size());
+    text +=
+        fmt::format("    {{{}, {},\n     {},\n     std::span<const FactDecl>(kFacts + {}, {})}},\n",
+                    cxx_literal(id), cxx_literal(slice.second->file),
+                    cxx_literal(slice.second->source), slice.first, slice.second->facts.size());
   text += "};\n\n} // namespace\n\nstd::span<const DeclaredProbe> declared_probes() { return "
           "kProbes; }\n\n} // namespace halo::probes\n";
   return text;

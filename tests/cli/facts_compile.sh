@@ -17,18 +17,25 @@ grep -q 'std::span<const DeclaredProbe> declared_probes()' "$tmp/ok.cpp" || bad 
 grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.module.*.loaded not compiled"
 
 # Each copy breaks checks/ttm/facts.json one way: LINES|SED|what the message says. Line 3 is the
-# first probe's id ("ttm"), lines 6-9 its first fact, line 110 the second probe's id.
+# first probe's id ("ttm"), line 4 its source, lines 7-10 its first fact, line 111 the second
+# probe's id.
 breakages=(
-  '7|s/"type": "bool"/"type": "boolean"/|facts.json:7: 0/facts/0/type: '
-  '6|s/"ttm.module.\*.loaded"/"ttm..loaded"/|facts.json:6: 0/facts/0/pattern: '
-  '6|s/"ttm.module.\*.loaded"/"ttm.module.**.loaded"/|facts.json:6: 0/facts/0/pattern: '
-  '6|s/"ttm.module.\*.loaded"/"gpu.module.*.loaded"/|facts.json:6: probe '"'ttm'"': '"'gpu.module.*.loaded'"': family '"'gpu'"' lives in checks/gpus/'
-  '6|s/"ttm.module.\*.loaded"/"nosuchfamily.loaded"/|facts.json:6: probe '"'ttm'"': '"'nosuchfamily.loaded'"': family '"'nosuchfamily'"' is not in src/core/fact_families.cpp'
-  '12|s/"ttm.module.\*.used_by_amdgpu"/"ttm.module.*.loaded"/|facts.json:12: probe '"'ttm'"': '"'ttm.module.*.loaded'"' is declared again (first in checks/ttm/facts.json probe '"'ttm'"')'
-  '110|s/"ttm_configured"/"ttm"/|facts.json:110: probe '"'ttm'"': declared again (first in checks/ttm/facts.json)'
-  '9|s/is loaded"/is\\nloaded"/|facts.json:9: probe '"'ttm'"': '"'ttm.module.*.loaded'"': the meaning is one line'
-  '9|s/"meaning": ".*"/"meaning": ""/|facts.json:9: 0/facts/0/meaning: '
-  '26|s/"unit": "pages"/"unit": "page"/|facts.json:26: 0/facts/3/unit: '
+  '8|s/"type": "bool"/"type": "boolean"/|facts.json:8: 0/facts/0/type: '
+  '7|s/"ttm.module.\*.loaded"/"ttm..loaded"/|facts.json:7: 0/facts/0/pattern: '
+  '7|s/"ttm.module.\*.loaded"/"ttm.module.**.loaded"/|facts.json:7: 0/facts/0/pattern: '
+  '7|s/"ttm.module.\*.loaded"/"gpu.module.*.loaded"/|facts.json:7: probe '"'ttm'"': '"'gpu.module.*.loaded'"': family '"'gpu'"' lives in checks/gpus/'
+  '7|s/"ttm.module.\*.loaded"/"nosuchfamily.loaded"/|facts.json:7: probe '"'ttm'"': '"'nosuchfamily.loaded'"': family '"'nosuchfamily'"' is not in src/core/fact_families.cpp'
+  '13|s/"ttm.module.\*.used_by_amdgpu"/"ttm.module.*.loaded"/|facts.json:13: probe '"'ttm'"': '"'ttm.module.*.loaded'"' is declared again (first in checks/ttm/facts.json probe '"'ttm'"')'
+  '111|s/"ttm_configured"/"ttm"/|facts.json:111: probe '"'ttm'"': declared again (first in checks/ttm/facts.json)'
+  '10|s/is loaded"/is\\nloaded"/|facts.json:10: probe '"'ttm'"': '"'ttm.module.*.loaded'"': the meaning is one line'
+  '10|s/"meaning": ".*"/"meaning": ""/|facts.json:10: 0/facts/0/meaning: '
+  '27|s/"unit": "pages"/"unit": "page"/|facts.json:27: 0/facts/3/unit: '
+  # The source (Probe::source, docs/facts.md's paragraph under the table): required, not empty, not
+  # only white space, one paragraph on one line.
+  '4|d|facts.json:2: 0: Missing required property '"'source'"'.'
+  '4|s/"source": ".*"/"source": ""/|facts.json:4: 0/source: '
+  '4|s/"source": ".*"/"source": " \\t "/|facts.json:4: probe '"'ttm'"': the source is only white space'
+  '4|s/amd_ttm. The TTM/amd_ttm.\\n\\nThe TTM/|facts.json:4: probe '"'ttm'"': the source is one paragraph on one line'
 )
 for b in "${breakages[@]}"; do
   lines=${b%%|*}

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -172,6 +173,14 @@ TEST_CASE(
     REQUIRE(entry != declared.end());
     for (const auto& d : decls)
       CHECK(entry->file == fmt::format("checks/{}/facts.json", family_folder(d.pattern)));
+    // Its source text is the entry's, but for the environment probe's, which is computed: the
+    // entry is its format string, the variables it reads fill in the `{}`.
+    CHECK_FALSE(entry->source.empty());
+    if (p->id() == "environment")
+      CHECK(p->source() ==
+            fmt::format(fmt::runtime(entry->source), fmt::join(p->env_reads(), ", ")));
+    else
+      CHECK(p->source() == entry->source);
   }
   // No entry for a probe that does not exist (a renamed or deleted probe leaves none behind).
   for (const auto& e : declared) {
