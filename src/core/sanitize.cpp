@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdint>
 
 namespace halo {
@@ -302,10 +303,17 @@ private:
   /// True when nlohmann writes `s` as it is and append_without_c1 leaves it: printable ASCII but
   /// DEL, `"` and `\`, and well-formed UTF-8 sequences above U+009F.
   static bool plain(std::string_view s) {
+    // The ASCII bytes written as they are: one table look-up a byte for the common run of them.
+    static constexpr std::array<bool, 128> kPlainAscii = [] {
+      std::array<bool, 128> t{};
+      for (std::size_t c = 0x20; c < 0x7F; ++c)
+        t[c] = c != '"' && c != '\\';
+      return t;
+    }();
     for (std::size_t i = 0; i < s.size();) {
       const auto c = static_cast<unsigned char>(s[i]);
       if (c < 0x80) {
-        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return false;
+        if (!kPlainAscii[c]) return false; // C0 controls, DEL, '"' and '\\'
         ++i;
         continue;
       }
