@@ -68,6 +68,8 @@ public:
   ~JsonStream();
   JsonStream(const JsonStream&) = delete;
   JsonStream& operator=(const JsonStream&) = delete;
+  JsonStream(JsonStream&&) = delete;
+  JsonStream& operator=(JsonStream&&) = delete;
 
   void begin_object();
   void end_object();

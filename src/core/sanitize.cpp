@@ -307,13 +307,13 @@ private:
     static constexpr std::array<bool, 128> kPlainAscii = [] {
       std::array<bool, 128> t{};
       for (std::size_t c = 0x20; c < 0x7F; ++c)
-        t[c] = c != '"' && c != '\\';
+        t.at(c) = c != '"' && c != '\\';
       return t;
     }();
     for (std::size_t i = 0; i < s.size();) {
       const auto c = static_cast<unsigned char>(s[i]);
       if (c < 0x80) {
-        if (!kPlainAscii[c]) return false; // C0 controls, DEL, '"' and '\\'
+        if (!kPlainAscii.at(c)) return false; // C0 controls, DEL, '"' and '\\'
         ++i;
         continue;
       }
