@@ -38,7 +38,8 @@ std::string find_tool(const Root& root, const std::string& name) {
   for (const char* d : kBinDirs) {
     std::string abs = fmt::format("{}/{}", d, name);
     struct stat st {};
-    if (::stat(root.resolve(abs).c_str(), &st) != 0) continue;
+    // One openat2 and fstat; resolve() walked each component with lstat (issue 33).
+    if (!root.stat_path(abs, st)) continue;
     if (S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0) return abs;
   }
   return {};

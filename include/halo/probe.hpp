@@ -233,6 +233,19 @@ public:
 
 private:
   std::vector<std::unique_ptr<Probe>> probes_;
+  /// Per probe, parallel to probes_: the patterns it may read, its inputs() then the patterns
+  /// it provides (the read audit's list, in that order), and where the provided ones start. Read
+  /// once in add(): inputs() and declarations() build their vectors anew on each call (issue 33:
+  /// resolve() and each run asked every probe again).
+  struct Keys {
+    std::vector<std::string> allowed;
+    std::size_t provided_from = 0;
+    std::span<const std::string> inputs() const { return std::span(allowed).first(provided_from); }
+    std::span<const std::string> provided() const {
+      return std::span(allowed).subspan(provided_from);
+    }
+  };
+  std::vector<Keys> keys_;
   bool resolved_ = false;
   /// The patterns the registry provides itself: `bench.**` (merged bench results) and
   /// `probe.*.status`.

@@ -108,6 +108,11 @@ std::string render_reports(std::string_view format, const std::vector<ReportPart
 /// The JSON report, schema_version 1 (docs/report.schema.json).
 nlohmann::json json_report(const std::vector<Result>& results, const ReportContext& ctx);
 
+/// The text of the JSON reports of `parts`, byte for byte `dump_json(json_report(...), 2)` of
+/// the one part's report (or of the array of the parts' reports when `as_array`), plus a
+/// newline, written without building the tree (issue 33).
+std::string json_report_text(const std::vector<ReportPart>& parts, bool as_array);
+
 /// The JUnit XML report (Jenkins/GitLab flavour, written with pugixml): one <testsuite> per
 /// rule area inside <testsuites>, one <testcase> per rule; fail is <failure>, error is <error>,
 /// skip and waived failures are <skipped>; the full diagnosis (message, evidence with sources,

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+struct stat;
+
 namespace halo {
 
 /// Owns one file descriptor and closes it (close(2)) when it goes out of scope: the one guard
@@ -113,6 +115,10 @@ public:
   bool exists(std::string_view abs) const;
   /// True if the path is a directory under the root.
   bool is_dir(std::string_view abs) const;
+  /// stat(2) of the path under the root, following symlinks: the path resolved as read()
+  /// resolves it (openat2(2) RESOLVE_IN_ROOT, else resolve()'s walk), then fstat(2) of one
+  /// O_PATH descriptor. True with `st` filled, or false with errno set.
+  bool stat_path(std::string_view abs, struct stat& st) const;
 
   /// The final path component of a symlink target (`device/driver` -> "amdgpu"), or nullopt.
   std::optional<std::string> link_name(std::string_view abs) const;

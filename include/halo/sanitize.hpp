@@ -7,8 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace halo {
 
@@ -50,5 +53,54 @@ nlohmann::json utf8_safe_json(const nlohmann::json& j);
 /// 316): strings are made valid with escape_invalid_utf8 first, so the raw bytes stay visible
 /// as `\xNN` in the JSON text.
 std::string dump_json(const nlohmann::json& j, int indent = -1);
+
+/// Writes JSON text piece by piece, byte for byte what dump_json(tree, indent) writes for the
+/// tree those pieces describe, without building the tree (issue 33: the JSON report's tree cost
+/// a check some 4 M instructions to build and free). The caller keeps dump_json's order: the
+/// members of an object in nlohmann::json's order (keys sorted bytewise, each key once), and
+/// keys that are valid UTF-8 (dump_json renames the others, which changes their order: give
+/// such an object to value() as a tree instead). Empty objects and arrays come out as `{}` and
+/// `[]`, as dump_json writes them.
+class JsonStream {
+public:
+  /// Appends to `out`; `indent` as dump_json's (-1: compact).
+  JsonStream(std::string& out, int indent);
+  ~JsonStream();
+  JsonStream(const JsonStream&) = delete;
+  JsonStream& operator=(const JsonStream&) = delete;
+  JsonStream(JsonStream&&) = delete;
+  JsonStream& operator=(JsonStream&&) = delete;
+
+  void begin_object();
+  void end_object();
+  void begin_array();
+  void end_array();
+  /// The next member's key, inside an object; its value follows. `k` must be key_ok().
+  void key(std::string_view k);
+  /// True when `k` is valid UTF-8, a key dump_json writes as it is (and in the same place).
+  static bool key_ok(std::string_view k);
+  /// A value as dump_json writes it: a whole tree, or a string, number, bool or null.
+  void value(const nlohmann::json& j);
+  void string(std::string_view s);
+  void integer(std::int64_t n);
+  void boolean(bool b);
+  void null();
+
+private:
+  /// Writes what comes before a value: the pending `{`/`[` of its container, a comma, the
+  /// indent (a member's value follows its key on the same line).
+  void before_value();
+  struct Impl;
+  struct Frame {
+    bool object = false;
+    bool empty = true;
+  };
+  std::string& out_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<Frame> frames_;
+  bool pretty_;
+  unsigned step_;
+  bool after_key_ = false;
+};
 
 } // namespace halo

@@ -97,22 +97,25 @@ Runner add_capture_command(CLI::App& app) {
       "credentials in URLs (scheme://<masked>@host), container secret mounts. Replaced unless "
       "--no-redact: the host name, user names (user1, ...), serial numbers and UUIDs (stable "
       "pseudonyms). docs/security.md");
-  sub->add_option("-o,--output", o->output,
-                  "Bundle to write (FILE.tar.gz, written atomically); %N: the Slurm node name "
-                  "($SLURMD_NODENAME, else the short host name), %h: the short host name")
-      ->required();
-  sub->add_option("--root", o->common.root,
-                  "Capture the system under DIR instead of / (a fixture or a mounted host)");
-  sub->add_flag("--no-redact", o->no_redact,
-                "Keep the host name, user names, serial numbers and UUIDs as they are (a warning "
-                "on stderr says so); secrets are still not stored");
-  sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
-  sub->add_option("--hsa-library", o->common.hsa_library,
-                  "ROCr library (libhsa-runtime64.so.1) to load first");
-  sub->add_option("--runtime-timeout", o->common.runtime_timeout_s,
-                  "Seconds the ROCr queries may take before they count as hung")
-      ->check(finite_number())
-      ->check(CLI::Range(0.1, 600.0));
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o](std::size_t) {
+    sub->add_option("-o,--output", o->output,
+                    "Bundle to write (FILE.tar.gz, written atomically); %N: the Slurm node name "
+                    "($SLURMD_NODENAME, else the short host name), %h: the short host name")
+        ->required();
+    sub->add_option("--root", o->common.root,
+                    "Capture the system under DIR instead of / (a fixture or a mounted host)");
+    sub->add_flag("--no-redact", o->no_redact,
+                  "Keep the host name, user names, serial numbers and UUIDs as they are (a warning "
+                  "on stderr says so); secrets are still not stored");
+    sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
+    sub->add_option("--hsa-library", o->common.hsa_library,
+                    "ROCr library (libhsa-runtime64.so.1) to load first");
+    sub->add_option("--runtime-timeout", o->common.runtime_timeout_s,
+                    "Seconds the ROCr queries may take before they count as hung")
+        ->check(finite_number())
+        ->check(CLI::Range(0.1, 600.0));
+  });
   return [sub, o]() { return *sub ? run(*o) : -1; };
 }
 

@@ -21,14 +21,17 @@ Runner add_facts_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("facts", "Print every fact with its status and source");
-  add_probe_options(sub, o->common);
-  sub->add_option("--format", o->format,
-                  "Output format (json is what check --facts reads; markdown with --declared)")
-      ->check(CLI::IsMember({"text", "json", "markdown"}));
-  sub->add_flag("--declared", o->declared,
-                "Print the facts the probes declare (key, type, unit, meaning, source) instead of "
-                "probing: markdown is docs/facts.md, json the declarations");
-  sub->add_option("-o,--output", o->output, "Write to FILE (atomically) instead of stdout");
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o](std::size_t) {
+    add_probe_options(sub, o->common);
+    sub->add_option("--format", o->format,
+                    "Output format (json is what check --facts reads; markdown with --declared)")
+        ->check(CLI::IsMember({"text", "json", "markdown"}));
+    sub->add_flag("--declared", o->declared,
+                  "Print the facts the probes declare (key, type, unit, meaning, source) instead "
+                  "of probing: markdown is docs/facts.md, json the declarations");
+    sub->add_option("-o,--output", o->output, "Write to FILE (atomically) instead of stdout");
+  });
   return [sub, o]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();

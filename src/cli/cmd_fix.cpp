@@ -178,25 +178,27 @@ Runner add_fix_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "fix", "Write a script (a Nix snippet on NixOS) that applies the failing rules' fixes for "
              "this machine's boot stack; the doctor itself changes nothing");
-  add_probe_options(sub, o->common);
-  add_rule_options(sub, o->common);
-  std::vector<std::string> stacks = {"auto"};
-  for (const auto& s : fix::stack_names())
-    stacks.push_back(s);
-  sub->add_option("--stack", o->stack,
-                  "Boot stack that owns the kernel command line (auto: detect from the root)")
-      ->check(CLI::IsMember(stacks));
-  auto* ttm =
-      sub->add_option("--ttm-limit", o->ttm_limit_gib,
-                      "TTM limit in whole GiB for pages_limit and page_pool_size (pages = GiB x "
-                      "262144); default: MemTotal minus --reserve");
-  sub->add_option("--user", o->user,
-                  "User to add to the render and video groups (default: the sudo caller or the "
-                  "current user)");
-  sub->add_option("-o,--output", o->output, "Write the script to FILE instead of stdout");
-  return [sub, o, ttm]() {
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o](std::size_t) {
+    add_probe_options(sub, o->common);
+    add_rule_options(sub, o->common);
+    std::vector<std::string> stacks = {"auto"};
+    for (const auto& s : fix::stack_names())
+      stacks.push_back(s);
+    sub->add_option("--stack", o->stack,
+                    "Boot stack that owns the kernel command line (auto: detect from the root)")
+        ->check(CLI::IsMember(stacks));
+    sub->add_option("--ttm-limit", o->ttm_limit_gib,
+                    "TTM limit in whole GiB for pages_limit and page_pool_size (pages = GiB x "
+                    "262144); default: MemTotal minus --reserve");
+    sub->add_option("--user", o->user,
+                    "User to add to the render and video groups (default: the sudo caller or the "
+                    "current user)");
+    sub->add_option("-o,--output", o->output, "Write the script to FILE instead of stdout");
+  });
+  return [sub, o]() {
     if (!*sub) return -1;
-    o->ttm_limit_given = ttm->count() > 0;
+    o->ttm_limit_given = sub->get_option("--ttm-limit")->count() > 0;
     return run(*o);
   };
 }

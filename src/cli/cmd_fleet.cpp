@@ -66,11 +66,14 @@ Runner add_fleet_command(CLI::App& app) {
       "Which nodes differ from the others in kernel, driver, ROCm, GPUs, partitions, firmware and "
       "settings, from each node's `facts --format json` file or capture bundle. Exit 0: no node "
       "differs on an error-level quantity; 1: one does; 2: bad input");
-  cmp->add_option("FILE", o->inputs, "A node's facts file (JSON) or capture bundle (.tar.gz)")
-      ->required();
-  cmp->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
-  cmp->add_option("-o,--output", o->output, "Write the comparison to PATH (atomically)");
-  cmp->add_flag("--all", o->all, "Also print the quantities that are the same on every node");
+  // The options are built only when this command is the one parsed (commands.hpp).
+  cmp->preparse_callback([cmp, o](std::size_t) {
+    cmp->add_option("FILE", o->inputs, "A node's facts file (JSON) or capture bundle (.tar.gz)")
+        ->required();
+    cmp->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+    cmp->add_option("-o,--output", o->output, "Write the comparison to PATH (atomically)");
+    cmp->add_flag("--all", o->all, "Also print the quantities that are the same on every node");
+  });
   sub->require_subcommand(1);
   return [cmp, o]() {
     if (!*cmp) return -1;

@@ -132,27 +132,29 @@ Runner add_plan_command(CLI::App& app) {
       "model's config.json and the training configuration, probes the machine, prints the "
       "itemised memory estimate, the verdict (fits, tight, does not fit) and the findings. Exit "
       "codes as for check: 0, 1 (a finding at or above --fail-on), 2 (bad input), 4, 70");
-  add_plan_options(sub, o->plan);
-  add_probe_options(sub, o->common);
-  add_rule_options(sub, o->common);
-  sub->add_option("--format", o->format, "Report format")->check(CLI::IsMember({"text", "json"}));
-  sub->add_option("-o,--output", o->output, "Write the report to PATH (atomically)");
-  sub->add_option("--fail-on", o->fail_on, "Lowest severity that fails the gate")
-      ->check(CLI::IsMember({"error", "warning", "info", "never"}));
-  sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
-  sub->add_flag("--measure", o->measure,
-                "Also run the training run for a few steps on this machine's GPU with the "
-                "interpreter --python names (random weights, nothing downloaded) and judge the "
-                "fit by the measured peak (docs/plan.md)");
-  sub->add_option("--measure-timeout", o->measure_timeout_s,
-                  "Seconds the measuring child may take before it is killed (--measure)")
-      ->check(CLI::Range(5.0, 3600.0));
-  const CLI::Option* reserve = sub->get_option("--reserve");
-  return [sub, o, reserve]() {
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o](std::size_t) {
+    add_plan_options(sub, o->plan);
+    add_probe_options(sub, o->common);
+    add_rule_options(sub, o->common);
+    sub->add_option("--format", o->format, "Report format")->check(CLI::IsMember({"text", "json"}));
+    sub->add_option("-o,--output", o->output, "Write the report to PATH (atomically)");
+    sub->add_option("--fail-on", o->fail_on, "Lowest severity that fails the gate")
+        ->check(CLI::IsMember({"error", "warning", "info", "never"}));
+    sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
+    sub->add_flag("--measure", o->measure,
+                  "Also run the training run for a few steps on this machine's GPU with the "
+                  "interpreter --python names (random weights, nothing downloaded) and judge the "
+                  "fit by the measured peak (docs/plan.md)");
+    sub->add_option("--measure-timeout", o->measure_timeout_s,
+                    "Seconds the measuring child may take before it is killed (--measure)")
+        ->check(CLI::Range(5.0, 3600.0));
+  });
+  return [sub, o]() {
     if (!*sub) return -1;
-    return run(*o, reserve);
+    return run(*o, sub->get_option("--reserve"));
   };
 }
 

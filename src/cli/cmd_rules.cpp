@@ -19,12 +19,16 @@ Runner add_rules_command(CLI::App& app) {
   auto test = std::make_shared<bool>(false);
   auto format = std::make_shared<std::string>("text");
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
-  sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
-  sub->add_option("--format", *format, "Catalogue format")->check(CLI::IsMember({"text", "json"}));
-  sub->add_flag(
-      "--test", *test,
-      "Run every rule's examples and check that they reach each skip reason and each fail "
-      "case; exit 1 when one does not");
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o, test, format](std::size_t) {
+    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+    sub->add_option("--format", *format, "Catalogue format")
+        ->check(CLI::IsMember({"text", "json"}));
+    sub->add_flag(
+        "--test", *test,
+        "Run every rule's examples and check that they reach each skip reason and each fail "
+        "case; exit 1 when one does not");
+  });
   return [sub, o, test, format]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();
@@ -56,9 +60,12 @@ Runner add_explain_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "explain", "Explain one rule: why it matters, how to fix it, sources, and "
                  "its verdict with this machine's values (or --root/--facts/--bundle)");
-  sub->add_option("RULE_ID", *id, "The rule id (see halo-doctor rules)")->required();
-  add_probe_options(sub, *o);
-  sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+  // The options are built only when this command is the one parsed (commands.hpp).
+  sub->preparse_callback([sub, o, id](std::size_t) {
+    sub->add_option("RULE_ID", *id, "The rule id (see halo-doctor rules)")->required();
+    add_probe_options(sub, *o);
+    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+  });
   return [sub, o, id]() {
     if (!*sub) return -1;
     const ProbeRegistry reg = builtin_probes();

@@ -71,11 +71,15 @@ std::vector<FactDecl> ProbeRegistry::registry_declarations() {
 }
 
 void ProbeRegistry::add(std::unique_ptr<Probe> p) {
+  Keys keys{p->inputs(), 0};
+  keys.provided_from = keys.allowed.size();
   for (const FactDecl& d : p->declarations()) {
     patterns_.emplace_back(d.pattern);
+    keys.allowed.emplace_back(d.pattern);
     decls_.push_back(d);
   }
   probes_.push_back(std::move(p));
+  keys_.push_back(std::move(keys));
   resolved_ = false;
 }
 
@@ -90,7 +94,7 @@ bool wild_segment(std::string_view s) {
   return s == "*" || s == "**";
 }
 
-bool provides_input(const std::vector<std::string>& provided, std::string_view input) {
+bool provides_input(std::span<const std::string> provided, std::string_view input) {
   // Most patterns differ from the input in a literal first segment: skip those cheaply.
   const std::string_view in_first = first_segment(input);
   const bool in_wild = wild_segment(in_first);
@@ -108,7 +112,7 @@ bool provides_input(const std::vector<std::string>& provided, std::string_view i
 class ProvidedIndex {
 public:
   /// `provided[j]`: probe j's patterns; they must outlive the index.
-  explicit ProvidedIndex(const std::vector<std::vector<std::string>>& provided) {
+  explicit ProvidedIndex(const std::vector<std::span<const std::string>>& provided) {
     for (std::size_t j = 0; j < provided.size(); ++j)
       for (const std::string& pattern : provided[j]) {
         const std::string_view first = first_segment(pattern);
@@ -160,17 +164,17 @@ void ProbeRegistry::resolve() {
   const std::size_t n = probes_.size();
   // deps[i]: the indices of the probes probe i reads from.
   std::vector<std::vector<std::size_t>> deps(n);
-  std::vector<std::vector<std::string>> provided(n);
+  std::vector<std::span<const std::string>> provided(n);
   const std::vector<std::string> own = own_patterns();
   for (std::size_t i = 0; i < n; ++i)
-    provided[i] = probes_[i]->provides();
+    provided[i] = keys_[i].provided();
   const ProvidedIndex index(provided);
   for (std::size_t i = 0; i < n; ++i) {
     const Probe& p = *probes_[i];
     for (std::size_t j = 0; j < i; ++j)
       if (probes_[j]->id() == p.id())
         throw std::logic_error(fmt::format("two probes have the id '{}'", p.id()));
-    for (const std::string& in : p.inputs()) {
+    for (const std::string& in : keys_[i].inputs()) {
       bool found = provides_input(own, in);
       const auto known = [&](std::size_t j) {
         return j == i || std::ranges::find(deps[i], j) != deps[i].end();
@@ -207,10 +211,15 @@ void ProbeRegistry::resolve() {
     order.push_back(*next);
   }
   std::vector<std::unique_ptr<Probe>> sorted;
+  std::vector<Keys> sorted_keys;
   sorted.reserve(n);
-  for (std::size_t i : order)
+  sorted_keys.reserve(n);
+  for (std::size_t i : order) {
     sorted.push_back(std::move(probes_[i]));
+    sorted_keys.push_back(std::move(keys_[i]));
+  }
   probes_ = std::move(sorted);
+  keys_ = std::move(sorted_keys);
   resolved_ = true;
 }
 
@@ -282,8 +291,9 @@ private:
 };
 
 /// Runs `body` (the probe's collect or derive) under the read audit and records
-/// `probe.<id>.status`.
-template <class Body> void run_one(const Probe& p, FactSet& facts, Body&& body) {
+/// `probe.<id>.status`. `allowed`: the probe's inputs, then the patterns it provides.
+template <class Body>
+void run_one(const Probe& p, std::span<const std::string> allowed, FactSet& facts, Body&& body) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string key = keys::probe_status(p.id());
   // The probe may read its own facts and its declared inputs. Another read is a programming
@@ -292,9 +302,6 @@ template <class Body> void run_one(const Probe& p, FactSet& facts, Body&& body) 
   // first (most reads of a deriving probe are of other probes' facts), and keys already allowed
   // are remembered: the old all-in-one `derived` probe on the 8-GPU mi300x-numa-4021 fixture
   // takes 1.4 ms audited against 1.0 ms unaudited (3.2 ms without the memo).
-  std::vector<std::string> allowed = p.inputs();
-  for (auto& own : p.provides())
-    allowed.push_back(std::move(own));
   std::unordered_set<std::string, StringHash, std::equal_to<>> seen;
   std::string undeclared;
   const FactSet::ReadGuard guard = [&](std::string_view k) {
@@ -348,18 +355,20 @@ FactSet ProbeRegistry::collect(const ProbeContext& ctx) const {
   std::optional<HostRoot> detected;
   if (ctx.host == nullptr) detected = detect_host_root(ctx.root, ctx.options.host_root);
   const ProbeContext with_host{ctx.root, ctx.options, ctx.host != nullptr ? ctx.host : &*detected};
-  for (const auto& p : probes_)
-    run_one(*p, facts, [&] { p->collect(with_host, facts); });
+  for (std::size_t i = 0; i < probes_.size(); ++i) {
+    const Probe& p = *probes_[i];
+    run_one(p, keys_[i].allowed, facts, [&] { p.collect(with_host, facts); });
+  }
   return facts;
 }
 
 void ProbeRegistry::rederive(const ProbeOptions& options, FactSet& facts) const {
   if (!resolved_) throw std::logic_error("ProbeRegistry::rederive before resolve()");
   const DeriveContext ctx{options};
-  for (const auto& p : probes_) {
-    const auto* d = dynamic_cast<const Derivation*>(p.get());
+  for (std::size_t i = 0; i < probes_.size(); ++i) {
+    const auto* d = dynamic_cast<const Derivation*>(probes_[i].get());
     if (d == nullptr) continue; // reads the machine: its replayed facts stand
-    run_one(*d, facts, [&] { d->derive(ctx, facts); });
+    run_one(*d, keys_[i].allowed, facts, [&] { d->derive(ctx, facts); });
   }
 }
 

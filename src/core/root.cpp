@@ -265,6 +265,16 @@ bool Root::exists(std::string_view abs) const {
   return fd >= 0;
 }
 
+bool Root::stat_path(std::string_view abs, struct stat& st) const {
+  const int fd = open_in_root(abs, O_PATH | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::fstat(fd, &st) == 0;
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return ok;
+}
+
 bool Root::is_dir(std::string_view abs) const {
   const int fd = open_in_root(abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) ::close(fd);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdint>
 
 namespace halo {
@@ -227,6 +228,7 @@ public:
                         nlohmann::json::error_handler_t::replace),
         pretty_(indent >= 0), step_(pretty_ ? static_cast<unsigned>(indent) : 0U) {}
 
+  /// Writes `j`, whose first line starts `current` columns in (its closing line too).
   void value(const nlohmann::json& j, unsigned current) {
     switch (j.type()) {
     case nlohmann::json::value_t::object:
@@ -244,9 +246,9 @@ public:
     }
   }
 
-private:
   void indent(unsigned n) { out_.append(n, ' '); }
 
+private:
   void object(const nlohmann::json& j, unsigned current) {
     if (j.empty()) {
       out_ += "{}";
@@ -301,10 +303,17 @@ private:
   /// True when nlohmann writes `s` as it is and append_without_c1 leaves it: printable ASCII but
   /// DEL, `"` and `\`, and well-formed UTF-8 sequences above U+009F.
   static bool plain(std::string_view s) {
+    // The ASCII bytes written as they are: one table look-up a byte for the common run of them.
+    static constexpr std::array<bool, 128> kPlainAscii = [] {
+      std::array<bool, 128> t{};
+      for (std::size_t c = 0x20; c < 0x7F; ++c)
+        t.at(c) = c != '"' && c != '\\';
+      return t;
+    }();
     for (std::size_t i = 0; i < s.size();) {
       const auto c = static_cast<unsigned char>(s[i]);
       if (c < 0x80) {
-        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return false;
+        if (!kPlainAscii.at(c)) return false; // C0 controls, DEL, '"' and '\\'
         ++i;
         continue;
       }
@@ -316,6 +325,8 @@ private:
     return true;
   }
 
+public:
+  /// Writes `s` as a JSON string.
   void string(std::string_view s) {
     if (plain(s)) {
       out_ += '"';
@@ -332,6 +343,7 @@ private:
     append_without_c1(out_, text);
   }
 
+private:
   std::string& out_;
   nlohmann::detail::serializer<nlohmann::json> ser_;
   bool pretty_;
@@ -346,6 +358,95 @@ std::string dump_json(const nlohmann::json& j, int indent) {
   std::string out;
   JsonWriter(out, indent).value(j, 0);
   return out;
+}
+
+struct JsonStream::Impl {
+  Impl(std::string& out, int indent) : writer(out, indent) {}
+  JsonWriter writer;
+};
+
+JsonStream::JsonStream(std::string& out, int indent)
+    : out_(out), impl_(std::make_unique<Impl>(out, indent)), pretty_(indent >= 0),
+      step_(pretty_ ? static_cast<unsigned>(indent) : 0U) {}
+
+JsonStream::~JsonStream() = default;
+
+void JsonStream::before_value() {
+  if (after_key_) { // a member's value: on its key's line
+    after_key_ = false;
+    return;
+  }
+  if (frames_.empty()) return;
+  Frame& f = frames_.back();
+  if (f.empty) {
+    out_ += f.object ? '{' : '[';
+    if (pretty_) out_ += '\n';
+    f.empty = false;
+  } else {
+    out_ += pretty_ ? ",\n" : ",";
+  }
+  if (pretty_) impl_->writer.indent(static_cast<unsigned>(frames_.size()) * step_);
+}
+
+void JsonStream::begin_object() {
+  before_value();
+  frames_.push_back({true, true});
+}
+
+void JsonStream::begin_array() {
+  before_value();
+  frames_.push_back({false, true});
+}
+
+void JsonStream::end_object() {
+  const Frame f = frames_.back();
+  frames_.pop_back();
+  if (f.empty) {
+    out_ += f.object ? "{}" : "[]";
+    return;
+  }
+  if (pretty_) {
+    out_ += '\n';
+    impl_->writer.indent(static_cast<unsigned>(frames_.size()) * step_);
+  }
+  out_ += f.object ? '}' : ']';
+}
+
+void JsonStream::end_array() {
+  end_object(); // the frame knows which it closes
+}
+
+void JsonStream::key(std::string_view k) {
+  before_value();
+  impl_->writer.string(k);
+  out_ += pretty_ ? ": " : ":";
+  after_key_ = true;
+}
+
+bool JsonStream::key_ok(std::string_view k) {
+  return valid_utf8(k);
+}
+
+void JsonStream::value(const nlohmann::json& j) {
+  before_value();
+  impl_->writer.value(j, static_cast<unsigned>(frames_.size()) * step_);
+}
+
+void JsonStream::string(std::string_view s) {
+  before_value();
+  impl_->writer.string(s);
+}
+
+void JsonStream::integer(std::int64_t n) {
+  value(nlohmann::json(n));
+}
+
+void JsonStream::boolean(bool b) {
+  value(nlohmann::json(b));
+}
+
+void JsonStream::null() {
+  value(nlohmann::json(nullptr));
 }
 
 } // namespace halo

@@ -40,7 +40,7 @@ std::vector<std::string> report_formats() {
 std::string render_report(std::string_view format, const std::vector<Result>& results,
                           const ReportContext& ctx, const FactSet& facts, const TextOptions& text) {
   if (format == "text") return text_report(results, ctx, text);
-  if (format == "json") return dump_json(json_report(results, ctx), 2) + "\n";
+  if (format == "json") return json_report_text({ReportPart{results, ctx, facts}}, false);
   if (format == "junit") return junit_report(results, ctx);
   if (format == "prometheus") return prometheus_report(results, ctx, facts);
   if (format == "npd") return npd_report(results, ctx);
@@ -67,10 +67,7 @@ std::string render_reports(std::string_view format, const std::vector<ReportPart
     return out;
   }
   if (format == "json") {
-    nlohmann::json all = nlohmann::json::array();
-    for (const auto& part : parts)
-      all.push_back(json_report(part.results, part.ctx));
-    return dump_json(all, 2) + "\n";
+    return json_report_text(parts, true);
   }
   throw std::invalid_argument(fmt::format("{} reports one Python environment per run", format));
 }

@@ -360,7 +360,8 @@ nlohmann::json expand_fix(const nlohmann::json& j, const FactSet& facts, const P
 std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
                                        const std::vector<std::string>& extra) {
   std::vector<Evidence> out;
-  std::vector<std::string> seen;
+  // Views of the facts' keys and the rule's patterns, which outlive this call.
+  std::vector<std::string_view> seen;
   auto add = [&](const Fact& f) {
     if (std::find(seen.begin(), seen.end(), f.key) != seen.end()) return;
     seen.push_back(f.key);

@@ -5,8 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 using namespace halo;
@@ -63,6 +65,28 @@ TEST_CASE("Root lists directories sorted and names symlink targets", "[root]") {
   CHECK(st == Status::missing);
   CHECK(r.link_name("/sys/bus/pci/devices/0000:c5:00.0/driver") == std::string("amdgpu"));
   CHECK_FALSE(r.link_name("/sys/class/drm/card0"));
+}
+
+TEST_CASE("Root stats a path as the target system sees it, links resolved inside the root",
+          "[root]") {
+  FixtureTree t;
+  t.file("/usr/bin/grubby", "#!/bin/sh\n").chmod("/usr/bin/grubby", std::filesystem::perms(0755));
+  t.dir("/usr/sbin");
+  t.link("/sbin", "/usr/sbin");                          // absolute: the root's /usr/sbin
+  t.link("/usr/sbin/grubby", "../bin/grubby");           // relative, through a linked directory
+  t.link("/usr/sbin/escape", "/../../../../etc/passwd"); // never above the root
+  const Root r = t.root();
+  struct stat st {};
+  REQUIRE(r.stat_path("/sbin/grubby", st));
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0755);
+  REQUIRE(r.stat_path("/sbin", st));
+  CHECK(S_ISDIR(st.st_mode));
+  errno = 0;
+  CHECK_FALSE(r.stat_path("/usr/bin/bootctl", st));
+  CHECK(errno == ENOENT);
+  // The host's /etc/passwd exists; the root's does not.
+  CHECK_FALSE(r.stat_path("/sbin/escape", st));
 }
 
 TEST_CASE("Root refuses to list a directory with more names than its bound", "[root]") {
