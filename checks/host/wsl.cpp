@@ -54,11 +54,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <re2/re2.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -174,6 +174,19 @@ void put_rocm_release(FactSet& facts, const std::string& rocm_root) {
   }
 }
 
+/// A WSL2 kernel's release, one line: Microsoft's kernels are "5.15.153.1-microsoft-standard-WSL2"
+/// (WSL2-Linux-Kernel's CONFIG_LOCALVERSION), a user's own build keeps "microsoft" and "WSL2" in
+/// it; compared ignoring case. WSL1 reports "4.4.0-19041-Microsoft" (microsoft/WSL issue 423).
+bool wsl2_release(std::string_view release) {
+  if (release.find('\n') != std::string_view::npos) return false;
+  std::string low(release);
+  std::transform(low.begin(), low.end(), low.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::size_t ms = low.find("microsoft");
+  return (ms != std::string::npos && low.find("wsl2", ms + 9) != std::string::npos) ||
+         low.find("-microsoft-standard") != std::string::npos;
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   std::vector<std::string> evidence;
@@ -181,11 +194,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
   // 1. Is this WSL2?
   if (ReadResult r = root.read_trimmed("/proc/sys/kernel/osrelease"); r.ok()) {
-    static const RE2 wsl2(R"((?i).*microsoft.*wsl2.*|.*-microsoft-standard.*)");
-    static const RE2 wsl1(R"(.*-Microsoft$)");
-    if (RE2::FullMatch(r.text, wsl2))
+    if (wsl2_release(r.text))
       evidence.push_back(fmt::format("kernel release {} ({})", r.text.substr(0, 128), r.path));
-    else if (RE2::FullMatch(r.text, wsl1))
+    else if (r.text.find('\n') == std::string::npos && r.text.ends_with("-Microsoft"))
       wsl1_release = true;
   }
   ReadResult env_read;

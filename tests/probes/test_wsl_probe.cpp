@@ -63,6 +63,14 @@ TEST_CASE("WSL2 is recognised from its kernel release, WSL's environment or /dev
     t.file("/proc/sys/kernel/osrelease", "4.19.128-microsoft-standard\n");
     CHECK(probe_one(t.path(), "wsl").get<bool>(keys::wsl_wsl2) == true);
   }
+  SECTION("a user's own build of Microsoft's kernel keeps Microsoft and WSL2 in its release") {
+    FixtureTree t;
+    t.file("/proc/sys/kernel/osrelease", "6.6.36.3-Microsoft-custom-wsl2+\n");
+    CHECK(probe_one(t.path(), "wsl").get<bool>(keys::wsl_wsl2) == true);
+    // WSL2 before Microsoft: not the kernel's order, and no other marker here.
+    t.file("/proc/sys/kernel/osrelease", "6.6.36-wsl2-microsoftish\n");
+    CHECK(probe_one(t.path(), "wsl").get<bool>(keys::wsl_wsl2) == false);
+  }
   SECTION("WSL1 (a -Microsoft release, no /dev/dxg) is not WSL2 even with WSL_DISTRO_NAME") {
     FixtureTree t;
     t.file("/proc/sys/kernel/osrelease", "4.4.0-19041-Microsoft\n");
