@@ -18,8 +18,10 @@ src=$PWD
 out=$(realpath -m "${1:-build-release/dist}")
 build=$src/build-release
 jobs=${JOBS:-$(nproc)}
+# The configure log stays inside the (ignored) build directory.
+mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHALO_PORTABLE=ON -DHALO_BUILD_TESTS=OFF -DHALO_BENCH=off \
-  -DHALO_WERROR=OFF >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+  -DHALO_WERROR=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" -j"$jobs" --target halo-doctor
 rm -rf "$out"
 mkdir -p "$out"
