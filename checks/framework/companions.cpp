@@ -23,6 +23,49 @@
 #include <vector>
 
 namespace halo::probes::framework_files {
+namespace {
+
+/// A version a package's files name, and the file that names it.
+struct NamedVersion {
+  std::string version;
+  std::string source;
+};
+
+/// The `Version:` header of the first `SITE/PKG-*.dist-info/METADATA` that has one (Core
+/// Metadata specification; pip writes one dist-info per installed distribution), or nullopt.
+std::optional<NamedVersion> dist_info_version(const Root& root, const std::string& site,
+                                              std::string_view pkg) {
+  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
+  const RE2 dist_info(fmt::format(R"({}-[^/]+\.dist-info)", RE2::QuoteMeta(pkg)));
+  auto names = root.list(site);
+  if (!names) return std::nullopt;
+  std::size_t n = 0;
+  for (const auto& name : *names) {
+    if (++n > kMaxDirNames) break;
+    if (!RE2::FullMatch(name, dist_info)) continue;
+    NamedVersion found;
+    ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
+    if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &found.version)) {
+      found.source = r.path;
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+/// `__version__ = "..."` (or single quotes) in the Python file `file`, read up to `max_bytes`;
+/// nullopt when it cannot be read or names none.
+std::optional<NamedVersion> assigned_version(const Root& root, const std::string& file,
+                                             std::size_t max_bytes) {
+  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
+  NamedVersion found;
+  ReadResult r = root.read(file, max_bytes);
+  if (!r.ok() || !RE2::PartialMatch(r.text, kInitVersion, &found.version)) return std::nullopt;
+  found.source = r.path;
+  return found;
+}
+
+} // namespace
 
 /// The native library bitsandbytes loads beside this ROCm torch, as
 /// bitsandbytes/cextension.py get_cuda_bnb_library_path() chooses it (0.50, main): with
@@ -130,33 +173,14 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
     facts.put_status(str(kBnbRocm), Status::missing, pkg, why);
     return;
   }
-  static const RE2 kDistInfo(R"(bitsandbytes-[^/]+\.dist-info)");
-  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
-  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
-  std::string version;
-  std::string source;
-  if (auto names = root.list(site)) {
-    std::size_t n = 0;
-    for (const auto& name : *names) {
-      if (++n > kMaxDirNames) break;
-      if (!RE2::FullMatch(name, kDistInfo)) continue;
-      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
-      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
-        source = r.path;
-        break;
-      }
-    }
-  }
-  if (version.empty()) {
-    ReadResult r = root.read(join(pkg, "__init__.py"), kMaxMetadataBytes);
-    if (r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) source = r.path;
-  }
-  if (version.empty())
+  auto found = dist_info_version(root, site, "bitsandbytes");
+  if (!found) found = assigned_version(root, join(pkg, "__init__.py"), kMaxMetadataBytes);
+  if (!found)
     facts.put_status(str(kBnbVersion), Status::error, pkg,
                      "bitsandbytes is installed but neither its dist-info METADATA nor "
                      "__init__.py names a version");
   else
-    facts.put_ok(str(kBnbVersion), version, source);
+    facts.put_ok(str(kBnbVersion), found->version, found->source);
   static const RE2 kRocmLib(R"(libbitsandbytes_(rocm[0-9]+)\.so)");
   std::set<std::string> rocm;
   if (auto names = root.list(pkg)) {
@@ -182,29 +206,16 @@ void collect_companion(const Root& root, const std::string& site, std::string_vi
                      fmt::format("{} is not installed in {}", pkg, site));
     return;
   }
-  static const RE2 kInitVersion(R"((?m)^__version__[ \t]*=[ \t]*["']([0-9A-Za-z.+!_-]+)["'])");
-  static const RE2 kMetaVersion(R"((?m)^Version:[ \t]*([0-9A-Za-z.+!_-]+)[ \t]*\r?$)");
-  std::string version;
   // PKG/version.py (torchvision, torchaudio write it at build time), else `__version__` in
   // PKG/__init__.py (flash_attn), else the installed distribution's METADATA.
   for (const char* file : {"version.py", "__init__.py"})
-    if (ReadResult r = root.read(join(dir, file), kMaxVersionPyBytes);
-        r.ok() && RE2::PartialMatch(r.text, kInitVersion, &version)) {
-      facts.put_ok(str(key), version, r.path);
+    if (auto found = assigned_version(root, join(dir, file), kMaxVersionPyBytes)) {
+      facts.put_ok(str(key), found->version, found->source);
       return;
     }
-  const RE2 dist_info(fmt::format(R"({}-[^/]+\.dist-info)", pkg));
-  if (auto names = root.list(site)) {
-    std::size_t n = 0;
-    for (const auto& name : *names) {
-      if (++n > kMaxDirNames) break;
-      if (!RE2::FullMatch(name, dist_info)) continue;
-      ReadResult r = root.read(join(join(site, name), "METADATA"), kMaxMetadataBytes);
-      if (r.ok() && RE2::PartialMatch(r.text, kMetaVersion, &version)) {
-        facts.put_ok(str(key), version, r.path);
-        return;
-      }
-    }
+  if (auto found = dist_info_version(root, site, pkg)) {
+    facts.put_ok(str(key), found->version, found->source);
+    return;
   }
   facts.put_status(str(key), Status::error, dir,
                    fmt::format("{} is installed but neither version.py, __init__.py nor its "
