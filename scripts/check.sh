@@ -5,7 +5,9 @@
 # tools are scripts/test.sh's business.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Its own build directory (build-check/, a Release build without the tests), so that this command and
+# scripts/test.sh (build/) never reconfigure each other's build, whichever runs first (issue 46).
 bash scripts/setup.sh --build-only
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHALO_WERROR=OFF -DHALO_BUILD_TESTS=OFF >/dev/null
-cmake --build build -j"$(nproc)" --target halo-doctor >/dev/null
-exec ./build/halo-doctor check "$@"
+cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Release -DHALO_WERROR=OFF -DHALO_BUILD_TESTS=OFF >/dev/null
+cmake --build build-check -j"$(nproc)" --target halo-doctor >/dev/null
+exec ./build-check/halo-doctor check "$@"
