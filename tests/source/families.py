@@ -13,6 +13,8 @@ json`), and each probe's file from the source (the factory that builds it names 
 3. No probe reads a `**` pattern (its inputs are exact keys or `*` patterns, so the read audit,
    FactSet::ReadGuard, sees what it reads).
 4. No file in checks/ is longer than MAX_LINES lines (the largest is printed).
+5. The tests of the probes follow the same folders: every test file of tests/probes/ is in a folder
+   named after a folder of the map (tests/probes/gpus/ tests checks/gpus/), none loose at its top.
 
 Usage: families.py SOURCE_DIR HALO_DOCTOR. Exit 0 when all hold, 1 with one line per finding.
 """
@@ -78,6 +80,12 @@ def main():
         largest = max(largest, (n, rel))
         if n > MAX_LINES:
             findings.append(f"{rel}: {n} lines, more than {MAX_LINES}: split it along its seams")
+    folders = set(families.values())
+    for f in sorted((src / "tests/probes").rglob("*.cpp")):
+        rel = f.relative_to(src / "tests/probes").parts
+        if len(rel) != 2 or rel[0] not in folders:
+            findings.append(f"tests/probes/{'/'.join(rel)}: put it in tests/probes/<folder>/, the folder of "
+                            f"checks/ whose code it tests (one of {', '.join(sorted(folders))})")
     print(f"largest file in checks/: {largest[1]}, {largest[0]} lines")
     for line in findings:
         print(line)

@@ -165,39 +165,3 @@ TEST_CASE("gpu_metrics probe: truncated, inconsistent and unknown tables are err
   f = probe_root(c.tree.path());
   CHECK(f.find("gpu.0.metrics.throttle_thermal")->status == Status::missing);
 }
-
-TEST_CASE("host_tuning probe: governors, C2, transparent hugepages and the limits a run inherits",
-          "[probe][host]") {
-  halo::test::FixtureTree t;
-  // An EPYC host after `cpupower idle-set -d 2` on all but cpu3 (brought online later).
-  for (int i = 0; i < 4; ++i) {
-    const std::string cpu = "/sys/devices/system/cpu/cpu" + std::to_string(i);
-    t.file(cpu + "/cpufreq/scaling_governor", i == 2 ? "powersave\n" : "performance\n");
-    t.file(cpu + "/cpuidle/state2/name", "C2\n");
-    t.file(cpu + "/cpuidle/state2/disable", i == 3 ? "0\n" : "1\n");
-  }
-  t.file("/sys/devices/system/cpu/online", "0-3\n"); // not a cpuN directory: ignored
-  t.file("/sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n");
-  // proc(5)'s layout, as this machine's /proc/self/limits shows it.
-  t.file("/proc/self/limits",
-         "Limit                     Soft Limit           Hard Limit           Units     \n"
-         "Max open files            1024                 524288               files     \n"
-         "Max locked memory         unlimited            unlimited            bytes     \n");
-  const FactSet f = halo::test::probe_one(t.path(), "host_tuning");
-  CHECK(f.get<std::vector<std::string>>("host.cpufreq_governors") ==
-        std::vector<std::string>{"performance", "powersave"});
-  CHECK(f.get_int("host.cpuidle_c2_enabled_cpus") == 1);
-  CHECK_THAT(f.find("host.cpuidle_c2_enabled_cpus")->source, Catch::EndsWith("(C2)"));
-  CHECK(f.get<std::string>("host.thp_enabled") == "never");
-  // "unlimited" is RLIM_INFINITY: the largest integer, so that a ">= N bytes" rule passes.
-  CHECK(f.get_int("user.limits.memlock_soft") == std::numeric_limits<std::int64_t>::max());
-  CHECK(f.get<bool>("user.limits.memlock_soft_unlimited") == true);
-  CHECK(f.get_int("user.limits.nofile_soft") == 1024);
-  CHECK(f.get<bool>("user.limits.nofile_soft_unlimited") == false);
-  // A garbled limits file is an error naming the row, never a number.
-  t.file("/proc/self/limits", "Max open files  lots\n");
-  const FactSet g = halo::test::probe_one(t.path(), "host_tuning");
-  CHECK(g.find("user.limits.nofile_soft")->status == Status::error);
-  CHECK(g.find("user.limits.memlock_soft")->status == Status::error);
-  CHECK(g.find("user.limits.memlock_soft_unlimited")->status == Status::error);
-}

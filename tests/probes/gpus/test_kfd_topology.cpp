@@ -32,3 +32,14 @@ TEST_CASE("kfd probe: no topology, and a malformed properties line", "[probe][kf
   CHECK(b.get_int("kfd.node.1.simd_count") == 80);
   CHECK(b.find("kfd.node.1.device_id")->status == Status::missing);
 }
+
+TEST_CASE("kfd topology: node ids are ordered as numbers", "[probe][kfd]") {
+  FixtureTree t;
+  for (int n : {0, 2, 10, 11})
+    t.file("/sys/class/kfd/kfd/topology/nodes/" + std::to_string(n) + "/properties",
+           n == 0 ? "cpu_cores_count 16\ngfx_target_version 0\n"
+                  : "cpu_cores_count 0\ngfx_target_version 90402\ndevice_id 29857\n");
+  FactSet f = probe_one(t.path(), "kfd_topology");
+  CHECK(f.get<std::vector<std::string>>("kfd.gpu_nodes") ==
+        std::vector<std::string>{"2", "10", "11"});
+}
