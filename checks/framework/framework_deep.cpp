@@ -212,7 +212,7 @@ std::unique_ptr<Probe> make_framework_deep_probe() {
   auto probe = std::make_unique<BasicProbe>(
       "framework_deep",
       std::vector<std::string>{
-          "/proc/self/environ (the interpreter: checks/framework/python_env.hpp)",
+          "/proc/self/environ (the interpreter, chosen as the framework probe chooses it)",
           "python -c (torch.cuda queries)"},
       collect);
   probe->set_env_reads(python_env_reads());

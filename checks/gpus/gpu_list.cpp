@@ -23,6 +23,11 @@
 namespace halo::probes {
 namespace {
 
+// A fact's source names what it was read from and the documented table it follows, never a file
+// of this repository (Fact::source): the probe is named by Fact::probe.
+constexpr std::string_view kPciIdTable =
+    "the PCI id table: pci.ids names, LLVM AMDGPUUsage targets";
+
 void derive_gpus(FactSet& facts) {
   const auto kfd =
       facts.get<std::vector<std::string>>("kfd.gpu_nodes").value_or(std::vector<std::string>{});
@@ -53,9 +58,9 @@ void derive_gpus(FactSet& facts) {
       facts.put_ok(pre + ".gfx_target", *gfx, basis);
     else if (from_pci)
       // A GPU that never reached KFD (too-old kernel, amdgpu not bound) still has its PCI id.
-      facts.put_ok(pre + ".gfx_target", from_pci->gfx,
-                   fmt::format("PCI device id 0x{:04x}: {} (table in checks/gpus/gfx.cpp)",
-                               *device_id, from_pci->name));
+      facts.put_ok(
+          pre + ".gfx_target", from_pci->gfx,
+          fmt::format("PCI device id 0x{:04x}: {} ({})", *device_id, from_pci->name, kPciIdTable));
     else
       facts.put_status(pre + ".gfx_target", Status::missing, basis,
                        "no KFD topology node for this GPU and its PCI id is not in the table");
@@ -66,9 +71,8 @@ void derive_gpus(FactSet& facts) {
     const std::string why = card.empty() ? "no amdgpu DRM card for this GPU" : "";
     facts.put_ok(pre + ".card", card, basis);
     if (from_pci)
-      facts.put_ok(
-          pre + ".name", from_pci->name,
-          fmt::format("PCI device id 0x{:04x} (table in checks/gpus/gfx.cpp)", *device_id));
+      facts.put_ok(pre + ".name", from_pci->name,
+                   fmt::format("PCI device id 0x{:04x} ({})", *device_id, kPciIdTable));
     else
       facts.put_status(pre + ".name", Status::missing, basis, "PCI device id not in the table");
     if (!slot.empty())
@@ -80,10 +84,13 @@ void derive_gpus(FactSet& facts) {
       alias(facts, pre + "." + m, card.empty() ? std::string() : "drm." + card + "." + m, why);
     auto apu = apu_basis(gfx, device_id);
     facts.put_ok(pre + ".apu", apu.has_value(),
-                 "derived: " + apu.value_or("not in the APU table (checks/gpus/gfx.cpp)"));
-    facts.put_ok(pre + ".instinct", is_instinct(gfx, device_id), "derived: checks/gpus/gfx.cpp");
+                 "derived: " + apu.value_or("not in the APU table (LLVM AMDGPUUsage, pci.ids)"));
+    facts.put_ok(
+        pre + ".instinct", is_instinct(gfx, device_id),
+        "derived: the gfx target and PCI id in the Instinct table (LLVM AMDGPUUsage, pci.ids)");
     facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id),
-                 "derived: checks/gpus/gfx.cpp");
+                 "derived: the gfx target and PCI id in the MI300-series table (LLVM AMDGPUUsage, "
+                 "pci.ids)");
   };
 
   // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node

@@ -31,15 +31,21 @@ using Value =
     std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::string>>;
 
 /// One observation. `key` is dotted lower-case with the unit in the name (`mem.total_bytes`,
-/// `ttm.pages_limit_pages`). `source` names where it came from: a path under the root
-/// (`/sys/module/ttm/parameters/pages_limit`), an API call, or `derived: ...`. `reason` explains
-/// a status other than ok.
+/// `ttm.pages_limit_pages`). `source` names where it came from inside the root or the runtime: a
+/// path under the root (`/sys/module/ttm/parameters/pages_limit`), an API call, or `derived: ...`
+/// naming the facts or the documented table it follows from; never a file of this repository
+/// (moving a probe's code must not change a report). `probe` names the probe that read it
+/// (Probe::id(), e.g. "kfd_topology", "gpu_list"): the registry sets it while the probe runs
+/// (FactSet::set_producer); a fact a derivation copies keeps the probe that read it; empty for
+/// the registry's own facts and for a facts file written before the field. `reason` explains a
+/// status other than ok.
 struct Fact {
   std::string key;
   Value value;
   Status status = Status::ok;
   std::string source;
   std::string reason;
+  std::string probe;
 
   bool ok() const { return status == Status::ok; }
   /// True for a fact whose probe was deliberately not run (`--no-runtime`, or a runtime probe
@@ -74,7 +80,7 @@ public:
 
   FactSet() = default;
   ~FactSet() = default;
-  /// Copies and moves take the facts, never the read guard.
+  /// Copies and moves take the facts, never the read guard or the producer.
   FactSet(const FactSet& other) : facts_(other.facts_), star_keys_(other.star_keys_) {}
   FactSet(FactSet&& other) noexcept
       : facts_(std::move(other.facts_)), star_keys_(other.star_keys_) {}
@@ -95,7 +101,11 @@ public:
   /// clears it when the probe returns.
   void set_read_guard(const ReadGuard* guard) { guard_ = guard; }
 
-  /// Adds or replaces a fact.
+  /// Sets the probe whose facts put() now records (Fact::probe, where the fact names none);
+  /// empty: none. The probe registry sets it while a probe runs. `id` must outlive its use.
+  void set_producer(std::string_view id) { producer_ = id; }
+
+  /// Adds or replaces a fact; one without a probe gets the producer (set_producer()).
   void put(Fact f);
   /// Shorthand for an ok fact.
   void put_ok(std::string key, Value v, std::string source);
@@ -133,16 +143,18 @@ private:
   /// since key_matches lets a `*` in the key stand for any segment.
   bool star_keys_ = false;
   const ReadGuard* guard_ = nullptr;
+  std::string_view producer_;
 };
 
 /// Serialises facts as
-/// `{"schema_version":1,"tool":{...},"facts":{key:{status,value,source[,reason]}}}`, the format
-/// `halo-doctor facts --format json` writes and `check --facts FILE` reads.
+/// `{"schema_version":1,"tool":{...},"facts":{key:{status,value,source[,reason][,probe]}}}`, the
+/// format `halo-doctor facts --format json` writes and `check --facts FILE` reads.
 nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
                              std::string_view tool_version);
 
 /// Parses the facts format. Throws halo::InputError naming `origin` and, for JSON syntax
-/// errors, the line and column.
+/// errors, the line and column. `probe` is optional (files written before it have none; their
+/// sources may still name a file of the repository, kept as text).
 FactSet facts_from_json_text(std::string_view text, std::string_view origin);
 
 /// Fact keys that code outside the probes reads by name (the probes declare the rest).

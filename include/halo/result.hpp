@@ -23,13 +23,16 @@ std::string_view to_string(Severity s);
 /// Parses "info" | "warning" | "error".
 std::optional<Severity> parse_severity(std::string_view s);
 
-/// One fact shown as evidence: its key, JSON value (null if not ok), status and source path.
+/// One fact shown as evidence: its key, JSON value (null if not ok), status, source (a path
+/// inside the root, an API call or `derived: ...`: Fact::source) and the probe that read it
+/// (Fact::probe; empty for a fact of no probe).
 struct Evidence {
   std::string key;
   nlohmann::json value;
   std::string status;
   std::string source;
   std::string reason;
+  std::string probe;
 };
 
 /// A site-policy waiver in force for a failing rule (`check --policy FILE`, docs/policy.md):

@@ -82,17 +82,18 @@ Value value_from_json(const nlohmann::json& j) {
 }
 
 void FactSet::put(Fact f) {
+  if (f.probe.empty()) f.probe = producer_;
   std::string key = f.key;
   star_keys_ = star_keys_ || key.find('*') != std::string::npos;
   facts_.insert_or_assign(std::move(key), std::move(f));
 }
 
 void FactSet::put_ok(std::string key, Value v, std::string source) {
-  put(Fact{std::move(key), std::move(v), Status::ok, std::move(source), {}});
+  put(Fact{std::move(key), std::move(v), Status::ok, std::move(source), {}, {}});
 }
 
 void FactSet::put_status(std::string key, Status s, std::string source, std::string reason) {
-  put(Fact{std::move(key), std::monostate{}, s, std::move(source), std::move(reason)});
+  put(Fact{std::move(key), std::monostate{}, s, std::move(source), std::move(reason), {}});
 }
 
 const Fact* FactSet::find(std::string_view key) const {
@@ -202,6 +203,7 @@ nlohmann::json facts_to_json(const FactSet& facts, std::string_view tool_name,
     e["value"] = value_to_json(f.value);
     e["source"] = f.source;
     if (!f.reason.empty()) e["reason"] = f.reason;
+    if (!f.probe.empty()) e["probe"] = f.probe;
     fj[k] = std::move(e);
   }
   return out;
@@ -231,6 +233,7 @@ FactSet facts_from_json_text(std::string_view text, std::string_view origin) {
     }
     if (e.contains("source") && e["source"].is_string()) f.source = e["source"];
     if (e.contains("reason") && e["reason"].is_string()) f.reason = e["reason"];
+    if (e.contains("probe") && e["probe"].is_string()) f.probe = e["probe"];
     out.put(std::move(f));
   }
   return out;

@@ -22,7 +22,11 @@ constexpr std::string_view kIntro =
 declarations in checks/<family>/facts.json; do not edit by hand (a test fails when it is out of date). -->
 
 `halo-doctor facts` prints every fact with its status and source; `halo-doctor facts --format json` saves them in the
-format `check --facts FILE` replays. Keys are dotted lower-case with the unit in the name. Indexes (`gpu.0`, `kfd.node.1`,
+format `check --facts FILE` replays, each with the probe that read it (`"probe": "gpu_list"`, the id heading its table
+below; a report's `evidence_sources` carry it too). A source names where the probe read the fact inside the root or
+the runtime (a path, with `:LINE` for a file line; an API call; `derived: ...` with the facts or the documented table
+it follows from), never a file of halo-doctor's code, so moving a probe's code changes no report. A facts file
+without `probe` fields (written before them) loads as it is. Keys are dotted lower-case with the unit in the name. Indexes (`gpu.0`, `kfd.node.1`,
 `drm.card1`) are path segments; rules may use `*` for "any".
 
 Each probe declares the facts it provides: a key pattern (`*` = one segment, trailing `**` = any tail), the type of

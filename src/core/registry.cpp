@@ -277,14 +277,20 @@ struct StringHash {
 /// Clears a fact set's read guard however the probe returns.
 class GuardScope {
 public:
-  GuardScope(FactSet& facts, const FactSet::ReadGuard& guard) : facts_(facts) {
+  /// `probe`: the id of the probe that runs, recorded in every fact it puts (Fact::probe).
+  GuardScope(FactSet& facts, const FactSet::ReadGuard& guard, std::string_view probe)
+      : facts_(facts) {
     facts_.set_read_guard(&guard);
+    facts_.set_producer(probe);
   }
   GuardScope(const GuardScope&) = delete;
   GuardScope& operator=(const GuardScope&) = delete;
   GuardScope(GuardScope&&) = delete;
   GuardScope& operator=(GuardScope&&) = delete;
-  ~GuardScope() { facts_.set_read_guard(nullptr); }
+  ~GuardScope() {
+    facts_.set_read_guard(nullptr);
+    facts_.set_producer({});
+  }
 
 private:
   FactSet& facts_;
@@ -316,7 +322,7 @@ void run_one(const Probe& p, std::span<const std::string> allowed, FactSet& fact
   };
   try {
     {
-      const GuardScope scope(facts, guard);
+      const GuardScope scope(facts, guard, p.id());
       body();
     }
     if (!undeclared.empty()) throw std::logic_error(undeclared);

@@ -50,6 +50,7 @@ nlohmann::json json_report(const std::vector<Result>& results, const ReportConte
       ev[x.key] = x.value;
       nlohmann::json s = {{"status", x.status}, {"source", x.source}};
       if (!x.reason.empty()) s["reason"] = x.reason;
+      if (!x.probe.empty()) s["probe"] = x.probe;
       ev_src[x.key] = std::move(s);
     }
     e["evidence"] = std::move(ev);

@@ -366,14 +366,14 @@ std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
     if (std::find(seen.begin(), seen.end(), f.key) != seen.end()) return;
     seen.push_back(f.key);
     out.push_back(Evidence{f.key, f.ok() ? value_to_json(f.value) : nlohmann::json(nullptr),
-                           std::string(to_string(f.status)), f.source, f.reason});
+                           std::string(to_string(f.status)), f.source, f.reason, f.probe});
   };
   auto add_pattern = [&](const std::string& pattern) {
     auto m = facts.match(pattern);
     if (m.empty() && pattern.find('*') == std::string::npos) {
       if (std::find(seen.begin(), seen.end(), pattern) != seen.end()) return;
       seen.push_back(pattern);
-      out.push_back(Evidence{pattern, nullptr, "missing", "", "not collected"});
+      out.push_back(Evidence{pattern, nullptr, "missing", "", "not collected", ""});
     }
     for (const Fact* f : m)
       add(*f);

@@ -44,7 +44,7 @@ TEST_CASE("markdown report: untrusted text is escaped, identities are redacted",
   r.severity = Severity::error;
   r.message = "on gpu-box-17 user alice: `rm -rf` *bold* [x](javascript:1) <img src=x> @octocat #1 "
               "https://alice:hunter2@proxy:3128 serial 0xdeadbeef1234\n# heading\x1b[2J";
-  r.evidence.push_back(Evidence{"gpu.0.name", "a | b", "ok", "/home/alice/.config/x", ""});
+  r.evidence.push_back(Evidence{"gpu.0.name", "a | b", "ok", "/home/alice/.config/x", "", ""});
   r.fix = nlohmann::json{{"summary", "run ``` then <b> in /home/alice on gpu-box-17"}};
   const std::string md = markdown_report({r}, ctx, facts);
   INFO(md);

@@ -34,7 +34,7 @@ std::vector<Result> sample_results() {
   rs.push_back(
       make("ttm-limit-low", "memory", Outcome::fail, Severity::error, "TTM limit 62.54 GiB"));
   rs.back().evidence.push_back(Evidence{"ttm.pages_limit_pages", 16394901, "ok",
-                                        "/sys/module/ttm/parameters/pages_limit", ""});
+                                        "/sys/module/ttm/parameters/pages_limit", "", ""});
   rs.back().fix = nlohmann::json{{"summary", "raise the TTM limit"}};
   rs.push_back(make("kfd-access", "access", Outcome::pass, Severity::error, "ok"));
   rs.push_back(make("instinct-iommu-pt", "instinct", Outcome::skip, Severity::warning,
