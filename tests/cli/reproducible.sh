@@ -17,7 +17,8 @@ keep=${2:-}
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# HALO_KEEP_WORK=1 keeps the two trees and their logs for a look at what differs.
+if [ "${HALO_KEEP_WORK:-0}" = 1 ]; then echo "trees kept in $work"; else trap 'rm -rf "$work"' EXIT; fi
 rev=$(git -C "$src" rev-parse HEAD) || { echo "FAIL: $src is not a git checkout"; exit 1; }
 
 # tree DIR: SRC's commit checked out in DIR, SRC's working tree over it.
