@@ -43,6 +43,12 @@ set(HALO_LIB_ARCHIVE ${HALO_A_archive} ${HALO_A_nettle} ${HALO_A_acl} ${HALO_A_l
 set(HALO_LIB_ELF ${HALO_A_elf} ${HALO_A_zstd} ${HALO_A_lzma} ${HALO_A_bz2} ${HALO_A_z})
 
 add_link_options(-static-libstdc++ -static-libgcc)
+# Each function and object in its own section, and the sections nothing references dropped at the
+# link (issue 46: the size people download): the header-only libraries (fmt, spdlog, CLI11,
+# nlohmann-json) instantiate much the doctor never calls. The linker keeps whatever .init_array,
+# the probe registrations and exported symbols reach.
+add_compile_options(-ffunction-sections -fdata-sections)
+add_link_options(-Wl,--gc-sections)
 
 # Reproducible (issue 46; tests/cli/reproducible.sh): no path of the source or build directory in
 # the binary. -ffile-prefix-map (GCC 8) rewrites them in __FILE__, debug information and every
