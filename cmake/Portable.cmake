@@ -15,7 +15,7 @@ function(halo_static_archive var file)
   set(${var} ${${var}} PARENT_SCOPE)
 endfunction()
 
-foreach(lib re2 yaml-cpp crypto archive nettle acl lzma zstd lz4 bz2 z elf xml2 icui18n icuuc icudata)
+foreach(lib re2 yaml-cpp archive nettle acl lzma zstd lz4 bz2 z elf)
   string(MAKE_C_IDENTIFIER "HALO_A_${lib}" var)
   halo_static_archive(${var} lib${lib}.a)
 endforeach()
@@ -29,15 +29,32 @@ set(HALO_LIB_SPDLOG spdlog::spdlog_header_only)
 set(HALO_LIB_PUGIXML pugixml::static)
 set(HALO_LIB_RE2 ${HALO_A_re2} Threads::Threads)
 set(HALO_LIB_YAML ${HALO_A_yaml_cpp})
-# libcrypto.a (EVP_Digest for the bundles' SHA-256) needs libdl and pthreads from glibc.
-set(HALO_LIB_CRYPTO ${HALO_A_crypto} ${CMAKE_DL_LIBS} Threads::Threads)
-# libarchive.a and what its filters and formats call (pkg-config --static --libs libarchive and
-# libxml-2.0); the linker takes only the members the doctor's calls reach. The pax writer
-# (capture) calls a helper in archive_write_set_format.o, whose table of every writer brings in
-# the xar writer and with it libxml2's text writer and ICU.
-set(HALO_LIB_ARCHIVE ${HALO_A_archive} ${HALO_A_nettle} ${HALO_A_acl} ${HALO_A_xml2} ${HALO_A_icui18n}
-    ${HALO_A_icuuc} ${HALO_A_icudata} ${HALO_A_lzma} ${HALO_A_zstd} ${HALO_A_lz4} ${HALO_A_bz2} ${HALO_A_z}
-    ${CMAKE_DL_LIBS} m)
+# nettle (the rule set's SHA-256, src/rules/loader.cpp) is the library libarchive already links.
+set(HALO_LIB_CRYPTO ${HALO_A_nettle})
+# libarchive.a and what the doctor's readers and writer call: the tar.gz capture (pax writer, gzip)
+# and its extraction (tar; gzip, xz, zstd, bzip2), the initramfs's cpio (gzip, bzip2, lzma, xz,
+# lz4, zstd). Only those formats and filters are named in the code (never *_all or *_by_name), so
+# the linker takes only their members. The tar writers' one call into archive_write_set_format.o,
+# whose table of every writer would bring in the xar writer and with it libxml2 and ICU (31 MB), is
+# answered by src/portable/archive_compat.cpp; libxml2, ICU and OpenSSL are not on the link line,
+# so a call that needed them fails the link instead of growing the binary (issue 46).
+set(HALO_LIB_ARCHIVE ${HALO_A_archive} ${HALO_A_nettle} ${HALO_A_acl} ${HALO_A_lzma} ${HALO_A_zstd} ${HALO_A_lz4}
+    ${HALO_A_bz2} ${HALO_A_z} ${CMAKE_DL_LIBS} m)
 set(HALO_LIB_ELF ${HALO_A_elf} ${HALO_A_zstd} ${HALO_A_lzma} ${HALO_A_bz2} ${HALO_A_z})
 
 add_link_options(-static-libstdc++ -static-libgcc)
+# Each function and object in its own section, and the sections nothing references dropped at the
+# link (issue 46: the size people download): the header-only libraries (fmt, spdlog, CLI11,
+# nlohmann-json) instantiate much the doctor never calls. The linker keeps whatever .init_array,
+# the probe registrations and exported symbols reach.
+add_compile_options(-ffunction-sections -fdata-sections)
+add_link_options(-Wl,--gc-sections)
+
+# Reproducible (issue 46; tests/cli/reproducible.sh): no path of the source or build directory in
+# the binary. -ffile-prefix-map (GCC 8) rewrites them in __FILE__, debug information and every
+# other recorded path (it implies -fmacro-prefix-map and -fdebug-prefix-map); the build directory
+# is mapped first since it may lie inside the source directory. -Wdate-time warns of __DATE__,
+# __TIME__ and __TIMESTAMP__, which no release binary may hold. The rest is scripts/release.sh's:
+# SOURCE_DATE_EPOCH for every timestamp in the packages.
+add_compile_options(-ffile-prefix-map=${CMAKE_BINARY_DIR}=build -ffile-prefix-map=${CMAKE_SOURCE_DIR}=.
+                    -Wdate-time)

@@ -23,7 +23,10 @@ done
 # build (a clone has it; the version then says "git unknown").
 build_packages=(
   build-essential cmake pkg-config
-  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libssl-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  # nettle's SHA-256 for the rule set's digest (libnettle.a in the release binary, the library
+  # libarchive itself links; issue 46)
+  nettle-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev
   libyaml-cpp-dev libkmod-dev
   # checks/framework/offload_bundle.cpp: the ELF section and compressed offload bundles of libtorch_hip.so
@@ -60,8 +63,9 @@ test_packages=(
   kmod gcc openssl zstd xz-utils
   # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
   systemd
-  # tests/cli/initramfs.sh: a real multi-segment initramfs (cpio, zstd) and the real lsinitramfs
-  cpio zstd initramfs-tools-core
+  # tests/cli/initramfs.sh: a real multi-segment initramfs (cpio; its main archive compressed by
+  # each compressor the kernel unpacks and the doctor reads) and the real lsinitramfs
+  cpio zstd gzip bzip2 xz-utils lz4 initramfs-tools-core
 )
 packages=("${build_packages[@]}")
 [ $build_only = 1 ] || packages+=("${test_packages[@]}")

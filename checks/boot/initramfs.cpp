@@ -16,11 +16,20 @@
 // lib/firmware/amdgpu/NAME, as NAME, NAME.xz or NAME.zst (initramfs-tools hook-functions
 // add_firmware, dracut-install: the file is copied as it is).
 //
+// The compressions read are those the kernel can unpack an initramfs from (usr/Kconfig
+// RD_GZIP, RD_BZIP2, RD_LZMA, RD_XZ, RD_LZ4, RD_ZSTD; lib/decompress.c), each with libarchive's
+// built-in decoder (support_builtin_read_filters). RD_LZO is the one left out: Debian's libarchive
+// has no liblzo2 and would run an external `lzop` on the image, and none of initramfs-tools, dracut
+// and mkinitcpio makes LZO images by default (their defaults are zstd, gzip or lz4); such an image
+// is an error fact, not a guess.
+//
 // The image is read only when the kernel log names such a failure: listing a 100 MB image costs
 // a decompression, which a routine check does not pay. Bounded: the image size, the segments,
 // the entries and the decompressed bytes are capped; a damaged image is an error fact.
 #include "probe_util.hpp"
 #include "probes.hpp"
+
+#include <halo/archive_read.hpp>
 
 #include <fmt/format.h>
 
@@ -89,7 +98,10 @@ Listing list_image(int fd, std::int64_t size) {
       break;
     }
     std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
-    archive_read_support_filter_all(a.get());
+    support_builtin_read_filters(
+        a.get(), {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+                  archive_read_support_filter_lzma, archive_read_support_filter_xz,
+                  archive_read_support_filter_lz4, archive_read_support_filter_zstd});
     archive_read_support_format_cpio(a.get());
     if (archive_read_open_fd(a.get(), fd, std::size_t{64} * 1024) != ARCHIVE_OK) {
       out.error = fmt::format("segment at byte {}: {}", offset, archive_error_string(a.get()));

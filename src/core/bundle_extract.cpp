@@ -4,6 +4,7 @@
 // fatal signal included).
 #include "bundle_internal.hpp"
 
+#include <halo/archive_read.hpp>
 #include <halo/bundle.hpp>
 #include <halo/error.hpp>
 
@@ -141,20 +142,13 @@ void install_cleanup_handlers() {
 }
 
 /// A reader for gzip/xz/zstd/bzip2-compressed (or plain) tar archives using libarchive's
-/// built-in decompressors only: a filter that would run an external program (libarchive
-/// returns ARCHIVE_WARN for those, archive_read_support_filter_* (3)) is not registered, and
-/// lrzip, lzop, grzip, lz4 via program and the like are never offered (no support_filter_all).
+/// built-in decompressors only (support_builtin_read_filters): lrzip, lzop, grzip, lz4 via
+/// program and the like are never offered (no support_filter_all).
 archive* new_bundle_reader() {
-  using Support = int (*)(archive*);
   archive* in = archive_read_new();
-  for (Support add :
-       {Support{archive_read_support_filter_gzip}, Support{archive_read_support_filter_xz},
-        Support{archive_read_support_filter_zstd}, Support{archive_read_support_filter_bzip2}}) {
-    archive* probe = archive_read_new();
-    const bool builtin = add(probe) == ARCHIVE_OK;
-    archive_read_free(probe);
-    if (builtin) add(in);
-  }
+  support_builtin_read_filters(
+      in, {archive_read_support_filter_gzip, archive_read_support_filter_xz,
+           archive_read_support_filter_zstd, archive_read_support_filter_bzip2});
   archive_read_support_format_tar(in);
   archive_read_support_format_gnutar(in);
   return in;

@@ -9,16 +9,16 @@
 
 #include <fmt/format.h>
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <re2/re2.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <span>
 #include <sstream>
 
 namespace halo {
@@ -394,12 +394,18 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
   return out;
 }
 
+// SHA-256 with nettle (Debian nettle-dev; the library libarchive itself links): sha256_init,
+// sha256_update and sha256_digest (nettle manual, "Recommended hash functions"), digest
+// SHA256_DIGEST_SIZE (32) bytes.
 std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
+  sha256_ctx ctx{};
+  sha256_init(&ctx);
+  sha256_update(&ctx, data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
+  std::array<std::uint8_t, SHA256_DIGEST_SIZE> md{};
+  sha256_digest(&ctx, md.size(), md.data());
   std::string out;
-  for (unsigned char byte : std::span(md).first(std::min<std::size_t>(len, md.size())))
+  out.reserve(2 * md.size());
+  for (std::uint8_t byte : md)
     out += fmt::format("{:02x}", byte);
   return out;
 }

@@ -41,6 +41,15 @@ wheel=$(compgen -G "$dist/halo_doctor-*-py3-none-manylinux_2_34_x86_64.whl" | he
 [ -n "$deb" ] || bad "no .deb in $dist"
 [ -n "$tarball" ] || bad "no tarball in $dist"
 [ -n "$wheel" ] || bad "no manylinux_2_34 wheel in $dist"
+# SHA256SUMS beside the packages names each of them and checks (issue 46).
+if [ -s "$dist/SHA256SUMS" ] && (cd "$dist" && sha256sum --quiet -c SHA256SUMS); then
+  for f in "$deb" "$tarball" "$wheel" $rpmfile; do
+    grep -q "  $(basename "$f")\$" "$dist/SHA256SUMS" || bad "SHA256SUMS does not name $(basename "$f")"
+  done
+  ok "SHA256SUMS checks ($(wc -l <"$dist/SHA256SUMS") files)"
+else
+  bad "no SHA256SUMS in $dist, or it does not check"
+fi
 
 # check_runs LABEL CMD...: `CMD check --root FIXTURE` as the installed files run it (exit 1, the
 # TTM finding named).
@@ -81,6 +90,25 @@ if [ -n "$tarball" ]; then
       bad "the binary needs $newest (> GLIBC_2.34): $(objdump -T "$binary" | grep -E 'GLIBC_2\.(3[5-9]|[4-9])' | head -5)"
     fi
     objdump -T "$binary" | grep -q 'GLIBCXX_\|CXXABI_' && bad "the binary imports libstdc++ symbols"
+    # Issue 46: under 8 MB, with no libxml2, ICU or OpenSSL linked in (libarchive's writer table
+    # brought the first two, 31 MB of ICU data; OpenSSL was one SHA-256). Their marks: ICU's data
+    # symbol and version strings, libxml2's and OpenSSL's version strings and error texts.
+    size=$(stat -c %s "$binary")
+    if [ "$size" -lt 8000000 ]; then ok "the binary is $size bytes (< 8 MB)"; else bad "the binary is $size bytes (>= 8 MB)"; fi
+    for mark in icudt icu_7 'ICU ' xmlTextWriter 'libxml2' 'OpenSSL 3' 'OPENSSL_'; do
+      grep -a -q -F "$mark" "$binary" && bad "the binary holds '$mark' (libxml2, ICU or OpenSSL linked in)"
+    done
+    # The formats the doctor reads and writes, through the portable binary: the initramfs's cpio
+    # under each compression the kernel reads, and capture bundles (tar.gz) written and replayed.
+    for t in initramfs bundle; do
+      if [ "$t" = bundle ]; then bash "$src/tests/cli/bundle.sh" "$binary" "$fixtures" >"$tmp/$t.log" 2>&1; else
+        bash "$src/tests/cli/initramfs.sh" "$binary" >"$tmp/$t.log" 2>&1; fi
+      case $? in
+      0) ok "tests/cli/$t.sh with the portable binary" ;;
+      77) skip "tests/cli/$t.sh: $(tail -1 "$tmp/$t.log")" ;;
+      *) bad "tests/cli/$t.sh with the portable binary: $(grep FAIL "$tmp/$t.log" | head -3)" ;;
+      esac
+    done
     check_runs tarball "$binary" check --root "$fixture" --no-runtime --color never
     "$binary" --version | grep -q '^halo-doctor ' || bad "tarball binary --version"
   else

@@ -92,6 +92,44 @@ for label, doc in [("schema_version 2", dict(good, schema_version=2)),
                    ("a key with a space", dict(good, facts={"gpu 0": fact}))]:
     if fvalidator.is_valid(doc):
         print(f"FAIL: the facts schema accepted {label}"); bad += 1
+# The report schema's promise (its description): additive changes keep schema_version 1, so a
+# report with a property this schema does not list still validates: no object may be closed with
+# additionalProperties false (issue 46: gpu, fix and fix.kernel_args were), and a report with a new
+# property in each of those objects and at the top validates.
+def closed(node, where):
+    if isinstance(node, dict):
+        if node.get("additionalProperties") is False or node.get("unevaluatedProperties") is False:
+            yield where
+        for k, v in node.items():
+            yield from closed(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from closed(v, f"{where}/{i}")
+for where in closed(schema, "#"):
+    print(f"FAIL: report.schema.json closes {where} (additionalProperties false) though additive changes keep version 1")
+    bad += 1
+if "Additive changes keep schema_version 1" not in schema.get("description", ""):
+    print("FAIL: report.schema.json no longer states its versioning promise"); bad += 1
+added = set()
+for path in sys.argv[2:]:
+    doc = json.load(open(path))
+    for report in doc if isinstance(doc, list) else [doc]:
+        report["added_later"] = 1
+        for r in report["results"]:
+            r["added_later"] = 1
+            for key in ("gpu", "fix"):
+                if isinstance(r.get(key), dict):
+                    r[key]["added_later"] = 1
+                    added.add(key)
+            if isinstance(r.get("fix"), dict) and isinstance(r["fix"].get("kernel_args"), dict):
+                r["fix"]["kernel_args"]["added_later"] = 1
+                added.add("kernel_args")
+    errors = list(validator.iter_errors(doc))
+    for e in errors[:3]:
+        print(f"FAIL {path} with an added property: {'/'.join(map(str, e.path))}: {e.message[:200]}")
+    bad += bool(errors)
+if added != {"gpu", "fix", "kernel_args"}:
+    print(f"FAIL: no report had each of gpu, fix and fix.kernel_args to add a property to: {sorted(added)}"); bad += 1
 # The validator itself must reject a broken report.
 broken = json.load(open(sys.argv[2]))
 broken["results"][0]["status"] = "maybe"
