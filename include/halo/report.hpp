@@ -135,8 +135,10 @@ std::string npd_report(const std::vector<Result>& results, const ReportContext& 
 /// (host, OS, kernel, each GPU with its gfx target and VRAM/GTT, RAM and the TTM pages_limit,
 /// ROCm, PyTorch) as a table, the failing and warning findings and those that could not be
 /// checked with evidence and fix, the info-level ones by id, then the counts and exit code.
-/// Redacted as a capture bundle is (TextRedactor: host and user names, serial numbers, URL
-/// credentials); every string escaped for CommonMark/GFM (src/report/markdown.cpp).
+/// Redacted by the one redactor (include/halo/redact.hpp: host and user names, serial numbers,
+/// GPU UUIDs, the machine-id, URL credentials), learnt here from the facts alone; `check` passes
+/// the one it learnt from the root as well (the overload in redact.hpp). Every string escaped for
+/// CommonMark/GFM (src/report/markdown.cpp).
 std::string markdown_report(const std::vector<Result>& results, const ReportContext& ctx,
                             const FactSet& facts);
 

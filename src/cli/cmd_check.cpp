@@ -6,6 +6,7 @@
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/policy.hpp>
+#include <halo/redact.hpp>
 #include <halo/report.hpp>
 
 #include <fmt/format.h>
@@ -147,6 +148,17 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   for (const auto& out : outs) {
     const bool to_stdout = out.path.empty();
     const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose};
+    if (evs.size() == 1 && out.format == "markdown") {
+      // A report to share learns the identities from the root as `capture` does, so the
+      // report and a bundle of the same machine use the same pseudonyms
+      // (include/halo/redact.hpp). A facts file or a replayed bundle has only its facts.
+      const DoctorOptions d = doctor_options(o.common);
+      const bool live_root = d.bundle.empty() && d.facts_file.empty();
+      const Root root(live_root ? d.root : std::string("/"));
+      const Redactor redactor(live_root ? &root : nullptr, evs[0].facts);
+      write_output(out.path, markdown_report(evs[0].results, ctxs[0], evs[0].facts, redactor));
+      continue;
+    }
     if (evs.size() == 1) {
       write_output(out.path,
                    render_report(out.format, evs[0].results, ctxs[0], evs[0].facts, text));

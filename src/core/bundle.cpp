@@ -25,8 +25,8 @@ namespace halo {
 namespace {
 
 using bundle_detail::env_allow_list;
+using bundle_detail::FileRedactor;
 using bundle_detail::link_stays_inside;
-using bundle_detail::Redactor;
 using bundle_detail::secret_mount;
 using bundle_detail::split;
 
@@ -203,8 +203,15 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
                                      const FactSet& facts, const CaptureOptions& opt,
                                      const std::string& out_path) {
   CaptureManifest m;
-  Redactor red(root, env_allow_list(reg), opt.redact);
-  red.learn_machine_identifiers(root);
+  // The one learning step the Markdown report of this machine takes too (include/halo/redact.hpp),
+  // so a pasted report and this bundle call a person, a host and a GPU by the same pseudonyms.
+  Redactor identities(&root, facts, opt.redact);
+  FileRedactor red(identities, env_allow_list(reg));
+  // A member's name says who and which machine too (a loader entry is named by the machine-id, a
+  // venv lies under /home/NAME): stored as the redacted path, as the manifest lists it.
+  auto member = [&](std::string_view rel) {
+    return identities.path("/" + std::string(rel)).substr(1);
+  };
   struct Pending {
     std::string abs;
     std::string text;
@@ -220,7 +227,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       const auto segs = split(abs.substr(1), '/');
       for (std::size_t i = 0; i + 1 < segs.size(); ++i) {
         acc += (acc.empty() ? "" : "/") + segs[i];
-        if (dirs.insert(acc).second) tar.dir(acc);
+        if (dirs.insert(acc).second) tar.dir(member(acc));
       }
     };
     std::set<std::string> matched;
@@ -253,19 +260,19 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
           continue;
         }
         parents(abs);
-        tar.link(rel, target.string());
+        tar.link(member(rel), identities.path(target.string()));
         m.links.push_back(abs);
         continue;
       }
       if (root.is_dir(abs)) {
         parents(abs);
-        if (dirs.insert(rel).second) tar.dir(rel);
+        if (dirs.insert(rel).second) tar.dir(member(rel));
         m.files.push_back(abs);
         continue;
       }
       if (secret_mount(abs)) {
         parents(abs);
-        tar.file(rel, "", 0644);
+        tar.file(member(rel), "", 0644);
         m.files.push_back(abs);
         m.skipped.push_back(abs + ": a container secret mount, stored empty");
         continue;
@@ -277,7 +284,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       const int perm = have_stat ? static_cast<int>((st.st_mode & 0755U) | 0444U) : 0644;
       if (have_stat && S_ISREG(st.st_mode) && (st.st_mode & 0111U) != 0) {
         parents(abs);
-        tar.file(rel, "", perm);
+        tar.file(member(rel), "", perm);
         m.files.push_back(abs);
         m.skipped.push_back(abs + ": executable, stored empty with its mode");
         continue;
@@ -300,7 +307,7 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
     for (const auto& p : pending)
       red.learn(p.abs, p.text);
     for (auto& p : pending)
-      tar.file(p.abs.substr(1), red.apply(p.abs, std::move(p.text)), p.perm);
+      tar.file(member(p.abs.substr(1)), red.apply(p.abs, std::move(p.text)), p.perm);
 
     if (dirs.insert(".halo").second) tar.dir(".halo");
     tar.file(".halo/nodes.json", node_sidecar(root));
@@ -319,6 +326,9 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
       tar.file(kBundleRuntimeFacts,
                dump_json(facts_to_json(rt, "halo-doctor", opt.tool_version), 2) + "\n");
     m.redacted = red.notes();
+    for (auto* list : {&m.files, &m.links, &m.missing, &m.denied, &m.skipped})
+      for (auto& e : *list)
+        e = identities.path(e);
     nlohmann::json man = {
         {"bundle_version", 1},
         {"tool", {{"name", "halo-doctor"}, {"version", opt.tool_version}}},

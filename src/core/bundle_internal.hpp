@@ -8,8 +8,10 @@
 
 #include <halo/fact.hpp>
 #include <halo/probe.hpp>
+#include <halo/redact.hpp>
 #include <halo/root.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,40 +38,48 @@ std::vector<std::string> env_allow_list(const ProbeRegistry& reg);
 /// a file's bytes.
 bool secret_mount(const std::string& abs);
 
-/// Makes a bundle safe to post: secrets are never stored (the environment by allow-list, URL
-/// credentials and secret-named variables masked, secret mounts empty), and unless `--no-redact`
-/// the identities are replaced: the host name by `redacted-host`, human user names (uid
-/// 1000..59999 in /etc/passwd) by user1, user2, ..., serial numbers and UUIDs by pseudonyms that
-/// are stable within the bundle (the same value gets the same pseudonym, so fleet compare still
-/// tells GPUs apart).
-class Redactor {
+/// Makes a bundle safe to post, file by file: secrets are never stored (the environment by
+/// allow-list, URL credentials and secret-named variables masked, secret mounts empty), and unless
+/// `--no-redact` the identities the shared Redactor (include/halo/redact.hpp) learnt are replaced
+/// where each file's format holds them: the host name file, `/etc/passwd` and `/etc/group` field
+/// by field, serial and UUID files and kfd `unique_id` lines by their pseudonyms in the
+/// original's form, every other file and runtime fact by Redactor::in_file (identifiers,
+/// machine-ids, command-line host names, home directories), so a replay parses what the
+/// original held, and the pseudonyms are the ones the Markdown report of the machine uses.
+class FileRedactor {
 public:
-  /// `env_allow`: env_allow_list(); `on`: CaptureOptions::redact (secrets are masked either way).
-  Redactor(const Root& root, std::vector<std::string> env_allow, bool on);
-  ~Redactor();
-  Redactor(const Redactor&) = delete;
-  Redactor& operator=(const Redactor&) = delete;
-  Redactor(Redactor&&) = delete;
-  Redactor& operator=(Redactor&&) = delete;
+  /// `identities`: the one learning step over the root and the facts (made with `identities =
+  /// false` for `--no-redact`: secrets are masked either way); `env_allow`: env_allow_list().
+  FileRedactor(Redactor& identities, std::vector<std::string> env_allow);
 
-  /// Learns the machine's serial numbers and UUIDs from where the kernel shows them (DMI, NVMe,
-  /// PCI/amdgpu sysfs), whether or not a probe reads those files, so that they are replaced
-  /// wherever else they occur (a kernel log line).
-  void learn_machine_identifiers(const Root& root);
-  /// First pass, over every stored file in path order: learns the identifiers and the secrets of
-  /// the environment, so the second pass can remove them wherever else they occur.
+  /// First pass, over every stored file in path order: learns the secrets of the environment, and
+  /// the identifiers, host names, machine-ids and home directories the shared step did not see,
+  /// so the second pass can remove them wherever else they occur.
   void learn(const std::string& abs, const std::string& text);
   /// Second pass: the text of the file at target path `abs` as stored in the bundle.
   std::string apply(const std::string& abs, std::string text);
-  /// Runtime facts: identifier values get pseudonyms, home directories and learnt secrets are
-  /// replaced in every string.
+  /// Runtime facts: identifier values get pseudonyms, identities and learnt secrets are replaced
+  /// in every string.
   void apply(FactSet& facts);
   /// What was redacted, one line each (the manifest's `redactions`).
-  const std::vector<std::string>& notes() const;
+  const std::vector<std::string>& notes() const { return notes_; }
 
 private:
-  class Impl;
-  std::unique_ptr<Impl> impl_;
+  std::string scrub(std::string text) const;
+  std::string note_for(const std::string& abs) const;
+  std::string user_or_self(const std::string& n) const;
+  std::string colon_file(const std::string& abs, const std::string& text) const;
+  /// /proc/self/environ as stored: a variable no probe declares keeps only its name
+  /// (`NAME=<dropped>`); a kept one loses URL credentials (`scheme://<masked>@host`), and its
+  /// value entirely when its name says it is a credential; with redaction on, user and host
+  /// names as in a report (Redactor::operator()). An entry without `=` is not a variable.
+  std::string environ(const std::string& text) const;
+  std::string kfd_properties(const std::string& text);
+
+  Redactor& ids_;
+  std::vector<std::string> env_allow_;
+  std::map<std::string, std::string> scrub_; ///< learnt secret -> replacement
+  std::vector<std::string> notes_;
 };
 
 } // namespace halo::bundle_detail

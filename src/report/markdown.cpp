@@ -124,7 +124,12 @@ std::string_view label(const Result& r) {
 
 std::string markdown_report(const std::vector<Result>& results, const ReportContext& ctx,
                             const FactSet& facts) {
-  const TextRedactor redact(facts);
+  // A facts file or a replayed bundle: the facts are all there is to learn from.
+  return markdown_report(results, ctx, facts, Redactor(nullptr, facts));
+}
+
+std::string markdown_report(const std::vector<Result>& results, const ReportContext& ctx,
+                            const FactSet& facts, const Redactor& redact) {
   auto text = [&](std::string_view s) { return md_text(redact(s)); };
   std::string out = "### halo-doctor report\n\n";
   out += fmt::format("<!-- halo-doctor {} check --format markdown: host and user names, serial "

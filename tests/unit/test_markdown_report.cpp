@@ -88,11 +88,11 @@ TEST_CASE("markdown report: untrusted text is escaped, identities are redacted",
         std::string::npos);
 }
 
-TEST_CASE("TextRedactor: names as words, not inside paths", "[report][markdown][redact]") {
+TEST_CASE("Redactor: names as words, not inside paths", "[report][markdown][redact]") {
   FactSet f;
   f.put_ok("host.name", std::string("dev"), "/proc/sys/kernel/hostname");
   f.put_ok("user.name", std::string("render"), "/etc/passwd");
-  const TextRedactor redact(f);
+  const Redactor redact(nullptr, f);
   // /dev/kfd and the group named like the user in a path stay; the words are replaced.
   CHECK(redact("dev: /dev/kfd is rw for render (/home/render/x, /etc/render.d)") ==
         "redacted-host: /dev/kfd is rw for user1 (/home/user1/x, /etc/render.d)");
@@ -100,7 +100,7 @@ TEST_CASE("TextRedactor: names as words, not inside paths", "[report][markdown][
   CHECK(redact("root stays root") == "root stays root");
 }
 
-TEST_CASE("TextRedactor: the capture bundle's naming rules", "[report][markdown][redact]") {
+TEST_CASE("Redactor: the capture bundle's naming rules", "[report][markdown][redact]") {
   // The same rules as src/core/bundle_redact.cpp (src/core/redact_rules.hpp): a serial number
   // gets a pseudonym, a DMI placeholder and an all-zero value identify nothing and stay, and
   // /var/home (Fedora Silverblue, where /home links to it) names a person as /home does.
@@ -110,9 +110,52 @@ TEST_CASE("TextRedactor: the capture bundle's naming rules", "[report][markdown]
            "/sys/class/dmi/id/board_serial");
   f.put_ok("gpu.0.serial_number", std::string("0000000000000000"), "amdgpu serial_number");
   f.put_ok("framework.python_env", std::string("/var/home/alice/.venv/lib/python3.12"), "PATH");
-  const TextRedactor redact(f);
+  const Redactor redact(nullptr, f);
   CHECK(redact("serial PF4XK2LM of alice") == "serial redacted-serial-1 of user1");
   CHECK(redact("board To be filled by O.E.M., vendor Default string, 0000000000000000") ==
         "board To be filled by O.E.M., vendor Default string, 0000000000000000");
   CHECK(redact("/var/home/alice/.venv") == "/var/home/user1/.venv");
+}
+
+TEST_CASE("Redactor: host names on a diskless node's command line", "[report][markdown][redact]") {
+  // nfsroot.rst: ip=<client-ip>:<server-ip>:<gw-ip>:<netmask>:<hostname>:<device>:<autoconf>;
+  // dracut.cmdline(7) brackets IPv6 addresses, which hold ':'.
+  FactSet f;
+  f.put_ok("host.name", std::string("node7"), "/proc/sys/kernel/hostname");
+  f.put_ok("kernel.cmdline",
+           std::string("ip=[fd00::7]::[fd00::1]:64:node7.hpc.example:eno1:none "
+                       "nfsroot=10.0.0.1:/srv/roots/node7,vers=4 systemd.hostname=boot-7"),
+           "/proc/cmdline");
+  const Redactor redact(nullptr, f);
+  CHECK(redact("ip=[fd00::7]::[fd00::1]:64:node7.hpc.example:eno1:none") ==
+        "ip=[fd00::7]::[fd00::1]:64:redacted-host-2:eno1:none");
+  CHECK(redact("nfsroot=10.0.0.1:/srv/roots/node7,vers=4 on node7") ==
+        "nfsroot=10.0.0.1:/srv/roots/redacted-host,vers=4 on redacted-host");
+  CHECK(redact("boot-7 systemd.hostname=boot-7") ==
+        "redacted-host-3 systemd.hostname=redacted-host-3");
+  // A `%s` in nfsroot is the client's address, filled in by the kernel: no name to learn.
+  FactSet g;
+  g.put_ok("kernel.cmdline", std::string("nfsroot=/srv/roots/%s ip=dhcp"), "/proc/cmdline");
+  CHECK(Redactor(nullptr, g)("nfsroot=/srv/roots/%s ip=dhcp") == "nfsroot=/srv/roots/%s ip=dhcp");
+}
+
+TEST_CASE("Redactor: a replayed bundle's pseudonyms are not learnt again",
+          "[report][markdown][redact]") {
+  // The facts of `check --bundle` hold the bundle's pseudonyms already: the report keeps them, so
+  // user2 of the bundle is user2 of its report.
+  FactSet f;
+  f.put_ok("host.name", std::string("redacted-host"), "/proc/sys/kernel/hostname");
+  f.put_ok("framework.python_env", std::string("/home/user2/venv/lib/python3.12/site-packages"),
+           "VIRTUAL_ENV=/home/user2/venv");
+  f.put_ok("env.rocr_visible_devices", std::string("GPU-0000000000000001"), "/proc/self/environ");
+  f.put_ok(
+      "boot.loader_entries",
+      std::vector<std::string>{"/boot/loader/entries/00000000000000000000000000000001-6.8.conf"},
+      "/boot/loader/entries");
+  const Redactor redact(nullptr, f);
+  CHECK(redact("/home/user2/venv GPU-0000000000000001 on redacted-host") ==
+        "/home/user2/venv GPU-0000000000000001 on redacted-host");
+  CHECK(redact("00000000000000000000000000000001-6.8.conf") ==
+        "00000000000000000000000000000001-6.8.conf");
+  CHECK(redact.user_count() == 0);
 }
