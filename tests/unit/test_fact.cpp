@@ -53,6 +53,46 @@ TEST_CASE("facts survive a JSON round trip with their status and reason", "[fact
   CHECK(g.find("kfd.gpu_nodes")->reason == "no KFD topology");
 }
 
+TEST_CASE("a fact names the probe that put it; a copy keeps the probe that read it", "[fact]") {
+  FactSet f;
+  f.put_ok("host.name", std::string("a"), "/proc/sys/kernel/hostname"); // no producer: none
+  f.set_producer("drm");
+  f.put_ok("drm.card1.vram_total_bytes", std::int64_t{536870912},
+           "/sys/class/drm/card1/device/mem_info_vram_total");
+  f.set_producer("gpu_list");
+  f.put_status("gpu.1.vram_total_bytes", Status::missing, "derived", "no amdgpu DRM card");
+  Fact copy = *f.find("drm.card1.vram_total_bytes"); // what alias() does
+  copy.key = "gpu.0.vram_total_bytes";
+  f.put(std::move(copy));
+  f.set_producer({});
+  f.put_ok("probe.drm.status", std::string("ok"), "halo-doctor");
+  CHECK(f.find("host.name")->probe.empty());
+  CHECK(f.find("drm.card1.vram_total_bytes")->probe == "drm");
+  CHECK(f.find("gpu.1.vram_total_bytes")->probe == "gpu_list");
+  CHECK(f.find("gpu.0.vram_total_bytes")->probe == "drm");
+  CHECK(f.find("probe.drm.status")->probe.empty());
+  // Saved and replayed with the probe; a copy of the set takes the facts, not the producer.
+  const nlohmann::json j = facts_to_json(f, "halo-doctor", "0.1.0");
+  CHECK(j["facts"]["gpu.0.vram_total_bytes"]["probe"] == "drm");
+  CHECK_FALSE(j["facts"]["host.name"].contains("probe"));
+  const FactSet g = facts_from_json_text(j.dump(), "saved.json");
+  CHECK(g.find("gpu.1.vram_total_bytes")->probe == "gpu_list");
+  FactSet h = g;
+  h.put_ok("x.y", true, "here");
+  CHECK(h.find("x.y")->probe.empty());
+}
+
+TEST_CASE("a facts file written before the probe field loads, its old sources as text", "[fact]") {
+  const FactSet g = facts_from_json_text(
+      R"({"schema_version": 1, "tool": {"name": "halo-doctor", "version": "0.1.0"}, "facts": {
+           "gpu.0.instinct": {"status": "ok", "value": false, "source": "derived: checks/gpus/gfx.cpp"}}})",
+      "old.json");
+  REQUIRE(g.find("gpu.0.instinct") != nullptr);
+  CHECK(g.get<bool>("gpu.0.instinct") == false);
+  CHECK(g.find("gpu.0.instinct")->source == "derived: checks/gpus/gfx.cpp");
+  CHECK(g.find("gpu.0.instinct")->probe.empty());
+}
+
 TEST_CASE("a malformed facts file is an input error naming the file and line", "[fact]") {
   try {
     facts_from_json_text("{\n \"schema_version\": 1,\n \"facts\": {,}\n}", "saved.json");
