@@ -47,8 +47,12 @@ add_link_options(-static-libstdc++ -static-libgcc)
 # link (issue 46: the size people download): the header-only libraries (fmt, spdlog, CLI11,
 # nlohmann-json) instantiate much the doctor never calls. The linker keeps whatever .init_array,
 # the probe registrations and exported symbols reach.
+# gold (binutils) folds functions whose code is identical and whose address is not taken
+# (--icf=safe): the many template instantiations that compile to the same bytes. Measured on the
+# doctor's objects linked as this file links them (issue 46): 9.0 MB with --gc-sections alone, 8.1 MB
+# with gold's --icf=safe as well.
 add_compile_options(-ffunction-sections -fdata-sections)
-add_link_options(-Wl,--gc-sections)
+add_link_options(-fuse-ld=gold -Wl,--gc-sections -Wl,--icf=safe)
 
 # Reproducible (issue 46; tests/cli/reproducible.sh): no path of the source or build directory in
 # the binary. -ffile-prefix-map (GCC 8) rewrites them in __FILE__, debug information and every
