@@ -308,6 +308,10 @@ int run(const FixOptions& o) {
     fix::apply_ttm_limit(plan, o.ttm_limit_gib, facts.get_int(keys::ttm_max_limit_bytes),
                          facts.get<std::string>(keys::ttm_module).value_or(""));
   // Nothing a script can do: say so and succeed, whatever the boot stack (it is not asked for).
+  // In a container without the host's / the host was not judged: that stays an error (issue 19).
+  if (const Fact* f = facts.find(keys::boot_stack);
+      plan.covered.empty() && o.stack == "auto" && f != nullptr && f->not_probed())
+    (void)choose_stack(o, facts);
   if (plan.covered.empty()) {
     write_stderr_text("halo-doctor fix: nothing to fix: no failing rule has a fix a script can "
                       "apply; no script written\n");

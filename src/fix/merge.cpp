@@ -208,7 +208,10 @@ Plan merge_fixes(const std::vector<Result>& results) {
     }
 
     if (f.value("initramfs", false)) {
+      // The script rebuilds the images older than the modprobe.d files (ttm-pending-reboot, a
+      // pending limit the user set): a step it does, not one for a person.
       plan.initramfs = true;
+      automated = true;
       step("initramfs", id);
     }
 

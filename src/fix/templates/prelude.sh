@@ -100,6 +100,7 @@ backup() {
 
 # put_file FILE CONTENT: makes FILE hold CONTENT and a final newline, showing the change as a
 # diff; leaves it alone when it already does. WROTE=1 when it changed (or would change) the file.
+# shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
   WROTE=0
