@@ -43,6 +43,11 @@ struct ModprobeFile {
   std::string module;
   std::vector<std::pair<std::string, std::string>> options; ///< in the order first proposed
   std::vector<std::string> rules;                           ///< rule ids that asked for it
+  /// When not empty: the user's file under /etc/modprobe.d that already sets these options
+  /// (absolute path on the fixed system, e.g. /etc/modprobe.d/ttm.conf, what `amd-ttm --set`
+  /// writes): the script edits its `options MODULE` line in place instead of writing `file`, so
+  /// no second file competes with it (modprobe.d(5): every file applies, the last value read wins).
+  std::string edit_path;
 };
 
 /// A step for a person (BIOS setup, kernel or firmware upgrade), with the rule that needs it.
@@ -65,8 +70,10 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> env_set;
   bool reboot = false;
   std::vector<std::string> covered; ///< rules with at least one automated step
-  std::vector<ManualStep> manual;   ///< steps for a person
-  std::vector<std::string> notes;   ///< decisions the merge made (conflicts resolved)
+  /// rule id, its fix's one-line summary, for each covered rule (the script's "Why").
+  std::vector<std::pair<std::string, std::string>> summaries;
+  std::vector<ManualStep> manual; ///< steps for a person
+  std::vector<std::string> notes; ///< decisions the merge made (conflicts resolved)
   std::map<std::string, std::vector<std::string>, std::less<>> step_rules; ///< step -> rule ids
 };
 
@@ -98,7 +105,21 @@ struct ScriptOptions {
   /// NixOS: configuration lines that define module kernel arguments, "PATH:LINE: TEXT" (fact
   /// boot.nixos_kernel_param_lines); the snippet names those its values replace.
   std::vector<std::string> nixos_param_lines;
+  /// What binds the script to the machine it was written for (docs/fix.md, "Only for this
+  /// machine"): floor(MemTotal / GiB), the RAM the TTM limit was sized from (0: unknown, not
+  /// checked), and machine_tag(/etc/machine-id) ("": none, not checked).
+  std::int64_t mem_gib = 0;
+  std::string machine_tag;
 };
+
+/// The first 16 hex digits of SHA-256("halo-doctor fix:" + the machine-id's first line): names
+/// the machine in a script without writing its machine-id, which machine-id(5) asks to keep
+/// confidential (the way sd_id128_get_machine_app_specific derives an id per application). The
+/// script recomputes it with `sha256sum` from the same text.
+std::string machine_tag(std::string_view machine_id);
+
+/// SHA-256 of `data` as 64 lower-case hex digits (nettle; FIPS 180-4).
+std::string sha256_hex(std::string_view data);
 
 /// The file the GRUB drop-in (grub-debian) is written to, under /etc/default/grub.d.
 inline constexpr std::string_view kGrubDropIn = "90-halo-doctor.cfg";

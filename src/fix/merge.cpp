@@ -208,7 +208,10 @@ Plan merge_fixes(const std::vector<Result>& results) {
     }
 
     if (f.value("initramfs", false)) {
+      // The script rebuilds the images older than the modprobe.d files (ttm-pending-reboot, a
+      // pending limit the user set): a step it does, not one for a person.
       plan.initramfs = true;
+      automated = true;
       step("initramfs", id);
     }
 
@@ -262,9 +265,11 @@ Plan merge_fixes(const std::vector<Result>& results) {
     if (f.contains("manual"))
       for (const auto& m : strings(id, f["manual"], "manual"))
         plan.manual.push_back({id, m});
-    if (automated)
+    if (automated) {
       plan.covered.push_back(id);
-    else if (!f.contains("manual") && f.contains("summary"))
+      if (f.contains("summary") && f["summary"].is_string())
+        plan.summaries.emplace_back(id, f["summary"].get<std::string>());
+    } else if (!f.contains("manual") && f.contains("summary"))
       plan.manual.push_back({id, f["summary"].is_string() ? f["summary"].get<std::string>() : ""});
   }
   // A key both set and removed is set: the removal was for another spelling of it.
@@ -326,7 +331,8 @@ void apply_ttm_limit(Plan& plan, std::int64_t gib, std::optional<std::int64_t> m
     plan.modprobe.push_back(ModprobeFile{"halo-doctor-ttm.conf",
                                          ttm_module,
                                          {{"pages_limit", pages}, {"page_pool_size", pages}},
-                                         {"--ttm-limit"}});
+                                         {"--ttm-limit"},
+                                         {}});
     plan.initramfs = true;
     plan.reboot = true;
     plan.covered.emplace_back("--ttm-limit");

@@ -17,10 +17,14 @@ grep -qF 'FAIL (error): the GPU may use only 62.54 GiB of 125.08 GiB RAM' "$tmp/
   { bad "explain: the machine's failure is not shown with its values"; cat "$tmp/x.txt"; }
 grep -qF 'kernel command line: add ttm.page_pool_size=31719424 ttm.pages_limit=31719424' "$tmp/x.txt" ||
   bad "explain: the fix for this machine is missing"
-if grep -qE '\{(gib|pages_gib|param):' "$tmp/x.txt"; then
+# A case about a modprobe.d limit stays a template here: this machine sets none (text.cpp's
+# on_machine keeps a template whose facts the machine lacks); every other line is filled in.
+if grep -vF 'ttm.modprobe.' "$tmp/x.txt" | grep -qE '\{(gib|pages_gib|param):'; then
   bad "explain on a machine with the facts still prints templates:"
   grep -nE '\{(gib|pages_gib|param):' "$tmp/x.txt"
 fi
+grep -qF 'FAIL (error): the GPU may use only 62.54 GiB of 125.08 GiB RAM: ttm.pages_limit is' "$tmp/x.txt" ||
+  bad "explain: the case that decided on this machine is not the one shown filled in"
 # Without the facts (a facts file of another machine: no APU), templates stay templates.
 "$bin" explain ttm-limit-low --root "$fixtures/mi300x-numa-4021" --no-runtime >"$tmp/y.txt" || bad "explain mi300x exited $?"
 grep -qF 'SKIP: no APU' "$tmp/y.txt" || { bad "explain on an MI300X node: not skipped for no APU"; cat "$tmp/y.txt"; }

@@ -470,7 +470,7 @@ for box in fedora-toolbox-on-pending-ttm:flatpak-spawn ubuntu-distrobox-on-fedor
   "$bin" fix --no-runtime --root "$fixtures/$name" -o "$work/box.sh" 2>"$work/box.err"
   code=$?
   if [ "$code" = 0 ] && cmp -s "$work/host.sh" "$work/box.sh" && grep -q "$exec_tool" "$work/box.err" &&
-    grep -q "^# Boot stack: grubby" "$work/box.sh"; then
+    grep -q ", boot stack grubby$" "$work/box.sh"; then
     ok "container $name: the host's grubby/dracut script, run with $exec_tool"
   else
     bad "container $name: exit $code, script differs from the host's or no $exec_tool: $(cat "$work/box.err")"
@@ -485,5 +485,158 @@ if [ "$code" = "$?" ] && { [ ! -e "$work/mi.sh" ] || cmp -s "$work/mi.sh" "$work
 else
   bad "docker with --host-root: exit $code: $(cat "$work/mi.err")"
 fi
+
+# --- 6. the script a person reads (issue 46) ----------------------------------------------------
+# The seed case: one screen of summary naming the file and its line, each command with its
+# arguments, the reboot and the undo; and no code for another stack's tools.
+"$bin" fix --root "$fixtures/strix-halo-default-ttm" --no-runtime --stack grubby >"$work/seed.sh" 2>/dev/null
+summary=$(sed -n '2,/^$/p' "$work/seed.sh" | sed '$d')
+for want in "writes /etc/modprobe.d/halo-doctor-ttm.conf:" "options ttm page_pool_size=$P pages_limit=$P" \
+  "runs: grubby --update-kernel=ALL --args=ttm.page_pool_size=$P" \
+  "runs: grubby --update-kernel=ALL --args=ttm.pages_limit=$P" "runs: dracut --regenerate-all --force" \
+  "Then: reboot" "# Undo:" "--force-other-machine" "--dry-run"; do
+  grep -qF -- "$want" <<<"$summary" || bad "seed summary lacks '$want'"
+done
+[ "$(wc -l <<<"$summary")" -le 30 ] || bad "seed summary is $(wc -l <<<"$summary") lines, more than a screen"
+for other in rpm-ostree mkinitcpio update-initramfs kernelstub update-grub edit_args udevadm; do
+  grep -vE '^[[:space:]]*#' "$work/seed.sh" | grep -q -- "$other" && bad "the grubby script carries code for $other"
+done
+ok "seed script: summary of $(wc -l <<<"$summary") lines, only grubby and dracut ($(wc -l <"$work/seed.sh") lines)"
+
+# Bound to the machine: another MemTotal or machine-id is refused (exit 3) with the reason and
+# nothing changed; --force-other-machine goes on; --dry-run shows what it would do there.
+b=$work/bind-root
+rm -rf "$b"
+cp -a "$fixtures/stack-grubby" "$b"
+printf '0123456789abcdef0123456789abcdef\n' >"$b/etc/machine-id"
+"$bin" fix --root "$b" --no-runtime -o "$work/bind.sh" 2>/dev/null || bad "bind: fix failed"
+mkdir -p "$b/.doubles"
+install_doubles "$b"
+seed_kernels "$b"
+grep -qF "FOR_MACHINE_TAG='$(printf 'halo-doctor fix:%s' 0123456789abcdef0123456789abcdef | sha256sum | cut -c1-16)'" \
+  "$work/bind.sh" || bad "bind: the machine tag is not SHA-256 of the machine-id"
+grep -q 0123456789abcdef0123456789abcdef "$work/bind.sh" && bad "bind: the script holds the machine-id itself"
+printf 'fedcba9876543210fedcba9876543210\n' >"$b/etc/machine-id"
+before=$(snapshot "$b")
+run_env "$b" other "$work/bind.sh"
+code=$?
+if [ "$code" = 3 ] && grep -q "written for another machine" "$b/.doubles/other.out" &&
+  grep -q "machine-id differs" "$b/.doubles/other.out" && [ "$before" = "$(snapshot "$b")" ] &&
+  [ -z "$(mutating "$b/.doubles/other.log")" ]; then
+  ok "bind: another machine-id is refused, nothing changed"
+else
+  bad "bind: another machine-id: exit $code: $(cat "$b/.doubles/other.out")"
+fi
+sed -i 's/^MemTotal:.*/MemTotal:       65536000 kB/' "$b/proc/meminfo"
+run_env "$b" mem "$work/bind.sh"
+code=$?
+{ [ "$code" = 3 ] && grep -q "MemTotal is 62 GiB here" "$b/.doubles/mem.out"; } ||
+  bad "bind: another MemTotal: exit $code: $(cat "$b/.doubles/mem.out")"
+run_env "$b" forced "$work/bind.sh" --force-other-machine || bad "bind: --force-other-machine exited $?"
+grep -qxF "grubby --update-kernel=ALL --args=ttm.pages_limit=$P" "$b/.doubles/forced.log" ||
+  bad "bind: --force-other-machine did not run the fix"
+
+# --dry-run where the stack's tool is missing: what is missing and what it would run, exit 3,
+# never bash's "command not found" (127).
+m=$work/missing-root
+rm -rf "$m"
+cp -a "$fixtures/stack-grubby" "$m"
+rm -f "$m"/usr/*bin/grubby "$m"/*bin/grubby
+mkdir -p "$m/.doubles"
+run_env "$m" dry "$work/grubby-fix.sh" --dry-run
+code=$?
+if [ "$code" = 3 ] && grep -q "grubby is not installed here" "$m/.doubles/dry.out" &&
+  grep -qF "grubby --update-kernel=ALL --args=ttm.pages_limit=$P" "$m/.doubles/dry.out" &&
+  grep -q "not installed on this system: grubby" "$m/.doubles/dry.out" &&
+  ! grep -q "command not found" "$m/.doubles/dry.out"; then
+  ok "dry run without grubby: says what is missing and what it would run (exit 3)"
+else
+  bad "dry run without grubby: exit $code: $(cat "$m/.doubles/dry.out")"
+fi
+run_env "$m" real "$work/grubby-fix.sh" --force-other-machine
+code=$?
+{ [ "$code" = 3 ] && [ ! -e "$m/etc/modprobe.d/halo-doctor-ttm.conf" ]; } ||
+  bad "without grubby a real run must stop before any change (exit $code)"
+
+# Nothing to fix: says so and exits 0, without asking for --stack.
+"$bin" fix --root "$fixtures/no-amd-gpu" --no-runtime >"$work/none.out" 2>"$work/none.err"
+code=$?
+if [ "$code" = 0 ] && [ ! -s "$work/none.out" ] && grep -q "nothing to fix" "$work/none.err"; then
+  ok "nothing to fix: exit 0"
+else
+  bad "nothing to fix: exit $code: $(cat "$work/none.err")"
+fi
+
+# fix --apply and --undo through the binary, on a scratch root (HALO_FIX_ROOT, HALO_FIX_STATE_DIR:
+# for tests) with the doubles: no terminal and no --yes is a refusal; --yes runs the very script
+# `fix` writes, from a private file whose hash it shows, and keeps its undo; --undo reverses it.
+a=$work/apply-root
+st=$work/state
+rm -rf "$a" "$st"
+cp -a "$fixtures/strix-halo-default-ttm" "$a"
+mkdir -p "$a/.doubles"
+install_doubles "$a" grubby dracut
+seed_kernels "$a"
+printf '%s\n' "root=UUID=x ro quiet" >"$a/.doubles/args.txt"
+apply() {
+  env PATH="$doubles:$PATH" HALO_FIX_ROOT="$a" HALO_FIX_STATE_DIR="$st" HALO_FIX_ALLOW_NON_ROOT=1 \
+    HALO_DOUBLE_LOG="$a/.doubles/apply.log" HALO_DOUBLE_STATE="$a/.doubles" \
+    "$bin" fix --root "$a" --no-runtime --stack grubby "$@" </dev/null
+}
+"$bin" fix --root "$a" --no-runtime --stack grubby -o "$work/apply-expected.sh" 2>/dev/null
+before=$(snapshot "$a")
+apply --apply >"$work/apply.out" 2>&1
+code=$?
+{ [ "$code" = 2 ] && grep -q "no terminal to ask on; pass --yes" "$work/apply.out" &&
+  [ "$before" = "$(snapshot "$a")" ]; } || bad "--apply without a terminal or --yes: exit $code: $(cat "$work/apply.out")"
+"$bin" fix --root "$fixtures/strix-halo-default-ttm" --no-runtime --stack grubby --apply --yes >"$work/apply-root.out" 2>&1
+code=$?
+{ [ "$code" = 2 ] && grep -q -- "--apply runs the fix on this machine" "$work/apply-root.out"; } ||
+  bad "--apply with --root: exit $code: $(cat "$work/apply-root.out")"
+apply --apply --yes >"$work/apply.out" 2>&1 || bad "--apply --yes exited $?: $(tail -5 "$work/apply.out")"
+cmp -s "$st/last-fix.sh" "$work/apply-expected.sh" || bad "--apply ran another script than fix writes"
+grep -qF "(sha256 $(sha256sum <"$st/last-fix.sh" | cut -d' ' -f1))" "$work/apply.out" || bad "--apply: no hash of the script"
+grep -qF "writes /etc/modprobe.d/halo-doctor-ttm.conf:" "$work/apply.out" || bad "--apply: no summary shown"
+[ "$(stat -c %a "$st")" = 700 ] || bad "--apply: the state directory is not private"
+expect_file apply /etc/modprobe.d/halo-doctor-ttm.conf "$MOD"
+grep -qxF "root=UUID=x ro quiet ttm.page_pool_size=$P ttm.pages_limit=$P" "$a/.doubles/args.txt" ||
+  bad "--apply: kernel arguments $(cat "$a/.doubles/args.txt")"
+[ -f "$st/undo.sh" ] || bad "--apply kept no undo"
+apply --undo --yes >"$work/undo.out" 2>&1 || bad "--undo exited $?: $(cat "$work/undo.out")"
+[ ! -e "$a/etc/modprobe.d/halo-doctor-ttm.conf" ] || bad "--undo left the modprobe.d file"
+grep -qxF "root=UUID=x ro quiet" "$a/.doubles/args.txt" || bad "--undo: kernel arguments $(cat "$a/.doubles/args.txt")"
+apply --undo --yes >"$work/undo2.out" 2>&1
+code=$?
+{ [ "$code" = 2 ] && grep -q "nothing to undo" "$work/undo2.out"; } || bad "a second --undo: exit $code"
+ok "--apply --yes ran the written script and kept its undo; --undo reversed it"
+
+# --- 7. what the user already did (issue 46): amd-ttm's /etc/modprobe.d/ttm.conf ----------------
+# A sound 120 GiB waiting for a reboot: no new value, no second file, no kernel arguments; only
+# the initramfs and the reboot.
+"$bin" fix --root "$fixtures/fedora-host-pending-ttm" --no-runtime >"$work/pending.sh" 2>/dev/null
+if grep -q "halo-doctor-ttm.conf\|--args=\|edit_modprobe \"" "$work/pending.sh" ||
+  ! grep -q "runs: dracut --regenerate-all --force" "$work/pending.sh" ||
+  ! grep -qF "keep your ttm.pages_limit of 120.00 GiB" "$work/pending.sh"; then
+  bad "pending 120 GiB: the fix changes the user's limit: $(sed -n '2,/^$/p' "$work/pending.sh")"
+else
+  ok "pending 120 GiB from amd-ttm: only the initramfs and the reboot"
+fi
+# A limit too low in ttm.conf: the fix edits that file, never writes a competing one.
+u=$work/user-root
+rm -rf "$u"
+cp -a "$fixtures/fedora-host-pending-ttm" "$u"
+printf '%s\n' "# mine" "options ttm pages_limit=8388608" >"$u/etc/modprobe.d/ttm.conf"
+"$bin" fix --root "$u" --no-runtime -o "$work/user.sh" 2>/dev/null || bad "user file: fix failed"
+mkdir -p "$u/.doubles"
+install_doubles "$u"
+seed_kernels "$u"
+printf '%s\n' "root=UUID=x ro" >"$u/.doubles/args.txt"
+run_env "$u" first "$work/user.sh" || bad "user file: run exited $?: $(tail -3 "$u/.doubles/first.out")"
+expect_file user /etc/modprobe.d/ttm.conf "options ttm pages_limit=$P page_pool_size=$P"
+expect_file user /etc/modprobe.d/ttm.conf "# mine"
+[ ! -e "$u/etc/modprobe.d/halo-doctor-ttm.conf" ] || bad "user file: a competing halo-doctor-ttm.conf was written"
+expect_no_call user '^grubby --update-kernel'
+grep -q -- "--args=" "$work/user.sh" && bad "user file: kernel arguments would override the user's file"
+ok "a limit in the user's ttm.conf is edited there"
 
 exit $fail

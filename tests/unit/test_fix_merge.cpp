@@ -110,6 +110,31 @@ TEST_CASE("fix --ttm-limit: GiB x 262144 pages, bounded by MemTotal - 2 GiB as c
   CHECK_THROWS_AS(apply_ttm_limit(unknown, 96, mem, ""), InputError);
 }
 
+/// The script without its comment lines (the code a shell runs).
+std::string code_lines(const std::string& script) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < script.size()) {
+    auto nl = script.find('\n', pos);
+    if (nl == std::string::npos) nl = script.size();
+    const std::string line = script.substr(pos, nl - pos);
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != '#') out += line + "\n";
+    pos = nl + 1;
+  }
+  return out;
+}
+
+TEST_CASE("fix machine tag: SHA-256 of 'halo-doctor fix:' and the machine-id's first line",
+          "[fix]") {
+  // printf 'halo-doctor fix:%s' 0123456789abcdef0123456789abcdef | sha256sum | cut -c1-16
+  CHECK(machine_tag("0123456789abcdef0123456789abcdef\n") == "3adab40453f58bf3");
+  CHECK(machine_tag("0123456789abcdef0123456789abcdef") == "3adab40453f58bf3");
+  CHECK(machine_tag("") == "");
+  // FIPS 180-4 example "abc".
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
 TEST_CASE("fix render: each stack uses its own tool, run through tool/query", "[fix]") {
   Plan p = merge_fixes(
       {failing("ttm-limit-low", ttm_fix(31719424)),
@@ -124,12 +149,25 @@ TEST_CASE("fix render: each stack uses its own tool, run through tool/query", "[
   CHECK(grubby.find("set -euo pipefail") != std::string::npos);
   CHECK(grubby.find("tool grubby --update-kernel=ALL --args=\"$kv\"") != std::string::npos);
   CHECK(grubby.find("KARGS_REMOVE=( 'amdgpu.gtt_size' )") != std::string::npos);
-  CHECK(grubby.find("INITRAMFS_TOOL='dracut'") != std::string::npos);
+  CHECK(grubby.find("INITRAMFS_CMD=( 'dracut' '--regenerate-all' '--force' )") !=
+        std::string::npos);
   CHECK(grubby.find("tool \"${INITRAMFS_CMD[@]}\"") != std::string::npos);
   CHECK(render(Stack::grub_debian).find("GRUB_FLAVOUR='debian'") != std::string::npos);
-  CHECK(render(Stack::grub_debian).find("INITRAMFS_TOOL='update-initramfs'") != std::string::npos);
+  CHECK(render(Stack::grub_debian).find("INITRAMFS_CMD=( 'update-initramfs' '-u' '-k' 'all' )") !=
+        std::string::npos);
   CHECK(render(Stack::grub_arch).find("GRUB_FLAVOUR='plain'") != std::string::npos);
-  CHECK(render(Stack::grub_arch).find("INITRAMFS_TOOL='mkinitcpio'") != std::string::npos);
+  CHECK(render(Stack::grub_arch).find("INITRAMFS_CMD=( 'mkinitcpio' '-P' )") != std::string::npos);
+  // Only this stack's code (issue 46): no other builder's or boot tool's steps in grubby's script.
+  for (const char* other :
+       {"mkinitcpio", "update-initramfs", "rpm-ostree", "kernelstub", "update-grub"})
+    CHECK(code_lines(grubby).find(other) == std::string::npos);
+  // The summary names the file with its line and each command with its arguments.
+  CHECK(grubby.find("#   1. writes /etc/modprobe.d/halo-doctor-ttm.conf:\n#        options ttm") !=
+        std::string::npos);
+  CHECK(grubby.find("runs: grubby --update-kernel=ALL --args=ttm.pages_limit=31719424") !=
+        std::string::npos);
+  CHECK(grubby.find("runs: grubby --update-kernel=ALL --remove-args=amdgpu.gtt_size") !=
+        std::string::npos);
   CHECK(render(Stack::rpm_ostree).find("tool rpm-ostree initramfs-etc \"${OPS[@]}\"") !=
         std::string::npos);
   CHECK(render(Stack::kernelstub).find("tool kernelstub -o \"$NEW\"") != std::string::npos);

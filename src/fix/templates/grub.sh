@@ -56,7 +56,7 @@ if grub_cfg_holds; then
 else
   tool "${GRUB_GEN[@]}"
   CHANGED=1
-  UNDO+=("$(printf '%q ' "${GRUB_GEN[@]}")")
+  undo_tool "${GRUB_GEN[@]}"
   if [ "$DRY_RUN" -eq 0 ]; then
     if grub_cfg_holds; then
       say "checked: every kernel entry in $GRUB_CFG has the arguments"

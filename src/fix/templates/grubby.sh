@@ -22,15 +22,15 @@ else
     tool grubby --update-kernel=ALL --args="$kv"
     old=$(tokens_of "$ALL" "$key" | head -n 1)
     if [ -n "$old" ]; then
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$old")")
+      undo_tool grubby --update-kernel=ALL --args="$old"
     else
-      UNDO+=("grubby --update-kernel=ALL --remove-args=$(printf '%q' "$key")")
+      undo_tool grubby --update-kernel=ALL --remove-args="$key"
     fi
   done
   for key in "${KARGS_REMOVE[@]}"; do
     if [ -n "$(tokens_of "$ALL" "$key")" ]; then
       tool grubby --update-kernel=ALL --remove-args="$key"
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$(tokens_of "$ALL" "$key" | head -n 1)")")
+      undo_tool grubby --update-kernel=ALL --args="$(tokens_of "$ALL" "$key" | head -n 1)"
     else
       say "not on the command line: $key"
     fi

@@ -15,6 +15,6 @@ if args_hold "$CURRENT"; then
 else
   NEW=$(edit_args "$CURRENT")
   tool kernelstub -o "$NEW"
-  UNDO+=("kernelstub -o $(printf '%q' "${CURRENT% }")")
+  undo_tool kernelstub -o "${CURRENT% }"
   CHANGED=1
 fi

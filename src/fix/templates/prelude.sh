@@ -1,21 +1,23 @@
 # shellcheck shell=bash disable=SC2034
-# The part every generated fix script starts with (after its header): options, the root, and the
-# helpers the steps use. Each step checks the state it needs on the system being fixed, never what
-# this run did, so a run after a failed tool call finishes the job and a second run is a no-op.
+# The helpers every step uses (docs/fix.md, "Script contract"). Each step checks the state the
+# next boot uses, never what this run did: a rerun after a failed tool finishes the job, and a run
+# on a configured machine changes nothing.
 set -euo pipefail
 
 ROOT=${HALO_FIX_ROOT:-}
 ROOT=${ROOT%/}
 DRY_RUN=0
+FORCE_OTHER=0
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY_RUN=1 ;;
+    --force-other-machine) FORCE_OTHER=1 ;;
     -h | --help)
       sed -n '2,/^set -euo pipefail$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run or --help)" >&2
+      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run, --force-other-machine or --help)" >&2
       exit 2
       ;;
   esac
@@ -32,6 +34,7 @@ CHANGED=0
 WROTE=0
 FILES_CHANGED=0
 UNDO=()
+MISSING=()
 
 say() { printf '%s\n' "$*"; }
 
@@ -52,28 +55,37 @@ have() {
   return 1
 }
 
-# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed. With
-# HALO_FIX_ROOT it runs inside that root through chroot(8), so it acts on the root and never on
-# the running host; paths in ARGS are paths on the fixed system, not prefixed with the root.
+# missing TOOL: records and reports a tool this system lacks; with --dry-run the run goes on and
+# shows what it would run, without it the script stops before changing anything more.
+missing() {
+  case " ${MISSING[*]} " in *" $1 "*) ;; *) MISSING+=("$1") ;; esac
+  if [ "$DRY_RUN" -eq 1 ]; then
+    echo "note: $1 is not installed on this system; a real run would stop here" >&2
+  else
+    echo "halo-doctor fix: $1 is not installed on this system (looked in /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin${ROOT:+ under $ROOT}); this script was written for a machine whose boot stack uses it" >&2
+    exit 1
+  fi
+}
+
+# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed; with
+# HALO_FIX_ROOT inside that root (chroot(8)), never on the running host.
 tool() {
+  have "$1" || missing "$1"
   if [ -n "$ROOT" ]; then run chroot "$ROOT" "$@"; else run "$@"; fi
 }
 
-# query TOOL ARGS...: like tool, for a tool call that only reads state, so --dry-run runs it too.
+# query TOOL ARGS...: a tool call that only reads state (--dry-run runs it too); prints nothing
+# when the tool is missing.
 query() {
+  if ! have "$1"; then
+    missing "$1"
+    return 0
+  fi
   if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi
 }
 
-# live TOOL ARGS...: a change to the running kernel or a running daemon (sysctl -p, udevadm).
-# With HALO_FIX_ROOT the root is not the running system: the setting applies when it boots.
-# A failure is a note, not the end of the script (udevd is absent in containers and chroots).
-live() {
-  if [ -n "$ROOT" ]; then
-    say "not applied to the running system (HALO_FIX_ROOT is set): $*"
-    return 0
-  fi
-  if ! run "$@"; then say "note: '$*' failed; the setting applies at the next boot"; fi
-}
+# undo_tool COMMAND...: records a tool call that undoes a change.
+undo_tool() { UNDO+=("tool $(printf '%q ' "$@")"); }
 
 # backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept)
 # and records how to undo the edit.
@@ -86,9 +98,8 @@ backup() {
   fi
 }
 
-# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline. Leaves it alone when it
-# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file, and
-# prints the change as a diff.
+# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline, showing the change as a
+# diff; leaves it alone when it already does. WROTE=1 when it changed (or would change) the file.
 # shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
@@ -118,71 +129,4 @@ put_file() {
   printf '%s\n' "$content" >"$file.halo-doctor.tmp"
   mv -f -- "$file.halo-doctor.tmp" "$file"
   say "wrote $file"
-}
-
-# has_token LINE TOKEN: the space-separated arguments in LINE include TOKEN exactly.
-has_token() {
-  local -a words
-  local w
-  read -r -a words <<<"$1"
-  for w in "${words[@]}"; do [ "$w" = "$2" ] && return 0; done
-  return 1
-}
-
-# tokens_of LINE KEY: prints the arguments in LINE named KEY (KEY or KEY=VALUE), one a line.
-# read -a splits without pathname expansion, so an argument such as foo=* stays as it is.
-tokens_of() {
-  local -a words
-  local w
-  read -r -a words <<<"$1"
-  for w in "${words[@]}"; do
-    case $w in "$2" | "$2"=*) printf '%s\n' "$w" ;; esac
-  done
-}
-
-# args_hold LINE: LINE carries every KARGS_SET argument with exactly the wanted value (once) and
-# no argument named in KARGS_REMOVE.
-args_hold() {
-  local kv
-  for kv in "${KARGS_SET[@]}"; do
-    [ "$(tokens_of "$1" "${kv%%=*}")" = "$kv" ] || return 1
-  done
-  for kv in "${KARGS_REMOVE[@]}"; do
-    [ -z "$(tokens_of "$1" "$kv")" ] || return 1
-  done
-  return 0
-}
-
-# edit_args LINE: prints LINE with the KARGS_SET keys replaced in place (the first occurrence
-# keeps its position, later ones are dropped), new ones appended, KARGS_REMOVE keys dropped, and
-# every other argument left in its order.
-edit_args() {
-  local -a words out
-  local w kv key done_keys=" " drop
-  read -r -a words <<<"$1"
-  out=()
-  for w in "${words[@]}"; do
-    drop=0
-    for key in "${KARGS_REMOVE[@]}"; do
-      case $w in "$key" | "$key"=*) drop=1 ;; esac
-    done
-    for kv in "${KARGS_SET[@]}"; do
-      key=${kv%%=*}
-      case $w in
-        "$key" | "$key"=*)
-          drop=1
-          case $done_keys in *" $key "*) ;; *)
-            out+=("$kv")
-            done_keys="$done_keys$key "
-            ;;
-          esac
-          ;;
-      esac
-    done
-    [ "$drop" -eq 1 ] || out+=("$w")
-  done
-  for kv in "${KARGS_SET[@]}"; do
-    case $done_keys in *" ${kv%%=*} "*) ;; *) out+=("$kv") ;; esac
-  done
-  printf '%s' "${out[*]}"
 }

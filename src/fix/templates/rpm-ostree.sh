@@ -24,6 +24,6 @@ else
     for t in "${old[@]}"; do OPS+=("--delete-if-present=$t"); done
   done
   tool rpm-ostree kargs "${OPS[@]}"
-  UNDO+=("rpm-ostree rollback   # the previous deployment keeps the old arguments")
+  undo_tool rpm-ostree rollback # the previous deployment keeps the old arguments
   CHANGED=1
 fi

@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# halo-doctor fix for strix-halo (Fedora Linux 42 (Workstation Edition))
-# Written by halo-doctor <version> from the failing rules' fixes. Read it before you run it.
-# Boot stack: grubby
-#   evidence: --stack grubby
+# halo-doctor fix for strix-halo (Fedora Linux 42 (Workstation Edition)), boot stack grubby
+# Written by halo-doctor <version>. Read this summary; run it with --dry-run first to see each change as a diff.
 #
-# Usage: sudo bash THIS-SCRIPT [--dry-run]
-#   --dry-run  print every command and every file change (as a diff), change nothing (no root
-#              needed)
-# Each step checks the state it needs (the generated boot configuration, the loader entries,
-# the initramfs), so running it again after a failed tool finishes the job, and a run on a
-# configured machine changes nothing. Files are backed up to FILE.halo-doctor.bak before
-# their first edit; the end of a run prints the commands that undo it. Afterwards: reboot,
-# then halo-doctor check.
-# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are edited
-# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the running host.
-#
-# Rules covered: hsa-override-gfx, amdgpu-gttsize-deprecated
-# Not done by this script (needs a person):
+# What it does (a step already done is skipped):
+#   1. runs: grubby --update-kernel=ALL --remove-args=amdgpu.gttsize
+#   2. writes /etc/profile.d/halo-doctor-rocm.sh:
+#        unset HSA_OVERRIDE_GFX_VERSION
+#   Then: reboot, and run halo-doctor check.
+# Why: [hsa-override-gfx] unset HSA_OVERRIDE_GFX_VERSION (in your shell profile, container image or job script)
+# Why: [amdgpu-gttsize-deprecated] drop amdgpu.gttsize; size GPU memory with ttm.pages_limit (see ttm-limit-low)
+# Not done here (needs a person):
 #   [hsa-override-gfx] unset each HSA_OVERRIDE_GFX_VERSION_<node> named above as well
 #   [env-debug-settings] unset AMD_SERIALIZE_KERNEL AMD_SERIALIZE_COPY PYTORCH_NO_CUDA_MEMORY_CACHING PYTORCH_NO_HIP_MEMORY_CACHING AMD_LOG_LEVEL (and remove them from ~/.bashrc, the container image or the job script)
 #   [env-debug-settings] keep HSA_ENABLE_SDMA=0 only while it is the workaround for a copy hang you have seen; remove it otherwise
@@ -25,24 +18,31 @@
 #   [gfx1151-kernel-min] install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
 #   [gfx1151-kernel-min] reboot into it
 #   [amdgpu-gttsize-deprecated] delete gttsize= from 'options amdgpu' lines in /etc/modprobe.d if present, then rebuild the initramfs
+# Undo: each file is backed up to FILE.halo-doctor.bak before its first edit; a run prints
+#   the commands that undo it (after halo-doctor fix --apply: halo-doctor fix --undo).
+# Only for this machine (MemTotal 125 GiB, grubby installed): elsewhere it stops, unless run with --force-other-machine.
+# Usage: sudo bash THIS-SCRIPT [--dry-run] [--force-other-machine]
+# Boot stack evidence: --stack grubby
 
-# The part every generated fix script starts with (after its header): options, the root, and the
-# helpers the steps use. Each step checks the state it needs on the system being fixed, never what
-# this run did, so a run after a failed tool call finishes the job and a second run is a no-op.
+# The helpers every step uses (docs/fix.md, "Script contract"). Each step checks the state the
+# next boot uses, never what this run did: a rerun after a failed tool finishes the job, and a run
+# on a configured machine changes nothing.
 set -euo pipefail
 
 ROOT=${HALO_FIX_ROOT:-}
 ROOT=${ROOT%/}
 DRY_RUN=0
+FORCE_OTHER=0
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY_RUN=1 ;;
+    --force-other-machine) FORCE_OTHER=1 ;;
     -h | --help)
       sed -n '2,/^set -euo pipefail$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run or --help)" >&2
+      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run, --force-other-machine or --help)" >&2
       exit 2
       ;;
   esac
@@ -59,6 +59,7 @@ CHANGED=0
 WROTE=0
 FILES_CHANGED=0
 UNDO=()
+MISSING=()
 
 say() { printf '%s\n' "$*"; }
 
@@ -79,28 +80,37 @@ have() {
   return 1
 }
 
-# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed. With
-# HALO_FIX_ROOT it runs inside that root through chroot(8), so it acts on the root and never on
-# the running host; paths in ARGS are paths on the fixed system, not prefixed with the root.
+# missing TOOL: records and reports a tool this system lacks; with --dry-run the run goes on and
+# shows what it would run, without it the script stops before changing anything more.
+missing() {
+  case " ${MISSING[*]} " in *" $1 "*) ;; *) MISSING+=("$1") ;; esac
+  if [ "$DRY_RUN" -eq 1 ]; then
+    echo "note: $1 is not installed on this system; a real run would stop here" >&2
+  else
+    echo "halo-doctor fix: $1 is not installed on this system (looked in /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin${ROOT:+ under $ROOT}); this script was written for a machine whose boot stack uses it" >&2
+    exit 1
+  fi
+}
+
+# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed; with
+# HALO_FIX_ROOT inside that root (chroot(8)), never on the running host.
 tool() {
+  have "$1" || missing "$1"
   if [ -n "$ROOT" ]; then run chroot "$ROOT" "$@"; else run "$@"; fi
 }
 
-# query TOOL ARGS...: like tool, for a tool call that only reads state, so --dry-run runs it too.
+# query TOOL ARGS...: a tool call that only reads state (--dry-run runs it too); prints nothing
+# when the tool is missing.
 query() {
+  if ! have "$1"; then
+    missing "$1"
+    return 0
+  fi
   if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi
 }
 
-# live TOOL ARGS...: a change to the running kernel or a running daemon (sysctl -p, udevadm).
-# With HALO_FIX_ROOT the root is not the running system: the setting applies when it boots.
-# A failure is a note, not the end of the script (udevd is absent in containers and chroots).
-live() {
-  if [ -n "$ROOT" ]; then
-    say "not applied to the running system (HALO_FIX_ROOT is set): $*"
-    return 0
-  fi
-  if ! run "$@"; then say "note: '$*' failed; the setting applies at the next boot"; fi
-}
+# undo_tool COMMAND...: records a tool call that undoes a change.
+undo_tool() { UNDO+=("tool $(printf '%q ' "$@")"); }
 
 # backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept)
 # and records how to undo the edit.
@@ -113,9 +123,8 @@ backup() {
   fi
 }
 
-# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline. Leaves it alone when it
-# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file, and
-# prints the change as a diff.
+# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline, showing the change as a
+# diff; leaves it alone when it already does. WROTE=1 when it changed (or would change) the file.
 # shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
@@ -146,15 +155,48 @@ put_file() {
   mv -f -- "$file.halo-doctor.tmp" "$file"
   say "wrote $file"
 }
-
-# has_token LINE TOKEN: the space-separated arguments in LINE include TOKEN exactly.
-has_token() {
-  local -a words
-  local w
-  read -r -a words <<<"$1"
-  for w in "${words[@]}"; do [ "$w" = "$2" ] && return 0; done
-  return 1
-}
+FOR_MEM_GIB='125'
+FOR_MACHINE_TAG=''
+FOR_STACK='grubby'
+FOR_STACK_TOOL='grubby'
+# The machine this script was written for (set before: FOR_MEM_GIB, FOR_MACHINE_TAG, FOR_STACK,
+# FOR_STACK_TOOL). The limits were sized from its RAM; on another machine they could exceed its
+# RAM, so the script stops there unless --force-other-machine is given.
+OTHER=()
+if [ -n "$FOR_MEM_GIB" ] && [ -r "${ROOT}/proc/meminfo" ]; then
+  mem_kib=$(awk '$1 == "MemTotal:" { print $2; exit }' "${ROOT}/proc/meminfo")
+  if [ -n "$mem_kib" ] && [ "$((mem_kib / 1048576))" != "$FOR_MEM_GIB" ]; then
+    OTHER+=("MemTotal is $((mem_kib / 1048576)) GiB here, $FOR_MEM_GIB GiB there (the limits were sized from it)")
+  fi
+fi
+if [ -n "$FOR_MACHINE_TAG" ]; then
+  tag=""
+  if [ -r "${ROOT}/etc/machine-id" ]; then
+    tag=$(printf 'halo-doctor fix:%s' "$(head -n 1 "${ROOT}/etc/machine-id")" | sha256sum | cut -c1-16)
+  fi
+  [ "$tag" = "$FOR_MACHINE_TAG" ] || OTHER+=("/etc/machine-id differs")
+fi
+if [ -n "$FOR_STACK_TOOL" ] && ! have "$FOR_STACK_TOOL"; then
+  OTHER+=("the boot stack was $FOR_STACK, but $FOR_STACK_TOOL is not installed here")
+  [ "$DRY_RUN" -eq 1 ] || FORCE_OTHER=0 # no flag makes a missing boot tool work
+fi
+if [ "${#OTHER[@]}" -gt 0 ]; then
+  {
+    echo "halo-doctor fix: this script was written for another machine:"
+    printf '  %s\n' "${OTHER[@]}"
+  } >&2
+  if [ "$DRY_RUN" -eq 1 ]; then
+    echo "  (dry run: showing what it would do there)" >&2
+  elif [ "$FORCE_OTHER" -eq 1 ]; then
+    echo "  going on: --force-other-machine" >&2
+  else
+    echo "  run halo-doctor fix on this machine for its own script, or pass --force-other-machine" >&2
+    exit 3
+  fi
+fi
+KARGS_SET=( )
+KARGS_REMOVE=( 'amdgpu.gttsize' )
+# Kernel command-line helpers (set before: KARGS_SET, KARGS_REMOVE).
 
 # tokens_of LINE KEY: prints the arguments in LINE named KEY (KEY or KEY=VALUE), one a line.
 # read -a splits without pathname expansion, so an argument such as foo=* stays as it is.
@@ -180,48 +222,8 @@ args_hold() {
   return 0
 }
 
-# edit_args LINE: prints LINE with the KARGS_SET keys replaced in place (the first occurrence
-# keeps its position, later ones are dropped), new ones appended, KARGS_REMOVE keys dropped, and
-# every other argument left in its order.
-edit_args() {
-  local -a words out
-  local w kv key done_keys=" " drop
-  read -r -a words <<<"$1"
-  out=()
-  for w in "${words[@]}"; do
-    drop=0
-    for key in "${KARGS_REMOVE[@]}"; do
-      case $w in "$key" | "$key"=*) drop=1 ;; esac
-    done
-    for kv in "${KARGS_SET[@]}"; do
-      key=${kv%%=*}
-      case $w in
-        "$key" | "$key"=*)
-          drop=1
-          case $done_keys in *" $key "*) ;; *)
-            out+=("$kv")
-            done_keys="$done_keys$key "
-            ;;
-          esac
-          ;;
-      esac
-    done
-    [ "$drop" -eq 1 ] || out+=("$w")
-  done
-  for kv in "${KARGS_SET[@]}"; do
-    case $done_keys in *" ${kv%%=*} "*) ;; *) out+=("$kv") ;; esac
-  done
-  printf '%s' "${out[*]}"
-}
-
-KARGS_SET=( )
-KARGS_REMOVE=( 'amdgpu.gttsize' )
-
 # ---------------------------------------------------------------------------
-# Step 1: kernel command line
-# Rules: amdgpu-gttsize-deprecated
-# Remove: amdgpu.gttsize
-# Through grubby; arguments not named here are left as they are, in their order.
+# Step 1: kernel command line (rules: amdgpu-gttsize-deprecated)
 say '== step 1: kernel command line'
 # grubby (Fedora, RHEL: GRUB 2 with Boot Loader Spec entries). grubby --info=ALL prints one
 # args="..." line per installed kernel; --update-kernel=ALL --args/--remove-args edits every entry
@@ -246,15 +248,15 @@ else
     tool grubby --update-kernel=ALL --args="$kv"
     old=$(tokens_of "$ALL" "$key" | head -n 1)
     if [ -n "$old" ]; then
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$old")")
+      undo_tool grubby --update-kernel=ALL --args="$old"
     else
-      UNDO+=("grubby --update-kernel=ALL --remove-args=$(printf '%q' "$key")")
+      undo_tool grubby --update-kernel=ALL --remove-args="$key"
     fi
   done
   for key in "${KARGS_REMOVE[@]}"; do
     if [ -n "$(tokens_of "$ALL" "$key")" ]; then
       tool grubby --update-kernel=ALL --remove-args="$key"
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$(tokens_of "$ALL" "$key" | head -n 1)")")
+      undo_tool grubby --update-kernel=ALL --args="$(tokens_of "$ALL" "$key" | head -n 1)"
     else
       say "not on the command line: $key"
     fi
@@ -263,17 +265,13 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# Step 2: environment
-# Rules: hsa-override-gfx
-# A sourceable file: login shells read /etc/profile.d; source it in job scripts
-# and container entry points too, and remove the variables where they are set.
+# Step 2: environment (rules: hsa-override-gfx)
 say '== step 2: environment'
 put_file "${ROOT}/etc/profile.d/halo-doctor-rocm.sh" '# Written by halo-doctor fix (rules: hsa-override-gfx). Source it: . /etc/profile.d/halo-doctor-rocm.sh
 unset HSA_OVERRIDE_GFX_VERSION'
 say 'also remove these where your shell profile, job script or image sets them: HSA_OVERRIDE_GFX_VERSION'
 
-# ---------------------------------------------------------------------------
-# Done: what is left to do.
+# --- Done: what is left to do.
 say 'needs a person [hsa-override-gfx]: unset each HSA_OVERRIDE_GFX_VERSION_<node> named above as well'
 say 'needs a person [env-debug-settings]: unset AMD_SERIALIZE_KERNEL AMD_SERIALIZE_COPY PYTORCH_NO_CUDA_MEMORY_CACHING PYTORCH_NO_HIP_MEMORY_CACHING AMD_LOG_LEVEL (and remove them from ~/.bashrc, the container image or the job script)'
 say 'needs a person [env-debug-settings]: keep HSA_ENABLE_SDMA=0 only while it is the workaround for a copy hang you have seen; remove it otherwise'
@@ -285,11 +283,25 @@ say 'needs a person [amdgpu-gttsize-deprecated]: delete gttsize= from '\''option
 # The end of every fix script: what happened, how to undo it, what is left.
 if [ "$DRY_RUN" -eq 1 ]; then
   say "dry run: nothing was changed ($FILES_CHANGED file(s) would change)"
+  if [ "${#MISSING[@]}" -gt 0 ]; then
+    say "not installed on this system: ${MISSING[*]}; a real run would stop (the commands above are what it would have run)"
+    exit 3
+  fi
 elif [ "$CHANGED" -eq 0 ]; then
   say "nothing to change: this machine is already configured as above"
 fi
 if [ "${#UNDO[@]}" -gt 0 ] && [ "$DRY_RUN" -eq 0 ]; then
   say "to undo this run, as root and in this order:"
-  for u in "${UNDO[@]}"; do say "  $u"; done
+  for u in "${UNDO[@]}"; do say "  ${u#tool }"; done
+  # halo-doctor fix --apply keeps the undo of its last run (HALO_FIX_UNDO_FILE) for fix --undo.
+  if [ -n "${HALO_FIX_UNDO_FILE:-}" ]; then
+    {
+      printf '%s\n' '#!/bin/bash' '# Undoes the last halo-doctor fix --apply (run by halo-doctor fix --undo).' \
+        'set -euo pipefail' "ROOT=$(printf '%q' "$ROOT")"
+      # shellcheck disable=SC2016 # written as it is, for the undo file
+      printf '%s\n' 'tool() { if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi; }'
+      for u in "${UNDO[@]}"; do printf '%s\n' "$u"; done
+    } >"$HALO_FIX_UNDO_FILE"
+  fi
 fi
 say "next: reboot, then run: halo-doctor check"

@@ -1,52 +1,47 @@
 #!/usr/bin/env bash
-# halo-doctor fix for strix-halo (Fedora Linux 42 (Workstation Edition))
-# Written by halo-doctor <version> from the failing rules' fixes. Read it before you run it.
-# Boot stack: grubby
-#   evidence: grubby is installed (/usr/bin/grubby)
-#   evidence: grub2-mkconfig is installed (/usr/sbin/grub2-mkconfig)
-#   evidence: bootctl is installed (/usr/bin/bootctl)
-#   evidence: kernel-install is installed (/usr/bin/kernel-install)
-#   evidence: dracut is installed (/usr/bin/dracut)
-#   evidence: /etc/os-release: ID=fedora VARIANT_ID=workstation
-#   evidence: /etc/default/grub sets GRUB_ENABLE_BLSCFG=true
-#   evidence: 1 loader entries (/boot/loader/entries/0b9a7c1e-6.17.4-200.fc42.x86_64.conf)
+# halo-doctor fix for strix-halo (Fedora Linux 42 (Workstation Edition)), boot stack grubby
+# Written by halo-doctor <version>. Read this summary; run it with --dry-run first to see each change as a diff.
 #
-# Usage: sudo bash THIS-SCRIPT [--dry-run]
-#   --dry-run  print every command and every file change (as a diff), change nothing (no root
-#              needed)
-# Each step checks the state it needs (the generated boot configuration, the loader entries,
-# the initramfs), so running it again after a failed tool finishes the job, and a run on a
-# configured machine changes nothing. Files are backed up to FILE.halo-doctor.bak before
-# their first edit; the end of a run prints the commands that undo it. Afterwards: reboot,
-# then halo-doctor check.
-# HALO_FIX_ROOT=DIR fixes the system installed under DIR instead of this one: files are edited
-# under DIR and the boot tools run inside it (chroot DIR TOOL), never on the running host.
-#
-# Rules covered: ttm-limit-low
+# What it does (a step already done is skipped):
+#   1. writes /etc/modprobe.d/halo-doctor-ttm.conf:
+#        options ttm page_pool_size=26214400 pages_limit=26214400
+#   2. runs: grubby --update-kernel=ALL --args=ttm.page_pool_size=26214400
+#      runs: grubby --update-kernel=ALL --args=ttm.pages_limit=26214400
+#      (first --remove-args of any other value of these arguments)
+#   3. runs: dracut --regenerate-all --force, if an initramfs image is older than the modprobe.d file
+#   Then: reboot, and run halo-doctor check.
+# Why: [ttm-limit-low] raise ttm.pages_limit and page_pool_size to 121 GiB (31719424 pages: MemTotal minus --reserve 4 GiB, whole GiB x 262144)
 # Note: --ttm-limit 100 GiB: pages_limit and page_pool_size set to 26214400 pages (100 x 262144)
-# Not done by this script (needs a person):
+# Not done here (needs a person):
 #   [gfx1151-cwsr-hang] add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)
 #   [gfx1151-cwsr-hang] or install a 6.18 or later kernel, where the driver's default handles it
 #   [gfx1151-kernel-min] install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
 #   [gfx1151-kernel-min] reboot into it
+# Undo: each file is backed up to FILE.halo-doctor.bak before its first edit; a run prints
+#   the commands that undo it (after halo-doctor fix --apply: halo-doctor fix --undo).
+# Only for this machine (MemTotal 125 GiB, grubby installed): elsewhere it stops, unless run with --force-other-machine.
+# Usage: sudo bash THIS-SCRIPT [--dry-run] [--force-other-machine]
+# Boot stack evidence: grubby is installed (/usr/bin/grubby); grub2-mkconfig is installed (/usr/sbin/grub2-mkconfig); bootctl is installed (/usr/bin/bootctl); kernel-install is installed (/usr/bin/kernel-install); dracut is installed (/usr/bin/dracut); /etc/os-release: ID=fedora VARIANT_ID=workstation; /etc/default/grub sets GRUB_ENABLE_BLSCFG=true; 1 loader entries (/boot/loader/entries/0b9a7c1e-6.17.4-200.fc42.x86_64.conf)
 
-# The part every generated fix script starts with (after its header): options, the root, and the
-# helpers the steps use. Each step checks the state it needs on the system being fixed, never what
-# this run did, so a run after a failed tool call finishes the job and a second run is a no-op.
+# The helpers every step uses (docs/fix.md, "Script contract"). Each step checks the state the
+# next boot uses, never what this run did: a rerun after a failed tool finishes the job, and a run
+# on a configured machine changes nothing.
 set -euo pipefail
 
 ROOT=${HALO_FIX_ROOT:-}
 ROOT=${ROOT%/}
 DRY_RUN=0
+FORCE_OTHER=0
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY_RUN=1 ;;
+    --force-other-machine) FORCE_OTHER=1 ;;
     -h | --help)
       sed -n '2,/^set -euo pipefail$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run or --help)" >&2
+      echo "halo-doctor fix: unknown argument '$arg' (use --dry-run, --force-other-machine or --help)" >&2
       exit 2
       ;;
   esac
@@ -63,6 +58,7 @@ CHANGED=0
 WROTE=0
 FILES_CHANGED=0
 UNDO=()
+MISSING=()
 
 say() { printf '%s\n' "$*"; }
 
@@ -83,28 +79,37 @@ have() {
   return 1
 }
 
-# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed. With
-# HALO_FIX_ROOT it runs inside that root through chroot(8), so it acts on the root and never on
-# the running host; paths in ARGS are paths on the fixed system, not prefixed with the root.
+# missing TOOL: records and reports a tool this system lacks; with --dry-run the run goes on and
+# shows what it would run, without it the script stops before changing anything more.
+missing() {
+  case " ${MISSING[*]} " in *" $1 "*) ;; *) MISSING+=("$1") ;; esac
+  if [ "$DRY_RUN" -eq 1 ]; then
+    echo "note: $1 is not installed on this system; a real run would stop here" >&2
+  else
+    echo "halo-doctor fix: $1 is not installed on this system (looked in /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin${ROOT:+ under $ROOT}); this script was written for a machine whose boot stack uses it" >&2
+    exit 1
+  fi
+}
+
+# tool TOOL ARGS...: runs a boot tool (unless --dry-run) on the system being fixed; with
+# HALO_FIX_ROOT inside that root (chroot(8)), never on the running host.
 tool() {
+  have "$1" || missing "$1"
   if [ -n "$ROOT" ]; then run chroot "$ROOT" "$@"; else run "$@"; fi
 }
 
-# query TOOL ARGS...: like tool, for a tool call that only reads state, so --dry-run runs it too.
+# query TOOL ARGS...: a tool call that only reads state (--dry-run runs it too); prints nothing
+# when the tool is missing.
 query() {
+  if ! have "$1"; then
+    missing "$1"
+    return 0
+  fi
   if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi
 }
 
-# live TOOL ARGS...: a change to the running kernel or a running daemon (sysctl -p, udevadm).
-# With HALO_FIX_ROOT the root is not the running system: the setting applies when it boots.
-# A failure is a note, not the end of the script (udevd is absent in containers and chroots).
-live() {
-  if [ -n "$ROOT" ]; then
-    say "not applied to the running system (HALO_FIX_ROOT is set): $*"
-    return 0
-  fi
-  if ! run "$@"; then say "note: '$*' failed; the setting applies at the next boot"; fi
-}
+# undo_tool COMMAND...: records a tool call that undoes a change.
+undo_tool() { UNDO+=("tool $(printf '%q ' "$@")"); }
 
 # backup FILE: copies FILE to FILE.halo-doctor.bak before its first edit (the original is kept)
 # and records how to undo the edit.
@@ -117,9 +122,8 @@ backup() {
   fi
 }
 
-# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline. Leaves it alone when it
-# already does; sets WROTE=1 when it changed (or, with --dry-run, would change) the file, and
-# prints the change as a diff.
+# put_file FILE CONTENT: makes FILE hold CONTENT and a final newline, showing the change as a
+# diff; leaves it alone when it already does. WROTE=1 when it changed (or would change) the file.
 # shellcheck disable=SC2034 # WROTE is read by the steps after put_file, not in every script.
 put_file() {
   local file=$1 content=$2
@@ -150,15 +154,48 @@ put_file() {
   mv -f -- "$file.halo-doctor.tmp" "$file"
   say "wrote $file"
 }
-
-# has_token LINE TOKEN: the space-separated arguments in LINE include TOKEN exactly.
-has_token() {
-  local -a words
-  local w
-  read -r -a words <<<"$1"
-  for w in "${words[@]}"; do [ "$w" = "$2" ] && return 0; done
-  return 1
-}
+FOR_MEM_GIB='125'
+FOR_MACHINE_TAG=''
+FOR_STACK='grubby'
+FOR_STACK_TOOL='grubby'
+# The machine this script was written for (set before: FOR_MEM_GIB, FOR_MACHINE_TAG, FOR_STACK,
+# FOR_STACK_TOOL). The limits were sized from its RAM; on another machine they could exceed its
+# RAM, so the script stops there unless --force-other-machine is given.
+OTHER=()
+if [ -n "$FOR_MEM_GIB" ] && [ -r "${ROOT}/proc/meminfo" ]; then
+  mem_kib=$(awk '$1 == "MemTotal:" { print $2; exit }' "${ROOT}/proc/meminfo")
+  if [ -n "$mem_kib" ] && [ "$((mem_kib / 1048576))" != "$FOR_MEM_GIB" ]; then
+    OTHER+=("MemTotal is $((mem_kib / 1048576)) GiB here, $FOR_MEM_GIB GiB there (the limits were sized from it)")
+  fi
+fi
+if [ -n "$FOR_MACHINE_TAG" ]; then
+  tag=""
+  if [ -r "${ROOT}/etc/machine-id" ]; then
+    tag=$(printf 'halo-doctor fix:%s' "$(head -n 1 "${ROOT}/etc/machine-id")" | sha256sum | cut -c1-16)
+  fi
+  [ "$tag" = "$FOR_MACHINE_TAG" ] || OTHER+=("/etc/machine-id differs")
+fi
+if [ -n "$FOR_STACK_TOOL" ] && ! have "$FOR_STACK_TOOL"; then
+  OTHER+=("the boot stack was $FOR_STACK, but $FOR_STACK_TOOL is not installed here")
+  [ "$DRY_RUN" -eq 1 ] || FORCE_OTHER=0 # no flag makes a missing boot tool work
+fi
+if [ "${#OTHER[@]}" -gt 0 ]; then
+  {
+    echo "halo-doctor fix: this script was written for another machine:"
+    printf '  %s\n' "${OTHER[@]}"
+  } >&2
+  if [ "$DRY_RUN" -eq 1 ]; then
+    echo "  (dry run: showing what it would do there)" >&2
+  elif [ "$FORCE_OTHER" -eq 1 ]; then
+    echo "  going on: --force-other-machine" >&2
+  else
+    echo "  run halo-doctor fix on this machine for its own script, or pass --force-other-machine" >&2
+    exit 3
+  fi
+fi
+KARGS_SET=( 'ttm.page_pool_size=26214400' 'ttm.pages_limit=26214400' )
+KARGS_REMOVE=( )
+# Kernel command-line helpers (set before: KARGS_SET, KARGS_REMOVE).
 
 # tokens_of LINE KEY: prints the arguments in LINE named KEY (KEY or KEY=VALUE), one a line.
 # read -a splits without pathname expansion, so an argument such as foo=* stays as it is.
@@ -184,58 +221,15 @@ args_hold() {
   return 0
 }
 
-# edit_args LINE: prints LINE with the KARGS_SET keys replaced in place (the first occurrence
-# keeps its position, later ones are dropped), new ones appended, KARGS_REMOVE keys dropped, and
-# every other argument left in its order.
-edit_args() {
-  local -a words out
-  local w kv key done_keys=" " drop
-  read -r -a words <<<"$1"
-  out=()
-  for w in "${words[@]}"; do
-    drop=0
-    for key in "${KARGS_REMOVE[@]}"; do
-      case $w in "$key" | "$key"=*) drop=1 ;; esac
-    done
-    for kv in "${KARGS_SET[@]}"; do
-      key=${kv%%=*}
-      case $w in
-        "$key" | "$key"=*)
-          drop=1
-          case $done_keys in *" $key "*) ;; *)
-            out+=("$kv")
-            done_keys="$done_keys$key "
-            ;;
-          esac
-          ;;
-      esac
-    done
-    [ "$drop" -eq 1 ] || out+=("$w")
-  done
-  for kv in "${KARGS_SET[@]}"; do
-    case $done_keys in *" ${kv%%=*} "*) ;; *) out+=("$kv") ;; esac
-  done
-  printf '%s' "${out[*]}"
-}
-
-KARGS_SET=( 'ttm.page_pool_size=26214400' 'ttm.pages_limit=26214400' )
-KARGS_REMOVE=( )
-
 # ---------------------------------------------------------------------------
-# Step 1: TTM options in /etc/modprobe.d
-# Rules: ttm-limit-low
-# modprobe reads /etc/modprobe.d when TTM and amdgpu load; both load from the initramfs,
-# so the initramfs is rebuilt in a later step when it is older than this file.
-say '== step 1: TTM options in /etc/modprobe.d'
+# Step 1: module options in /etc/modprobe.d (rules: ttm-limit-low)
+say '== step 1: module options in /etc/modprobe.d'
 put_file "${ROOT}/etc/modprobe.d/halo-doctor-ttm.conf" '# Written by halo-doctor fix (rules: ttm-limit-low).
 # Pages are 4 KiB: GiB x 262144.
 options ttm page_pool_size=26214400 pages_limit=26214400'
 
 # ---------------------------------------------------------------------------
-# Step 2: kernel command line
-# Rules: ttm-limit-low
-# Set: ttm.page_pool_size=26214400 ttm.pages_limit=26214400
-# Through grubby; arguments not named here are left as they are, in their order.
+# Step 2: kernel command line (rules: ttm-limit-low)
 say '== step 2: kernel command line'
 # grubby (Fedora, RHEL: GRUB 2 with Boot Loader Spec entries). grubby --info=ALL prints one
 # args="..." line per installed kernel; --update-kernel=ALL --args/--remove-args edits every entry
@@ -260,15 +254,15 @@ else
     tool grubby --update-kernel=ALL --args="$kv"
     old=$(tokens_of "$ALL" "$key" | head -n 1)
     if [ -n "$old" ]; then
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$old")")
+      undo_tool grubby --update-kernel=ALL --args="$old"
     else
-      UNDO+=("grubby --update-kernel=ALL --remove-args=$(printf '%q' "$key")")
+      undo_tool grubby --update-kernel=ALL --remove-args="$key"
     fi
   done
   for key in "${KARGS_REMOVE[@]}"; do
     if [ -n "$(tokens_of "$ALL" "$key")" ]; then
       tool grubby --update-kernel=ALL --remove-args="$key"
-      UNDO+=("grubby --update-kernel=ALL --args=$(printf '%q' "$(tokens_of "$ALL" "$key" | head -n 1)")")
+      undo_tool grubby --update-kernel=ALL --args="$(tokens_of "$ALL" "$key" | head -n 1)"
     else
       say "not on the command line: $key"
     fi
@@ -277,191 +271,131 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# Step 3: rebuild the initramfs
-# Rules: ttm-limit-low
-# The initramfs carries its own copy of /etc/modprobe.d; it is rebuilt when an image is
-# older than the modprobe.d files it must carry.
-say '== step 3: rebuild the initramfs'
-INITRAMFS_TOOL='dracut'
+# Step 3: initramfs (rules: ttm-limit-low)
+say '== step 3: initramfs'
 INITRAMFS_CARRY=( '/etc/modprobe.d/halo-doctor-ttm.conf' )
-# The initramfs (set before: INITRAMFS_TOOL, INITRAMFS_CARRY: the modprobe.d files it must carry;
+INITRAMFS_CMD=( 'dracut' '--regenerate-all' '--force' )
+# The initramfs (set before: INITRAMFS_CMD, INITRAMFS_CARRY: the modprobe.d files it must carry,
 # empty: every /etc/modprobe.d/*.conf). TTM and amdgpu load from the initramfs, which holds its
-# own copy of /etc/modprobe.d (initramfs-tools hook "modprobe.d"; dracut's kernel-modules module;
-# mkinitcpio's modconf hook), so an image older than a file it must carry still boots with the
-# old options. The images judged are listed below, (a) and (b); after the builder they are judged
-# again, and one still older than the files stops the script with its name.
+# own copy of /etc/modprobe.d (initramfs-tools' modprobe.d hook, dracut's kernel-modules module,
+# mkinitcpio's modconf hook): an image older than those files boots with the old options. The
+# images judged: the builder's own for the kernels in /lib/modules, and the initrds the boot
+# loader entries load; other files in /boot (rescue images, backups) are no one's boot image.
 if [ "${#INITRAMFS_CARRY[@]}" -eq 0 ]; then
   for f in "${ROOT}"/etc/modprobe.d/*.conf; do
     [ -f "$f" ] && INITRAMFS_CARRY+=("${f#"$ROOT"}")
   done
 fi
-if [ "$INITRAMFS_TOOL" = rpm-ostree ]; then
-  # rpm-ostree initramfs-etc copies tracked /etc files into the initramfs of the next deployment
-  # (rpm-ostree-initramfs-etc(1)); without arguments it lists the tracked files.
-  TRACKED=$(query rpm-ostree initramfs-etc 2>/dev/null || true)
-  OPS=()
-  for f in "${INITRAMFS_CARRY[@]}"; do
-    grep -qF -- "$f" <<<"$TRACKED" || OPS+=("--track=$f")
-  done
-  if [ "${#OPS[@]}" -gt 0 ]; then
-    tool rpm-ostree initramfs-etc "${OPS[@]}"
-    CHANGED=1
-  else
-    say "the initramfs already tracks: ${INITRAMFS_CARRY[*]}"
-  fi
-else
-  # Which images count (issue 37): (a) the images the builder writes for the kernels in
-  # /lib/modules, and (b) the initrds of the boot loader entries (Boot Loader Specification type 1
-  # entries in /boot, /efi, /boot/efi loader/entries: what the boot loader really loads, including
-  # kernel-install(8)'s copies in $BOOT/ENTRY-TOKEN/VERSION/). Other files in /boot are no
-  # one's boot image here and are left alone: Fedora's rescue image (initramfs-0-rescue-*, built
-  # once without host-only modules), DKMS's .old-dkms copies, backups.
-  KERNELS=()
-  for d in "${ROOT}"/lib/modules/*/ "${ROOT}"/usr/lib/modules/*/; do
-    [ -f "${d}modules.dep" ] || [ -f "${d}modules.dep.bin" ] || continue
-    d=${d%/}
-    KERNELS+=("${d##*/}")
-  done
-  MACHINE_ID=""
-  if [ -f "${ROOT}/etc/machine-id" ]; then read -r MACHINE_ID <"${ROOT}/etc/machine-id" || true; fi
-  IMG_PATHS=()
-  IMG_LABELS=()
-  add_image() { # PATH-ON-THE-FIXED-SYSTEM LABEL
-    local i
-    for i in "${!IMG_PATHS[@]}"; do
-      if [ "${IMG_PATHS[$i]}" = "$1" ]; then
-        IMG_LABELS[i]="${IMG_LABELS[$i]}; $2"
-        return 0
-      fi
-    done
-    IMG_PATHS+=("$1")
-    IMG_LABELS+=("$2")
-  }
-  # (a) The builder's own images.
-  case $INITRAMFS_TOOL in
-    update-initramfs)
-      # initramfs-tools' update-initramfs: ${BOOTDIR}/initrd.img-${version}; -u -k all updates
-      # the images that exist.
-      for v in "${KERNELS[@]}"; do
-        if [ -f "${ROOT}/boot/initrd.img-$v" ]; then add_image "/boot/initrd.img-$v" "the image update-initramfs writes for kernel $v"; fi
-      done
-      ;;
-    mkinitcpio)
-      # mkinitcpio -P builds every preset in /etc/mkinitcpio.d: each PRESET's ${PRESET}_image
-      # (a unified kernel image, ${PRESET}_uki, carries its initramfs inside and is not a file
-      # here). The preset is a bash file, read in a subshell as mkinitcpio reads it.
-      for preset in "${ROOT}"/etc/mkinitcpio.d/*.preset; do
-        [ -f "$preset" ] || continue
-        while IFS= read -r img; do
-          if [ -n "$img" ] && [ -f "${ROOT}$img" ]; then add_image "$img" "the ${preset##*/} image mkinitcpio writes"; fi
-        done < <(bash -c 'set +eu; . "$1" >/dev/null 2>&1; for p in "${PRESETS[@]}"; do v="${p}_image"; printf "%s\n" "${!v}"; done' bash "$preset" || true)
-      done
-      ;;
-    *)
-      # dracut --regenerate-all: every /lib/modules/VERSION with modules.dep, each to dracut's
-      # default output (dracut.sh, 059): $BOOT/MACHINE-ID/VERSION/initrd where $BOOT (/efi, /boot,
-      # /boot/efi) has loader/entries and a MACHINE-ID directory, else
-      # /lib/modules/VERSION/initrd where that exists, else /boot/initramfs-VERSION.img;
-      # distributions that rename it: /boot/initrd-VERSION (openSUSE), /boot/initrd.img-VERSION
-      # (Debian).
-      for v in "${KERNELS[@]}"; do
-        img_out=""
-        for b in /efi /boot /boot/efi; do
-          if [ -n "$MACHINE_ID" ] && [ -d "${ROOT}$b/loader/entries" ] && [ -d "${ROOT}$b/$MACHINE_ID" ]; then
-            img_out="$b/$MACHINE_ID/$v/initrd"
-            break
-          fi
-        done
-        if [ -z "$img_out" ] && [ -f "${ROOT}/lib/modules/$v/initrd" ]; then img_out="/lib/modules/$v/initrd"; fi
-        if [ -z "$img_out" ]; then
-          img_out="/boot/initramfs-$v.img"
-          [ -f "${ROOT}$img_out" ] || [ ! -f "${ROOT}/boot/initrd-$v" ] || img_out="/boot/initrd-$v"
-          [ -f "${ROOT}$img_out" ] || [ ! -f "${ROOT}/boot/initrd.img-$v" ] || img_out="/boot/initrd.img-$v"
-        fi
-        if [ -f "${ROOT}$img_out" ]; then add_image "$img_out" "the image dracut writes for kernel $v"; fi
-      done
-      ;;
-  esac
-  # (b) The initrds the boot loader entries load (the entries the kernel-arguments step edits).
-  ENTRY_NOTES=()
-  for part in /boot /efi /boot/efi; do
-    for entry in "${ROOT}$part"/loader/entries/*.conf; do
-      [ -f "$entry" ] || continue
-      case ${entry##*/} in *-0-rescue*) continue ;; esac
-      while read -r key rest; do
-        [ "$key" = initrd ] || continue
-        read -r -a words <<<"$rest"
-        for p in "${words[@]}"; do
-          case $p in
-            \$*) continue ;;                            # grubby's $tuned_initrd (a GRUB variable)
-            *ucode*.img | *ucode*.cpio) continue ;;     # CPU microcode: an early cpio, no modprobe.d
-            */initramfs-0-rescue-*) continue ;;         # the rescue image, built once, host-independent
-          esac
-          # A path is relative to the partition that holds the entry; a /boot on the root
-          # partition makes it /boot/... from the root.
-          if [ -f "${ROOT}$part/${p#/}" ]; then
-            add_image "$part/${p#/}" "entry ${entry#"$ROOT"} loads it"
-          elif [ -f "${ROOT}/${p#/}" ]; then
-            add_image "/${p#/}" "entry ${entry#"$ROOT"} loads it"
-          else
-            ENTRY_NOTES+=("entry ${entry#"$ROOT"} names initrd $p, which is not there")
-          fi
-        done
-      done <"$entry"
-    done
-  done
-  for n in "${ENTRY_NOTES[@]}"; do say "note: $n"; done
-  # stale_images: "IMAGE (LABELS)" for each image older than a file it must carry.
-  stale_images() {
-    local i f
-    for i in "${!IMG_PATHS[@]}"; do
-      for f in "${INITRAMFS_CARRY[@]}"; do
-        if [ -e "${ROOT}$f" ] && [ "${ROOT}$f" -nt "${ROOT}${IMG_PATHS[$i]}" ]; then
-          printf '%s (%s)\n' "${IMG_PATHS[$i]}" "${IMG_LABELS[$i]}"
-          break
-        fi
-      done
-    done
-  }
-  mapfile -t STALE < <(stale_images)
-  if [ "${#IMG_PATHS[@]}" -eq 0 ]; then
-    # Without an image the modules load from the root file system, which reads /etc/modprobe.d
-    # itself; an initramfs kept elsewhere is the boot tool's business.
-    say "note: no initramfs image of $INITRAMFS_TOOL for the kernels in /lib/modules and none named by a boot entry; if this system boots one, rebuild it with $INITRAMFS_TOOL"
-  elif [ "${#STALE[@]}" -eq 0 ]; then
-    say "every initramfs image is newer than ${INITRAMFS_CARRY[*]:-/etc/modprobe.d}: ${IMG_PATHS[*]}"
-  else
-    say "older than the modprobe.d files: ${STALE[*]}"
-    case $INITRAMFS_TOOL in
-      update-initramfs) INITRAMFS_CMD=(update-initramfs -u -k all) ;;
-      mkinitcpio) INITRAMFS_CMD=(mkinitcpio -P) ;;
-      *) INITRAMFS_CMD=(dracut --regenerate-all --force) ;;
-    esac
-    if ! have "${INITRAMFS_CMD[0]}"; then
-      echo "halo-doctor fix: ${INITRAMFS_CMD[0]} is not installed; rebuild the initramfs with your distribution's tool" >&2
-      exit 1
+KERNELS=()
+for d in "${ROOT}"/lib/modules/*/ "${ROOT}"/usr/lib/modules/*/; do
+  [ -f "${d}modules.dep" ] || [ -f "${d}modules.dep.bin" ] || continue
+  d=${d%/}
+  KERNELS+=("${d##*/}")
+done
+IMG_PATHS=()
+IMG_LABELS=()
+add_image() { # PATH-ON-THE-FIXED-SYSTEM LABEL
+  local i
+  for i in "${!IMG_PATHS[@]}"; do
+    if [ "${IMG_PATHS[$i]}" = "$1" ]; then
+      IMG_LABELS[i]="${IMG_LABELS[$i]}; $2"
+      return 0
     fi
-    tool "${INITRAMFS_CMD[@]}"
-    UNDO+=("$(printf '%q ' "${INITRAMFS_CMD[@]}")")
-    CHANGED=1
-    if [ "$DRY_RUN" -eq 0 ]; then
-      # The builder writes only its own images: one a boot entry loads from elsewhere (a
-      # kernel-install copy in $BOOT/ENTRY-TOKEN/VERSION/, a hand-written entry) stays as it was.
-      mapfile -t STALE < <(stale_images)
-      if [ "${#STALE[@]}" -gt 0 ]; then
-        {
-          echo "halo-doctor fix: after ${INITRAMFS_CMD[*]}, still older than ${INITRAMFS_CARRY[*]:-/etc/modprobe.d}:"
-          printf '  %s\n' "${STALE[@]}"
-          echo "  $INITRAMFS_TOOL does not write these: rebuild or replace each (for a kernel-install layout: kernel-install add VERSION /boot/vmlinuz-VERSION), then run this script again"
-        } >&2
-        exit 1
+  done
+  IMG_PATHS+=("$1")
+  IMG_LABELS+=("$2")
+}
+# dracut --regenerate-all: every /lib/modules/VERSION with modules.dep, each to dracut's default
+# output (dracut.sh, 059): $BOOT/MACHINE-ID/VERSION/initrd where $BOOT (/efi, /boot, /boot/efi) has
+# loader/entries and a MACHINE-ID directory, else /lib/modules/VERSION/initrd where that exists,
+# else /boot/initramfs-VERSION.img (openSUSE: /boot/initrd-VERSION; Debian: /boot/initrd.img-VERSION).
+MACHINE_ID=""
+if [ -f "${ROOT}/etc/machine-id" ]; then read -r MACHINE_ID <"${ROOT}/etc/machine-id" || true; fi
+for v in "${KERNELS[@]}"; do
+  img_out=""
+  for b in /efi /boot /boot/efi; do
+    if [ -n "$MACHINE_ID" ] && [ -d "${ROOT}$b/loader/entries" ] && [ -d "${ROOT}$b/$MACHINE_ID" ]; then
+      img_out="$b/$MACHINE_ID/$v/initrd"
+      break
+    fi
+  done
+  if [ -z "$img_out" ] && [ -f "${ROOT}/lib/modules/$v/initrd" ]; then img_out="/lib/modules/$v/initrd"; fi
+  if [ -z "$img_out" ]; then
+    img_out="/boot/initramfs-$v.img"
+    [ -f "${ROOT}$img_out" ] || [ ! -f "${ROOT}/boot/initrd-$v" ] || img_out="/boot/initrd-$v"
+    [ -f "${ROOT}$img_out" ] || [ ! -f "${ROOT}/boot/initrd.img-$v" ] || img_out="/boot/initrd.img-$v"
+  fi
+  if [ -f "${ROOT}$img_out" ]; then add_image "$img_out" "the image dracut writes for kernel $v"; fi
+done
+# The initrds the Boot Loader Specification entries load (the entries the kernel-arguments step
+# edits), including kernel-install(8)'s copies in $BOOT/ENTRY-TOKEN/VERSION/.
+ENTRY_NOTES=()
+for part in /boot /efi /boot/efi; do
+  for entry in "${ROOT}$part"/loader/entries/*.conf; do
+    [ -f "$entry" ] || continue
+    case ${entry##*/} in *-0-rescue*) continue ;; esac
+    while read -r key rest; do
+      [ "$key" = initrd ] || continue
+      read -r -a words <<<"$rest"
+      for p in "${words[@]}"; do
+        case $p in
+          \$*) continue ;;                            # grubby's $tuned_initrd (a GRUB variable)
+          *ucode*.img | *ucode*.cpio) continue ;;     # CPU microcode: an early cpio, no modprobe.d
+          */initramfs-0-rescue-*) continue ;;         # the rescue image, built once, host-independent
+        esac
+        # A path is relative to the partition that holds the entry; a /boot on the root
+        # partition makes it /boot/... from the root.
+        if [ -f "${ROOT}$part/${p#/}" ]; then
+          add_image "$part/${p#/}" "entry ${entry#"$ROOT"} loads it"
+        elif [ -f "${ROOT}/${p#/}" ]; then
+          add_image "/${p#/}" "entry ${entry#"$ROOT"} loads it"
+        else
+          ENTRY_NOTES+=("entry ${entry#"$ROOT"} names initrd $p, which is not there")
+        fi
+      done
+    done <"$entry"
+  done
+done
+for n in "${ENTRY_NOTES[@]}"; do say "note: $n"; done
+# stale_images: "IMAGE (LABELS)" for each image older than a file it must carry.
+stale_images() {
+  local i f
+  for i in "${!IMG_PATHS[@]}"; do
+    for f in "${INITRAMFS_CARRY[@]}"; do
+      if [ -e "${ROOT}$f" ] && [ "${ROOT}$f" -nt "${ROOT}${IMG_PATHS[$i]}" ]; then
+        printf '%s (%s)\n' "${IMG_PATHS[$i]}" "${IMG_LABELS[$i]}"
+        break
       fi
+    done
+  done
+}
+mapfile -t STALE < <(stale_images)
+if [ "${#IMG_PATHS[@]}" -eq 0 ]; then
+  # Without an image the modules load from the root file system, which reads /etc/modprobe.d.
+  say "note: no initramfs image of ${INITRAMFS_CMD[0]} for the kernels in /lib/modules and none named by a boot entry; if this system boots one, rebuild it with ${INITRAMFS_CMD[*]}"
+elif [ "${#STALE[@]}" -eq 0 ]; then
+  say "every initramfs image is newer than ${INITRAMFS_CARRY[*]:-/etc/modprobe.d}: ${IMG_PATHS[*]}"
+else
+  say "older than the modprobe.d files: ${STALE[*]}"
+  tool "${INITRAMFS_CMD[@]}"
+  undo_tool "${INITRAMFS_CMD[@]}"
+  CHANGED=1
+  if [ "$DRY_RUN" -eq 0 ]; then
+    # The builder writes only its own images: one a boot entry loads from elsewhere (a
+    # kernel-install copy, a hand-written entry) stays as it was.
+    mapfile -t STALE < <(stale_images)
+    if [ "${#STALE[@]}" -gt 0 ]; then
+      {
+        echo "halo-doctor fix: after ${INITRAMFS_CMD[*]}, still older than ${INITRAMFS_CARRY[*]:-/etc/modprobe.d}:"
+        printf '  %s\n' "${STALE[@]}"
+        echo "  ${INITRAMFS_CMD[0]} does not write these: rebuild or replace each (for a kernel-install layout: kernel-install add VERSION /boot/vmlinuz-VERSION), then run this script again"
+      } >&2
+      exit 1
     fi
   fi
 fi
 
-# ---------------------------------------------------------------------------
-# Done: what is left to do.
+# --- Done: what is left to do.
 say 'needs a person [gfx1151-cwsr-hang]: add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)'
 say 'needs a person [gfx1151-cwsr-hang]: or install a 6.18 or later kernel, where the driver'\''s default handles it'
 say 'needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later'
@@ -469,11 +403,25 @@ say 'needs a person [gfx1151-kernel-min]: reboot into it'
 # The end of every fix script: what happened, how to undo it, what is left.
 if [ "$DRY_RUN" -eq 1 ]; then
   say "dry run: nothing was changed ($FILES_CHANGED file(s) would change)"
+  if [ "${#MISSING[@]}" -gt 0 ]; then
+    say "not installed on this system: ${MISSING[*]}; a real run would stop (the commands above are what it would have run)"
+    exit 3
+  fi
 elif [ "$CHANGED" -eq 0 ]; then
   say "nothing to change: this machine is already configured as above"
 fi
 if [ "${#UNDO[@]}" -gt 0 ] && [ "$DRY_RUN" -eq 0 ]; then
   say "to undo this run, as root and in this order:"
-  for u in "${UNDO[@]}"; do say "  $u"; done
+  for u in "${UNDO[@]}"; do say "  ${u#tool }"; done
+  # halo-doctor fix --apply keeps the undo of its last run (HALO_FIX_UNDO_FILE) for fix --undo.
+  if [ -n "${HALO_FIX_UNDO_FILE:-}" ]; then
+    {
+      printf '%s\n' '#!/bin/bash' '# Undoes the last halo-doctor fix --apply (run by halo-doctor fix --undo).' \
+        'set -euo pipefail' "ROOT=$(printf '%q' "$ROOT")"
+      # shellcheck disable=SC2016 # written as it is, for the undo file
+      printf '%s\n' 'tool() { if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi; }'
+      for u in "${UNDO[@]}"; do printf '%s\n' "$u"; done
+    } >"$HALO_FIX_UNDO_FILE"
+  fi
 fi
 say "next: reboot, then run: halo-doctor check"
