@@ -118,9 +118,6 @@ struct ScriptOptions {
 /// script recomputes it with `sha256sum` from the same text.
 std::string machine_tag(std::string_view machine_id);
 
-/// SHA-256 of `data` as 64 lower-case hex digits (nettle; FIPS 180-4).
-std::string sha256_hex(std::string_view data);
-
 /// The file the GRUB drop-in (grub-debian) is written to, under /etc/default/grub.d.
 inline constexpr std::string_view kGrubDropIn = "90-halo-doctor.cfg";
 

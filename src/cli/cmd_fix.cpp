@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 
+#include <halo/digest.hpp>
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
 #include <halo/io.hpp>
@@ -172,8 +173,8 @@ int run_apply(const FixOptions& o, const std::string& script) {
   make_state_dir(dir);
   const auto file = dir / "last-fix.sh";
   write_output_file(file.string(), script);
-  write_stderr_text(fmt::format("halo-doctor fix: running {} (sha256 {})\n", file.string(),
-                                fix::sha256_hex(script)));
+  write_stderr_text(
+      fmt::format("halo-doctor fix: running {} (sha256 {})\n", file.string(), sha256_hex(script)));
   const auto undo_new = dir / "undo.sh.new";
   std::filesystem::remove(undo_new);
   const int rc = run_bash(file, {"HALO_FIX_UNDO_FILE=" + undo_new.string()});

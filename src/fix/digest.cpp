@@ -1,29 +1,11 @@
 // SPDX-License-Identifier: MIT
-// SHA-256 for the fix: the machine tag a script is bound to, and the hash `fix --apply` shows of
-// the script it runs. nettle (Debian nettle-dev), the library libarchive already links.
+// The machine tag a fix script is bound to (SHA-256 through halo/digest.hpp).
+#include <halo/digest.hpp>
 #include <halo/fix.hpp>
 
 #include <fmt/format.h>
 
-#include <nettle/sha2.h>
-
-#include <array>
-#include <cstdint>
-
 namespace halo::fix {
-
-std::string sha256_hex(std::string_view data) {
-  sha256_ctx ctx{};
-  sha256_init(&ctx);
-  sha256_update(&ctx, data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
-  std::array<std::uint8_t, SHA256_DIGEST_SIZE> md{};
-  sha256_digest(&ctx, md.size(), md.data());
-  std::string out;
-  out.reserve(md.size() * 2);
-  for (const std::uint8_t b : md)
-    out += fmt::format("{:02x}", b);
-  return out;
-}
 
 std::string machine_tag(std::string_view machine_id) {
   // The script computes: printf 'halo-doctor fix:%s' "$(head -n 1 /etc/machine-id)" | sha256sum

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Loading and validating rules/*.json. The only place that knows the rule file syntax.
+#include <halo/digest.hpp>
 #include <halo/error.hpp>
 #include <halo/fleet_quantity.hpp>
 #include <halo/io.hpp>
@@ -9,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include <nettle/sha2.h>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -391,22 +391,6 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
     }
     out.push_back(std::move(ex));
   }
-  return out;
-}
-
-// SHA-256 with nettle (Debian nettle-dev; the library libarchive itself links): sha256_init,
-// sha256_update and sha256_digest (nettle manual, "Recommended hash functions"), digest
-// SHA256_DIGEST_SIZE (32) bytes.
-std::string sha256_hex(std::string_view data) {
-  sha256_ctx ctx{};
-  sha256_init(&ctx);
-  sha256_update(&ctx, data.size(), reinterpret_cast<const std::uint8_t*>(data.data()));
-  std::array<std::uint8_t, SHA256_DIGEST_SIZE> md{};
-  sha256_digest(&ctx, md.size(), md.data());
-  std::string out;
-  out.reserve(2 * md.size());
-  for (std::uint8_t byte : md)
-    out += fmt::format("{:02x}", byte);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The fix generator's pure parts (src/fix): merging structured fixes, --ttm-limit, validation and
 // the rendered script's shape per stack. The scripts are run for real in tests/cli/fix.sh.
+#include <halo/digest.hpp>
 #include <halo/error.hpp>
 #include <halo/fix.hpp>
 #include <halo/units.hpp>
