@@ -101,7 +101,7 @@ bool json_fits(FactType t, const nlohmann::json& v, bool exact) {
     return v.is_string();
   case FactType::list:
     return v.is_array() &&
-           std::ranges::all_of(v, [](const nlohmann::json& e) { return e.is_string(); });
+           std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
   }
   return false;
 }
@@ -283,8 +283,8 @@ public:
       case Op::in:
       case Op::not_in:
         return !c.operand.literal ||
-               std::ranges::all_of(*c.operand.literal,
-                                   [&](const nlohmann::json& e) { return json_fits(t, e, false); });
+               std::all_of(c.operand.literal->begin(), c.operand.literal->end(),
+                           [&](const nlohmann::json& e) { return json_fits(t, e, false); });
       case Op::matches:
       case Op::version_lt:
       case Op::version_ge:
