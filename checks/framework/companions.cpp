@@ -67,15 +67,51 @@ std::optional<NamedVersion> assigned_version(const Root& root, const std::string
 
 } // namespace
 
-/// The native library bitsandbytes loads beside this ROCm torch, as
-/// bitsandbytes/cextension.py get_cuda_bnb_library_path() chooses it (0.50, main): with
-/// BNB_ROCM_VERSION set (digits only, else a RuntimeError at import) exactly
-/// libbitsandbytes_rocm<value>.so; otherwise from the packaged libbitsandbytes_rocm<M><m>.so
-/// (ROCm: the first digit is the major, the rest the minor) the exact torch.version.hip
-/// (major, minor), else the highest of the same major below it, else the lowest of the same major
-/// above it, else the non-existent exact name (no cross-major fallback). Then the gfx targets of
-/// that library's offload bundles, read as libtorch_hip.so's (cextension loads it with ctypes;
-/// a GPU outside them fails at the first kernel).
+namespace {
+
+/// How the installed bitsandbytes release names the native library it loads beside a ROCm
+/// torch: its bitsandbytes/cextension.py get_cuda_bnb_library_path().
+enum class BnbLoader {
+  nearest,   ///< 0.50 and later (and main): BNB_ROCM_VERSION, else the nearest packaged release
+  exact,     ///< 0.46 to 0.49: only libbitsandbytes_rocm<M><m>.so for torch.version.hip
+  rocm_fork, ///< ROCm/bitsandbytes 0.43.x: libbitsandbytes_hip[<M><m>][_nohipblaslt].so
+  cuda_name, ///< before 0.46 (upstream): no ROCm naming at all, libbitsandbytes_cuda<M><m>.so
+};
+
+/// The loader of release `version` (a dist-info or __version__ string; nullopt or unparsable:
+/// the newest). `hip_libs`: the package ships libbitsandbytes_hip*.so, the ROCm fork's names
+/// (upstream 0.43 to 0.45 ship CUDA builds only).
+BnbLoader bnb_loader(const std::optional<std::string>& version, bool hip_libs) {
+  static const RE2 kVer(R"((\d{1,4})\.(\d{1,4})(?:[.+a-z].*)?)");
+  int major = 0;
+  int minor = 0;
+  if (!version || !RE2::FullMatch(*version, kVer, &major, &minor) || major > 0 || minor >= 50)
+    return BnbLoader::nearest;
+  if (minor >= 46) return BnbLoader::exact;
+  if ((minor == 43 || minor == 44) && hip_libs) return BnbLoader::rocm_fork;
+  return BnbLoader::cuda_name;
+}
+
+} // namespace
+
+/// The native library bitsandbytes loads beside this ROCm torch, as the installed release's own
+/// bitsandbytes/cextension.py chooses it (get_cuda_bnb_library_path(), get_native_library()):
+/// - 0.50 and later (main): with BNB_ROCM_VERSION set (digits only, else a RuntimeError at
+///   import) exactly libbitsandbytes_rocm<value>.so; otherwise from the packaged
+///   libbitsandbytes_rocm<M><m>.so (ROCm: the first digit is the major, the rest the minor) the
+///   exact torch.version.hip (major, minor), else the highest of the same major below it, else
+///   the lowest of the same major above it, else the non-existent exact name (no cross-major
+///   fallback).
+/// - 0.46 to 0.49: exactly libbitsandbytes_rocm<M><m>.so for torch.version.hip; BNB_ROCM_VERSION
+///   is not read; a missing file raises "Configured ROCm binary not found at ..." (0.46: "CUDA").
+/// - ROCm/bitsandbytes (the fork, 0.43.x; commits 6d90452 and fd655b0 of its cextension.py):
+///   below HIP 6.1 libbitsandbytes_hip_nohipblaslt.so, else libbitsandbytes_hip.so; from
+///   fd655b0 on with the ROCm version in the name (libbitsandbytes_hip61.so), used here when the
+///   package ships such a file.
+/// - upstream before 0.46: libbitsandbytes_cuda<M><m>.so of torch.version.hip's numbers; when it
+///   is missing the CPU library loads ("Could not find the bitsandbytes CUDA binary", 0.45.5).
+/// Then the gfx targets of that library's offload bundles, read as libtorch_hip.so's (cextension
+/// loads it with ctypes; a GPU outside them fails at the first kernel).
 void collect_bitsandbytes_library(const Root& root, const std::string& site,
                                   const std::optional<std::string>& hip, const PythonEnvVars& env,
                                   FactSet& facts) {
@@ -87,9 +123,37 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
   if (!root.exists(join(pkg, "__init__.py")))
     return skip(pkg, fmt::format("bitsandbytes is not installed in {}", site));
   if (!hip) return skip(pkg, "torch is not a ROCm build (torch.version.hip is None)");
+  // The package's native libraries: the ROCm builds by version, and the fork's names.
+  static const RE2 kLib(R"(libbitsandbytes_rocm([0-9])([0-9]{1,3})\.so)");
+  static const RE2 kForkLib(R"(libbitsandbytes_hip([0-9]*)(?:_nohipblaslt)?\.so)");
+  std::map<std::pair<int, int>, std::string> available;
+  bool fork_libs = false;
+  bool fork_versioned = false;
+  if (auto names = root.list(pkg)) {
+    std::size_t n = 0;
+    for (const auto& f : *names) {
+      if (++n > kMaxLibraryNames) break;
+      int ma = 0;
+      int mi = 0;
+      std::string digits;
+      if (RE2::FullMatch(f, kLib, &ma, &mi)) available.emplace(std::make_pair(ma, mi), f);
+      if (RE2::FullMatch(f, kForkLib, &digits)) {
+        fork_libs = true;
+        fork_versioned = fork_versioned || !digits.empty();
+      }
+    }
+  }
+  const auto release = facts.get<std::string>(str(kBnbVersion));
+  const BnbLoader loader = bnb_loader(release, fork_libs);
+  const std::string rel = release.value_or("of unknown version");
+  static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
+  int major = 0;
+  int minor = 0;
+  const bool hip_ok = RE2::FullMatch(*hip, kHip, &major, &minor);
   std::string name;
   std::string how;
-  if (env.bnb_rocm_version) {
+  std::string not_there = "the library is not there (\"ROCm binary not found\" at import)";
+  if (loader == BnbLoader::nearest && env.bnb_rocm_version) {
     const std::string& v = *env.bnb_rocm_version;
     if (v.empty() ||
         !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -103,23 +167,34 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
     }
     name = fmt::format("libbitsandbytes_rocm{}.so", v);
     how = fmt::format("BNB_ROCM_VERSION={} ({})", v, env.source);
+  } else if (!hip_ok) {
+    return skip(pkg, fmt::format("torch.version.hip '{}' is not MAJOR.MINOR...", *hip));
+  } else if (loader == BnbLoader::exact) {
+    name = fmt::format("libbitsandbytes_rocm{}{}.so", major, minor);
+    how = fmt::format(
+        "bitsandbytes {} loads only the build for torch.version.hip {}.{}{}", rel, major, minor,
+        env.bnb_rocm_version ? " (BNB_ROCM_VERSION is read from 0.50 on, not here)" : "");
+    not_there = fmt::format("the library is not there: bitsandbytes {} raises \"Configured ROCm "
+                            "binary not found at {}\" at import",
+                            rel, join(pkg, name));
+  } else if (loader == BnbLoader::rocm_fork) {
+    const bool nohipblaslt = std::make_pair(major, minor) < std::make_pair(6, 1);
+    name = fmt::format("libbitsandbytes_hip{}{}.so",
+                       fork_versioned ? fmt::format("{}{}", major, minor) : "",
+                       nohipblaslt ? "_nohipblaslt" : "");
+    how = fmt::format("ROCm's bitsandbytes fork {}: torch.version.hip {}.{} is {} 6.1{}", rel,
+                      major, minor, nohipblaslt ? "below" : "at or above",
+                      nohipblaslt ? ", so the build without hipBLASLt" : "");
+    not_there = "the library is not there (\"Configured ROCm binary not found\" at import)";
+  } else if (loader == BnbLoader::cuda_name) {
+    name = fmt::format("libbitsandbytes_cuda{}{}.so", major, minor);
+    how = fmt::format("bitsandbytes {} has no ROCm builds: it looks for the CUDA name made of "
+                      "torch.version.hip {}.{}",
+                      rel, major, minor);
+    not_there = fmt::format("the library is not there: bitsandbytes {} warns \"Could not find the "
+                            "bitsandbytes CUDA binary\" and loads the CPU-only library",
+                            rel);
   } else {
-    static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
-    int major = 0;
-    int minor = 0;
-    if (!RE2::FullMatch(*hip, kHip, &major, &minor))
-      return skip(pkg, fmt::format("torch.version.hip '{}' is not MAJOR.MINOR...", *hip));
-    static const RE2 kLib(R"(libbitsandbytes_rocm([0-9])([0-9]{1,3})\.so)");
-    std::map<std::pair<int, int>, std::string> available;
-    if (auto names = root.list(pkg)) {
-      std::size_t n = 0;
-      for (const auto& f : *names) {
-        if (++n > kMaxLibraryNames) break;
-        int ma = 0;
-        int mi = 0;
-        if (RE2::FullMatch(f, kLib, &ma, &mi)) available.emplace(std::make_pair(ma, mi), f);
-      }
-    }
     const std::pair<int, int> want{major, minor};
     const std::string exact = fmt::format("libbitsandbytes_rocm{}{}.so", major, minor);
     if (available.contains(want)) {
@@ -152,8 +227,7 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
   const UniqueFd fd(root.open_regular(path));
   facts.put_ok(str(kBnbLibraryPresent), static_cast<bool>(fd), path);
   if (!fd) {
-    facts.put_status(str(kBnbLibraryTargets), Status::missing, path,
-                     "the library is not there (\"ROCm binary not found\" at import)");
+    facts.put_status(str(kBnbLibraryTargets), Status::missing, path, not_there);
     return;
   }
   collect_offload_targets(path, fd.get(), kBnbLibraryTargets, facts);
@@ -162,7 +236,8 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
 /// bitsandbytes in the site directory torch came from: its version from the installed
 /// distribution's `bitsandbytes-VERSION.dist-info/METADATA` ("Version:" header, Core Metadata
 /// specification), else `__version__` in bitsandbytes/__init__.py; and the ROCm builds of its
-/// native library it ships: `libbitsandbytes_rocm<MAJOR><MINOR>.so`, one per ROCm release
+/// native library it ships: `libbitsandbytes_rocm<MAJOR><MINOR>.so`, one per ROCm release, and the
+/// ROCm fork's `libbitsandbytes_hip[<MAJOR><MINOR>][_nohipblaslt].so`
 /// (bitsandbytes/cextension.py picks the one matching torch.version.hip;
 /// reference/framework-facts.md 4.3). No such file: a CUDA/CPU-only build.
 void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& facts) {
@@ -181,7 +256,9 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
                      "__init__.py names a version");
   else
     facts.put_ok(str(kBnbVersion), found->version, found->source);
-  static const RE2 kRocmLib(R"(libbitsandbytes_(rocm[0-9]+)\.so)");
+  // Upstream's ROCm builds (libbitsandbytes_rocm64.so) and the ROCm fork's
+  // (libbitsandbytes_hip_nohipblaslt.so, libbitsandbytes_hip61.so; ROCm/bitsandbytes cextension.py).
+  static const RE2 kRocmLib(R"(libbitsandbytes_((?:rocm[0-9]+|hip[0-9]*)(?:_nohipblaslt)?)\.so)");
   std::set<std::string> rocm;
   if (auto names = root.list(pkg)) {
     std::size_t n = 0;

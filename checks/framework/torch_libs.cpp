@@ -270,6 +270,20 @@ void collect_offload_targets(const std::string& lib, int fd, std::string_view fa
   facts.put_ok(key, std::vector<std::string>(t.common.begin(), t.common.end()), source);
 }
 
+namespace {
+/// True for a torch `__version__` of 2.3 or 2.4 ("2.4.1+rocm6.1"): the releases whose
+/// cmake/External/aotriton.cmake links AOTriton statically (AOTRITON_NO_SHARED=ON,
+/// libaotriton_v2.a). AOTriton came to ROCm builds in 2.3; 2.5 installs libaotriton_v2.so.
+bool aotriton_linked_statically(const std::optional<std::string>& version) {
+  if (!version) return false;
+  static const RE2 re(R"((\d+)\.(\d+)(?:[.+a-z].*)?)");
+  int major = 0;
+  int minor = 0;
+  if (!RE2::FullMatch(*version, re, &major, &minor)) return false;
+  return major == 2 && (minor == 3 || minor == 4);
+}
+} // namespace
+
 /// The AOTriton kernel images a ROCm wheel carries: scaled_dot_product_attention's flash and
 /// memory-efficient backends on ROCm run AOTriton's kernels (aten/src/ATen/native/transformers/
 /// cuda/sdp_utils.cpp; without them for the GPU: "Flash attention was not compiled for current AMD
@@ -300,11 +314,20 @@ void collect_aotriton(const Root& root, const std::string& torch, FactSet& facts
       if (name.starts_with("libaotriton")) runtime = true;
     }
   }
-  if (runtime)
+  if (runtime) {
     facts.put_status(key, Status::missing, lib_dir,
                      "libaotriton_v2.so without an aotriton.images directory: its kernels are "
                      "inside the library (AOTriton before 0.8) and are not read");
-  else
+  } else if (aotriton_linked_statically(facts.get<std::string>(str(kTorchVersion)))) {
+    // PyTorch 2.3 and 2.4 build AOTriton with -DAOTRITON_NO_SHARED=ON and link
+    // lib/libaotriton_v2.a into libtorch_hip.so (cmake/External/aotriton.cmake at v2.3.0 and
+    // v2.4.0: target_link_libraries(__caffe2_aotriton INTERFACE .../libaotriton_v2.a)): no
+    // libaotriton file and no images, yet SDPA has AOTriton's kernels.
+    facts.put_status(key, Status::missing, join(lib_dir, "libtorch_hip.so"),
+                     "PyTorch 2.3 and 2.4 link AOTriton statically into libtorch_hip.so "
+                     "(cmake/External/aotriton.cmake: libaotriton_v2.a); its kernels are inside "
+                     "the library and are not read");
+  } else
     facts.put_ok(key, std::vector<std::string>{},
                  fmt::format("{} has neither aotriton.images nor libaotriton_v2.so: the wheel "
                              "has no AOTriton",

@@ -5,8 +5,24 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 namespace halo::probes {
 namespace {
+
+/// The amdgpu parameters declared `int` in drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c
+/// (`module_param_named(NAME, VAR, int, PERM)`): kernel/params.c param_get_int prints them with
+/// "%i\n", so /sys/module/amdgpu/parameters/NAME is a decimal integer and the fact is an int
+/// (checks/kernel_args/facts.json declares each). Every other parameter stays text: `bool` ones
+/// print `Y`/`N` (param_get_bool), `charp`/string ones (lockup_timeout, virtual_display) free text,
+/// `hexint` ones (ppfeaturemask) `0x...`. Sorted for binary search.
+constexpr std::array<std::string_view, 13> kIntParams = {
+    "cwsr_enable", "gpu_recovery", "gttsize", "hws_max_conc_proc", "mcbp",
+    "mes",         "modeset",      "noretry", "ras_enable",        "reset_method",
+    "runpm",       "sched_policy", "uni_mes"};
+static_assert(std::ranges::is_sorted(kIntParams));
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
@@ -40,8 +56,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   facts.put_ok("amdgpu.param_names", *names, "/sys/module/amdgpu/parameters");
-  for (const auto& n : *names)
-    put_text(facts, root, "amdgpu.param." + n, "/sys/module/amdgpu/parameters/" + n);
+  for (const auto& n : *names) {
+    const std::string key = "amdgpu.param." + n;
+    const std::string path = "/sys/module/amdgpu/parameters/" + n;
+    // A value an int parameter cannot print (another kernel's type) is an error fact quoting it.
+    if (std::ranges::binary_search(kIntParams, std::string_view(n)))
+      put_int(facts, root, key, path);
+    else
+      put_text(facts, root, key, path);
+  }
 }
 
 } // namespace

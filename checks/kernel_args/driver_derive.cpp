@@ -209,8 +209,9 @@ void derive_gttsize(FactSet& facts) {
   if (auto it = opts.find("gttsize"); it != opts.end()) {
     v = kernel_int(kIntParams[6], it->second.value);
     src = it->second.source;
-  } else if (auto s = facts.get<std::string>("amdgpu.param.gttsize")) {
-    v = kstrtoint(*s);
+  } else if (auto active = facts.get<std::int64_t>("amdgpu.param.gttsize")) {
+    // An int parameter: the probe reads it as the decimal param_get_int prints.
+    v = *active;
     src = facts.find("amdgpu.param.gttsize")->source;
   }
   const bool set = v && *v != -1;

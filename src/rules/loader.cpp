@@ -57,6 +57,64 @@ using Predicates = std::map<std::string, nlohmann::json, std::less<>>;
 /// The file of named conditions, read before the rules files and never as one.
 constexpr std::string_view kPredicatesFile = "predicates.json";
 
+/// The name op_names() gives `op`, for messages.
+std::string_view op_name(Op op) {
+  for (const auto& [name, o] : op_names())
+    if (o == op) return name;
+  return "?";
+}
+
+/// The declared types of the facts a rule's key can name: for a literal key the one
+/// declaration that governs it (ProbeRegistry::declaration_for); for a key with `*` every
+/// declaration it may match. Empty when nothing declares it (`bench.**`, merged from halo-bench,
+/// is declared in docs/bench.md, not by a probe) or there is no registry: then nothing is checked.
+std::vector<const FactDecl*> declarations_of(const ProbeRegistry* registry, std::string_view key) {
+  std::vector<const FactDecl*> out;
+  if (registry == nullptr) return out;
+  if (key.find('*') == std::string_view::npos) {
+    if (const FactDecl* d = registry->declaration_for(key)) out.push_back(d);
+    return out;
+  }
+  for (const FactDecl& d : registry->declarations())
+    if (patterns_overlap(d.pattern, key)) out.push_back(&d);
+  return out;
+}
+
+bool numeric(FactType t) {
+  return t == FactType::integer || t == FactType::number;
+}
+
+/// True when JSON value `v` is what a fact of type `t` can equal: the engine compares numbers
+/// numerically and strings, booleans and lists exactly (src/rules/engine.cpp compare_one), so a
+/// string fact never equals the number 0 (issue 45: `amdgpu.param.gpu_recovery` was text, and
+/// `eq: 0` never held). `exact`: an example's value, which becomes the fact itself, so an int
+/// fact takes only an integer.
+bool json_fits(FactType t, const nlohmann::json& v, bool exact) {
+  switch (t) {
+  case FactType::boolean:
+    return v.is_boolean();
+  case FactType::integer:
+    return exact ? v.is_number_integer() : v.is_number();
+  case FactType::number:
+    return v.is_number();
+  case FactType::string:
+    return v.is_string();
+  case FactType::list:
+    return v.is_array() &&
+           std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
+  }
+  return false;
+}
+
+/// "a number", "a string", ...: what a JSON literal is, for messages.
+std::string json_kind(const nlohmann::json& v) {
+  if (v.is_boolean()) return fmt::format("the boolean {}", v.dump());
+  if (v.is_number()) return fmt::format("the number {}", v.dump());
+  if (v.is_string()) return fmt::format("the string {}", v.dump());
+  if (v.is_array()) return fmt::format("the list {}", v.dump());
+  return v.dump();
+}
+
 /// Context for error messages: file, rule line, rule id and a path inside the rule.
 struct Where {
   std::string_view file;
@@ -184,8 +242,90 @@ public:
       if (it == op_names().end()) w_.fail(path, fmt::format("unknown operator '{}'", k));
       c.op = it->second;
       c.operand = operand(fmt::format("{}.{}", path, k), v, c.op);
+      check_types(fmt::format("{}.{}", path, k), c);
     }
     return c;
+  }
+
+  /// Checks a leaf's operator and operand against the declared type of its fact (and of an
+  /// operand fact): a comparison that can never hold on what the probe produces fails the load.
+  /// A key with `*` passes when one of the declarations it may match fits.
+  void check_types(const std::string& path, const Condition& c) const {
+    if (c.op == Op::exists || c.op == Op::status) return;
+    const auto decls = declarations_of(registry_, c.fact);
+    if (decls.empty()) return;
+    std::vector<FactType> operand_types;
+    bool operand_numeric = false;
+    if (!c.operand.fact.empty()) {
+      for (const FactDecl* d : declarations_of(registry_, c.operand.fact))
+        operand_types.push_back(d->type);
+      // A scaled operand ({"fact", "times", "plus"}) is a number (engine.cpp resolve).
+      operand_numeric = c.operand.times != 1.0 || c.operand.plus != 0.0;
+    } else if (!c.operand.param.empty()) {
+      return; // run parameters: reserve_* are numbers, min_* versions (docs/policy.md)
+    }
+    std::string why;
+    auto fits = [&](FactType t) {
+      switch (c.op) {
+      case Op::eq:
+      case Op::ne:
+        if (c.operand.literal) return json_fits(t, *c.operand.literal, false);
+        if (operand_numeric) return numeric(t);
+        return operand_types.empty() || std::ranges::any_of(operand_types, [&](FactType o) {
+                 return o == t || (numeric(o) && numeric(t));
+               });
+      case Op::lt:
+      case Op::le:
+      case Op::gt:
+      case Op::ge:
+        return numeric(t) && (operand_types.empty() || operand_numeric ||
+                              std::ranges::any_of(operand_types, numeric));
+      case Op::in:
+      case Op::not_in:
+        return !c.operand.literal ||
+               std::all_of(c.operand.literal->begin(), c.operand.literal->end(),
+                           [&](const nlohmann::json& e) { return json_fits(t, e, false); });
+      case Op::matches:
+      case Op::version_lt:
+      case Op::version_ge:
+        return t == FactType::string;
+      case Op::contains:
+        return t == FactType::string || t == FactType::list;
+      case Op::contains_any:
+        return t == FactType::list;
+      case Op::empty:
+        return t == FactType::string || t == FactType::list;
+      case Op::exists:
+      case Op::status:
+        return true;
+      }
+      return true;
+    };
+    if (std::ranges::any_of(decls, [&](const FactDecl* d) { return fits(d->type); })) return;
+    const FactDecl* d = decls.front();
+    const std::string rhs =
+        c.operand.literal
+            ? json_kind(*c.operand.literal)
+            : fmt::format("the fact '{}'{}", c.operand.fact,
+                          operand_types.empty()
+                              ? std::string()
+                              : fmt::format(" ({})", fact_type_name(operand_types.front())));
+    w_.fail(path, fmt::format("'{}' is declared {} (`{}`, checks/*/facts.json): `{}` with {} "
+                              "never holds on what its probe produces",
+                              c.fact, fact_type_name(d->type), d->pattern, op_name(c.op), rhs));
+  }
+
+  /// Checks an example's value for `key` against the fact's declared type (checks/*/facts.json):
+  /// an example that gives a string fact as a number tests a fact the probe never produces.
+  void check_example_type(const std::string& path, const std::string& key,
+                          const nlohmann::json& v) const {
+    if (v.is_null() || v.is_object()) return; // removed, or a fact that could not be read
+    for (const FactDecl* d : declarations_of(registry_, key))
+      if (!json_fits(d->type, v, /*exact=*/true))
+        w_.fail(path,
+                fmt::format("'{}' is declared {} (`{}`, checks/*/facts.json), but the example "
+                            "gives {}",
+                            key, fact_type_name(d->type), d->pattern, json_kind(v)));
   }
 
   /// "gpu.this.": the judged GPU's facts in a per-GPU rule.
@@ -317,6 +457,7 @@ std::vector<RuleExample> parse_examples(const Where& w, const Parser& p, const n
       if (key.find('*') != std::string::npos) w.fail(where, "names a pattern, not a fact");
       if (key.find(Parser::this_gpu_prefix()) != std::string::npos)
         w.fail(where, "an example names GPUs by index (gpu.0.*), not gpu.this");
+      p.check_example_type(where, key, v);
       put_example_fact(w, where, key, v, facts);
     }
   };

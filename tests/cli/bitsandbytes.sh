@@ -66,10 +66,32 @@ lib "$site/bitsandbytes/libbitsandbytes_rocm72.so" gfx1100
 verdict pass "libbitsandbytes_rocm713.so (torch.version.hip 7.13: the exact build)" "the exact ROCm 7.13 build with gfx1151"
 rm "$site/bitsandbytes/libbitsandbytes_rocm713.so"
 verdict fail "libbitsandbytes_rocm72.so has code for gfx1100, not for gfx1151" "ROCm 7.2 fallback without gfx1151"
-fresh 0.49.2
+fresh 0.50.1
 lib "$site/bitsandbytes/libbitsandbytes_rocm64.so" gfx1151
-verdict fail "loads libbitsandbytes_rocm713.so (torch.version.hip 7.13: no ROCm 7 build is packaged), which it does not ship" "only a ROCm 6.4 build"
-# BNB_ROCM_VERSION names the library directly.
+verdict fail "loads libbitsandbytes_rocm713.so (torch.version.hip 7.13: no ROCm 7 build is packaged), which it does not ship" "0.50: only a ROCm 6.4 build"
+# BNB_ROCM_VERSION (read from 0.50 on) names the library directly.
 printf 'BNB_ROCM_VERSION=64\0' >>root/proc/self/environ
-verdict pass "libbitsandbytes_rocm64.so (BNB_ROCM_VERSION=64" "BNB_ROCM_VERSION=64 picks the ROCm 6.4 build"
+verdict pass "libbitsandbytes_rocm64.so (BNB_ROCM_VERSION=64" "0.50: BNB_ROCM_VERSION=64 picks the ROCm 6.4 build"
+
+# Issue 45: 0.46 to 0.49 load only the exact build of torch.version.hip (cextension.py
+# get_cuda_bnb_library_path at 0.49.2: libbitsandbytes_rocm{cuda_version_string}), with no nearest
+# release and no BNB_ROCM_VERSION: a missing file raises "Configured ROCm binary not found".
+fresh 0.49.2
+lib "$site/bitsandbytes/libbitsandbytes_rocm713.so" gfx1151
+verdict pass "libbitsandbytes_rocm713.so (bitsandbytes 0.49.2 loads only the build for torch.version.hip 7.13)" "0.49: the exact build"
+rm "$site/bitsandbytes/libbitsandbytes_rocm713.so"
+lib "$site/bitsandbytes/libbitsandbytes_rocm72.so" gfx1151
+verdict fail "loads libbitsandbytes_rocm713.so (bitsandbytes 0.49.2 loads only the build for torch.version.hip 7.13)" "0.49: no fallback to the ROCm 7.2 build"
+printf 'BNB_ROCM_VERSION=72\0' >>root/proc/self/environ
+verdict fail "BNB_ROCM_VERSION is read from 0.50 on, not here" "0.49: BNB_ROCM_VERSION is not read"
+
+# The ROCm fork (ROCm/bitsandbytes 0.43.x, cextension.py since commit 6d90452): libbitsandbytes_hip.so
+# from HIP 6.1 on, libbitsandbytes_hip_nohipblaslt.so below it.
+fresh 0.43.3.dev0
+lib "$site/bitsandbytes/libbitsandbytes_hip.so" gfx1151
+lib "$site/bitsandbytes/libbitsandbytes_hip_nohipblaslt.so" gfx1100
+verdict pass "libbitsandbytes_hip.so (ROCm's bitsandbytes fork 0.43.3.dev0: torch.version.hip 7.13 is at or above 6.1)" "fork: HIP 7.13 loads the hipBLASLt build"
+sed -i "s/^hip: Optional\[str\] = .*/hip: Optional[str] = '6.0.32830-d62f6a171'/" \
+  "$site/torch/version.py"
+verdict fail "libbitsandbytes_hip_nohipblaslt.so has code for gfx1100, not for gfx1151" "fork: HIP 6.0 loads the build without hipBLASLt"
 exit $fail

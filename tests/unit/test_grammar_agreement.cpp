@@ -41,6 +41,7 @@ std::string slurp(const fs::path& p) {
 /// file, RE2, or other rules. Anything else the hand checks refuse, the schema must refuse too.
 const std::vector<std::string> kSemantic = {
     "no probe provides the fact",  // the probe registry's declarations
+    "checks/*/facts.json",         // a value of another type than the fact's declaration
     "names the judged GPU",        // gpu.this.* outside "scope": "gpu"
     "unknown predicate",           // rules/predicates.json
     "bad regular expression",      // RE2's syntax
