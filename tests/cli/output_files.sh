@@ -46,7 +46,7 @@ echo "== a planted mode-6777 file is replaced by a new 0644 file"
 mkdir "$tmp/out"
 plant "$tmp/out/fix.sh" 6777
 [ "$(stat -c %a "$tmp/out/fix.sh")" = 6777 ] || bad "could not plant mode 6777 (got $(stat -c %a "$tmp/out/fix.sh"))"
-"$bin" fix --root "$fx" --no-runtime -o "$tmp/out/fix.sh" >/dev/null 2>"$tmp/err" || bad "fix -o: $(cat "$tmp/err")"
+"$bin" fix --root "$fx" --no-runtime --stack grubby -o "$tmp/out/fix.sh" >/dev/null 2>"$tmp/err" || bad "fix -o: $(cat "$tmp/err")"
 expect_new "$tmp/out/fix.sh" "fix -o over a 6777 fix.sh"
 grep -q '^#!' "$tmp/out/fix.sh" || bad "fix.sh holds no script"
 plant "$tmp/out/report.json" 6777
@@ -73,7 +73,7 @@ echo "== a symlink at the output path is not followed"
 printf 'victim\n' >"$tmp/victim"
 chmod 600 "$tmp/victim"
 ln -s "$tmp/victim" "$tmp/out/link.sh"
-"$bin" fix --root "$fx" --no-runtime -o "$tmp/out/link.sh" >/dev/null 2>"$tmp/err"
+"$bin" fix --root "$fx" --no-runtime --stack grubby -o "$tmp/out/link.sh" >/dev/null 2>"$tmp/err"
 code=$?
 if [ "$code" = 2 ] && [ -L "$tmp/out/link.sh" ] && [ "$(cat "$tmp/victim")" = victim ] &&
   [ "$(stat -c %a "$tmp/victim")" = 600 ]; then
@@ -106,7 +106,7 @@ else
   plant "$tmp/shared/fix.sh" 6777
   chown "$other:$other" "$tmp/shared/fix.sh"
   refused "$tmp/shared/fix.sh" "fix -o over another user's file" \
-    "$bin" fix --root "$fx" --no-runtime -o "$tmp/shared/fix.sh"
+    "$bin" fix --root "$fx" --no-runtime --stack grubby -o "$tmp/shared/fix.sh"
   plant "$tmp/shared/report.json" 644
   chown "$other:$other" "$tmp/shared/report.json"
   refused "$tmp/shared/report.json" "check -o over another user's file" \

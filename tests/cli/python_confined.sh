@@ -133,7 +133,7 @@ pcwd=$(cat "$tmp/prec/cwd" 2>/dev/null)
 "$py" - "$tmp/prec/argv" "$tmp/plan.json" <<'PY' || fail=1
 import json, sys
 argv = open(sys.argv[1]).read().split("\0")
-assert argv[:2] == ["-P", "-c"], argv[:2]
+assert argv[:2] == ["-P", "-c"], [a[:30] for a in argv[:2]]
 spec = json.loads(argv[3])
 assert spec["config_dir"] == ".", spec["config_dir"]
 m = json.load(open(sys.argv[2]))["memory"]["measured"]
