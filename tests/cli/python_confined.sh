@@ -12,7 +12,10 @@
 #    PYTHONSAFEPATH=1, HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, PYTHONPATH kept, in an empty
 #    private directory that is gone afterwards; the facts' source says so;
 # 3. plan --measure --model DIR/llama-8b.json beside a decoy DIR/config.json: a fake interpreter
-#    finds a copy of llama-8b.json (not the decoy) as config.json in its working directory.
+#    finds a copy of llama-8b.json (not the decoy) as config.json in its working directory;
+# 4. an interpreter that rejects -P (as before 3.11) and runs in the planted directory: the doctor
+#    runs it again without -P and the script's first line keeps the planted modules out;
+# 5. SIGTERM to the doctor while the interpreter runs: nothing is left in TMPDIR.
 # Usage: python_confined.sh HALO_DOCTOR REPO_ROOT. Exit 77 (skipped) without python3-torch.
 set -u
 bin=$(realpath "$1")
@@ -140,7 +143,31 @@ m = json.load(open(sys.argv[2]))["memory"]["measured"]
 assert m["status"] == "not_measured" and m["reason"] == "a fake interpreter", m
 print("ok: -P -c SCRIPT SPEC, config_dir '.', the answer read")
 PY
-echo "== 4. SIGTERM while the interpreter runs: the private directory goes too"
+echo "== 4. an interpreter before 3.11: -P rejected, run again without it; the script drops ''"
+# The wrapper acts as Python 3.10 would: -P is a usage error (status 2, nothing on stdout), and
+# without it PYTHONSAFEPATH means nothing, so '' (the working directory) is first on sys.path. It
+# even runs in the planted directory: only the script's first line keeps json.py and torch.py out.
+cat >"$tmp/old-python" <<EOF
+#!/bin/sh
+if [ "\$1" = -P ]; then echo "Unknown option: -P" >&2; exit 2; fi
+echo run >>"$tmp/old-runs"
+unset PYTHONSAFEPATH
+cd "$tmp/cwd" && exec $py "\$@"
+EOF
+chmod 755 "$tmp/old-python"
+(cd "$tmp/cwd" && "$bin" facts --no-runtime --framework-deep --python "$tmp/old-python" --format json -o "$tmp/old.json") ||
+  bad "facts --framework-deep with an old interpreter failed"
+[ "$(cat "$tmp/old-runs" 2>/dev/null)" = run ] && ok "run once more without -P" || bad "runs without -P: $(cat "$tmp/old-runs" 2>/dev/null)"
+[ -z "$(ls -A "$tmp/markers")" ] && ok "no planted module ran" || bad "planted modules ran under the old interpreter: $(cat "$tmp/markers"/*)"
+"$py" - "$tmp/old.json" <<'PY' || fail=1
+import json, sys
+st = json.load(open(sys.argv[1]))["facts"]["framework.deep.status"]
+assert st["value"] == "ok", st
+assert "no -P" in st["source"], st["source"]
+print("ok: the real torch answered; the source says:", st["source"][st["source"].index("no -P"):][:70])
+PY
+
+echo "== 5. SIGTERM while the interpreter runs: the private directory goes too"
 mkdir -m 700 "$tmp/tmpd"
 printf '#!/bin/sh\npwd >"%s/hang-cwd"\nexec sleep 60\n' "$tmp" >"$tmp/hangs"
 chmod 755 "$tmp/hangs"
