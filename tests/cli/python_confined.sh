@@ -93,7 +93,9 @@ EOF
   "$tmp/cwd" | "") bad "the child ran in the caller's directory ($cwd)" ;;
   *) ok "a private working directory ($cwd)" ;;
   esac
-  grep -qx 'entries=' "$rec" && ok "it was empty" || bad "the private directory held: $(grep entries "$rec")"
+  # Mode 0711 and the doctor's: the user may enter it, not list or change it (emptiness: part 5).
+  grep -q "ls: cannot open directory '.': Permission denied" "$rec" && ok "the user cannot list it" ||
+    bad "the user could list the private directory: $(grep -A1 entries "$rec")"
   [ -n "$cwd" ] && [ ! -e "$cwd" ] && ok "and is removed" || bad "the private directory $cwd is left"
   "$py" - "$tmp/sudo.json" <<'PY' || fail=1
 import json, sys
@@ -169,7 +171,7 @@ PY
 
 echo "== 5. SIGTERM while the interpreter runs: the private directory goes too"
 mkdir -m 700 "$tmp/tmpd"
-printf '#!/bin/sh\npwd >"%s/hang-cwd"\nexec sleep 60\n' "$tmp" >"$tmp/hangs"
+printf '#!/bin/sh\nls -A >"%s/hang-ls"\npwd >"%s/hang-cwd"\nexec sleep 60\n' "$tmp" "$tmp" >"$tmp/hangs"
 chmod 755 "$tmp/hangs"
 (cd "$tmp/cwd" && TMPDIR=$tmp/tmpd exec "$bin" facts --no-runtime --framework-deep --python "$tmp/hangs" \
   --framework-timeout 30 --format json -o "$tmp/hang.json") 2>/dev/null &
@@ -177,6 +179,7 @@ doctor=$!
 for _ in $(seq 100); do [ -s "$tmp/hang-cwd" ] && break; sleep 0.1; done
 hcwd=$(cat "$tmp/hang-cwd" 2>/dev/null)
 case "$hcwd" in "$tmp/tmpd/halo-python-"*) ok "the interpreter runs in $hcwd" ;; *) bad "the interpreter's directory: '$hcwd'" ;; esac
+[ -f "$tmp/hang-ls" ] && [ ! -s "$tmp/hang-ls" ] && ok "which is empty" || bad "the private directory held: $(cat "$tmp/hang-ls")"
 kill -TERM "$doctor"
 wait "$doctor"
 code=$?
