@@ -62,6 +62,7 @@ test_packages=(
   # sign-file does, compressed with zstd and xz, indexed by depmod, compared with modinfo
   kmod gcc openssl zstd xz-utils
   # tests/cli/virt.sh: where the doctor runs, against the real systemd-detect-virt
+  # and tests/cli/systemd_unit.sh: systemd-analyze security --offline=yes rates the unit
   systemd
   # tests/cli/initramfs.sh: a real multi-segment initramfs (cpio; its main archive compressed by
   # each compressor the kernel unpacks and the doctor reads) and the real lsinitramfs

@@ -42,6 +42,43 @@ ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
 /// same ending as run_in_child. A program that cannot be exec'd is !started, with the errno text.
 ChildRun run_program(const std::vector<std::string>& argv, double timeout_s, std::size_t max_bytes);
 
+/// A file put into run_python's private directory before the interpreter starts.
+struct PrivateFile {
+  std::string name;    ///< a plain file name (no '/'), e.g. "config.json"
+  std::string content; ///< written with mode 0644
+};
+
+/// What run_python ran and how.
+struct PythonRun {
+  ChildRun run;
+  /// How it was confined, for a fact's source or a report line: "-P, PYTHONSAFEPATH=1, a
+  /// private empty directory, no new privileges, as uid 1000 gid 1000 (SUDO_UID/SUDO_GID),
+  /// HOME=/home/u; kept PYTHONPATH=/opt/lib".
+  std::string how;
+};
+
+/// Runs the user's interpreter `python` on `script` (`python -P -c SCRIPT ARGS...`) so that
+/// nothing in the caller's working directory can be imported, as the user who invoked sudo:
+/// - the safe path: `-P` and PYTHONSAFEPATH=1 (Python 3.11+: sys.path gets no '' or script
+///   directory; https://docs.python.org/3/using/cmdline.html#cmdoption-P). An interpreter that
+///   rejects -P (before 3.11: "Unknown option: -P", exit 2, nothing on stdout) is run once more
+///   without it; for that case the script's first line removes the '' that `-c` puts first on
+///   sys.path, and the working directory is empty anyway;
+/// - the working directory is a fresh private directory (mkdtemp(3) under $TMPDIR or /tmp)
+///   holding only `files`, removed again on every return and exception, and by a handler when
+///   SIGTERM, SIGINT, SIGHUP, SIGQUIT or a crash signal ends the doctor (only SIGKILL leaves it);
+/// - PR_SET_NO_NEW_PRIVS; HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 (nothing is downloaded);
+///   PYTHONDONTWRITEBYTECODE=1 (nothing is written beside a module);
+/// - when the doctor's effective uid is 0 and SUDO_UID (and SUDO_GID) name another user, as
+///   that user: their supplementary groups (getgrouplist(3)), gid, uid, and HOME from their
+///   passwd entry, so their user site (~/.local) is the one judged; judging an environment
+///   never needs root. PYTHONPATH, PYTHONUSERBASE and PYTHONNOUSERSITE are kept as they are.
+/// stdin and stderr are /dev/null; stdout is read as lines, under the limits of run_program.
+/// An error making the directory or its files is !started with the reason.
+PythonRun run_python(const std::string& python, const std::string& script,
+                     const std::vector<std::string>& args, double timeout_s, std::size_t max_bytes,
+                     const std::vector<PrivateFile>& files = {});
+
 /// How the child ended, in words: "killed after the 10 s time limit", "crashed with signal 11
 /// (Segmentation fault)", "exited with status 1", "ended normally".
 std::string describe_end(const ChildRun& run, double timeout_s);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Probe: what PyTorch itself reports (`--framework-deep`, live system only). Runs the interpreter
 // training will use (`--python PATH`, else $VIRTUAL_ENV/bin/python, else $CONDA_PREFIX/bin/python,
-// else python3 on PATH) in a child process with a time limit (checks/common/child_run.hpp
-// run_program), stdin and stderr on /dev/null, and a script that imports torch and prints one JSON
+// else python3 on PATH) in a child process with a time limit, confined (checks/common/child_run.hpp
+// run_python: the safe path, a private empty directory, the sudo user), stdin and stderr on
+// /dev/null, and a script that imports torch and prints one JSON
 // line: torch.__version__, torch.version.hip, torch.cuda.is_available(), torch.cuda.device_count(),
 // and for each device get_device_properties(i).{name,total_memory,gcnArchName} and
 // torch.cuda.mem_get_info(i) (PyTorch's documented torch.cuda API; on ROCm builds torch.cuda is
@@ -30,8 +31,12 @@ constexpr std::size_t kMaxOutputBytes = std::size_t{64} * 1024;
 constexpr std::size_t kMaxDevices = 64;
 
 // Kept short and dependency-free: it runs under the user's interpreter.
-constexpr const char* kScript = R"PY(import json, sys
-out = {"python": sys.executable, "python_version": sys.version.split()[0]}
+// The first line drops the '' that `-c` puts first on sys.path where the interpreter predates -P
+// and PYTHONSAFEPATH (3.11; https://docs.python.org/3/library/sys.html#sys.path); `sys` is built
+// in, so importing it reads no file.
+constexpr const char* kScript = R"PY(import sys; sys.path[:1] = [p for p in sys.path[:1] if p]
+import json, os
+out = {"python": sys.executable, "python_version": sys.version.split()[0], "uid": os.getuid()}
 try:
     import torch
 except BaseException as e:
@@ -104,7 +109,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                               : fmt::format("{} is not an executable file ({})", python, basis));
     return;
   }
-  const std::string src = fmt::format("{} -c <torch query> ({})", python, basis);
+  std::string src = fmt::format("{} -c <torch query> ({})", python, basis);
   // Importing torch takes seconds and the run is otherwise silent: say what it waits for, on a
   // terminal only (as cargo's and pip's progress goes to stderr when it is a tty), so a pipe, a
   // log or a CI job's stderr gets no extra line.
@@ -113,7 +118,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (tell)
     write_stderr_text(fmt::format("halo-doctor: importing torch with {} (up to {:g} s)... ", python,
                                   o.framework_timeout_s));
-  const ChildRun run = run_program({python, "-c", kScript}, o.framework_timeout_s, kMaxOutputBytes);
+  // Never in the caller's working directory, never as root under sudo (issue 44 item 2).
+  const PythonRun confined =
+      run_python(python, kScript, {}, o.framework_timeout_s, kMaxOutputBytes);
+  const ChildRun& run = confined.run;
+  if (!confined.how.empty()) src += "; " + confined.how;
   if (tell)
     write_stderr_text(fmt::format(
         "{:.1f} s\n",
@@ -132,6 +141,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                fmt::format("it printed no answer ({})", describe_end(run, o.framework_timeout_s)));
     return;
   }
+  if (j.contains("uid") && j["uid"].is_number_integer())
+    src += fmt::format("; it ran as uid {}", j["uid"].get<std::int64_t>());
   auto str_of = [&j](const char* k) -> std::optional<std::string> {
     if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>().substr(0, 300);
     return std::nullopt;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor plan --measure (include/halo/plan.hpp plan::measure): runs
 // checks/plan/plan_measure.py under the user's interpreter in a child process with a time limit
-// (checks/common/child_run.hpp run_program), stdin and stderr on /dev/null, and reads its JSON
-// lines. The measuring itself is PyTorch's documented API: torch.cuda.max_memory_allocated(),
+// (checks/common/child_run.hpp run_python: the safe path, a private working directory holding only
+// the model's config.json, the sudo user, offline), stdin and stderr on /dev/null, and reads its
+// JSON lines. The measuring itself is PyTorch's documented API: torch.cuda.max_memory_allocated(),
 // max_memory_reserved(), mem_get_info().
 #include "plan_measure.hpp"
 
 #include "child_run.hpp"
+
+#include <halo/error.hpp>
+#include <halo/io.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +22,9 @@ namespace halo::probes {
 namespace {
 
 constexpr std::size_t kMaxOutputBytes = std::size_t{256} * 1024;
+/// The most of a config.json copied for the child (a config is a few KiB; src/plan/model.cpp
+/// reads at most this much too).
+constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
 constexpr int kSteps = 3; // step 1 makes the optimizer states; the peak is in step 2 or later
 
 std::optional<std::int64_t> non_negative(const nlohmann::json& j, const char* key) {
@@ -53,7 +60,10 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   }
   const plan::TrainSettings& s = p.settings;
   nlohmann::json spec = {
-      {"config_dir", std::filesystem::path(p.model.path).parent_path().string()},
+      // The named file, copied into the child's private working directory as config.json
+      // (run_python): `--model cfg/llama-8b.json` builds that model, never a config.json beside
+      // it, and nothing else of the model's directory is read.
+      {"config_dir", "."},
       {"method", plan::to_string(s.method.value)},
       {"micro_batch", s.micro_batch.value},
       {"seq_len", s.seq_len.value},
@@ -77,7 +87,18 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   }
   const std::string spec_text = spec.dump();
   const std::string script(plan_measure_script());
-  const ChildRun run = run_program({python, "-c", script, spec_text}, timeout_s, kMaxOutputBytes);
+  std::string config;
+  try {
+    config = read_input_file(p.model.path, kMaxConfigBytes);
+  } catch (const InputError& e) {
+    m.status = "error";
+    m.reason = e.what();
+    return m;
+  }
+  const PythonRun confined = run_python(python, script, {spec_text}, timeout_s, kMaxOutputBytes,
+                                        {{"config.json", std::move(config)}});
+  const ChildRun& run = confined.run;
+  if (!confined.how.empty()) m.python += "; " + confined.how;
   if (!run.started) {
     m.status = "error";
     m.reason = "could not start it: " + run.start_error;

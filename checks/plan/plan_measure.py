@@ -3,7 +3,8 @@
 
 Run by halo-doctor under the user's interpreter (--python) in a child process with a time limit:
     python plan_measure.py SPEC_JSON
-SPEC_JSON (one argument) holds the model's config.json path, the method, micro-batch, sequence
+SPEC_JSON (one argument) holds the directory of the model's config.json (".": the private working
+directory halo-doctor copied the named file into), the method, micro-batch, sequence
 length, optimizer, checkpointing, attention, LoRA rank/targets/dropout, the layer counts to run
 and the number of steps. The model is built from its config with random weights
 (AutoModelForCausalLM.from_config: nothing is downloaded), in the load dtype, on GPU 0; LoRA through
@@ -19,9 +20,12 @@ Output: progress lines, then one JSON object per line, the last one the answer:
 Only the standard library is imported before the checks, so a missing package is an answer, not
 a traceback.
 """
+import sys; sys.path[:1] = [p for p in sys.path[:1] if p]  # noqa: E702,I001 - first, see below
+# halo-doctor runs this with `python -P -c SCRIPT` and PYTHONSAFEPATH=1 in a private directory; an
+# interpreter older than 3.11 ignores both and puts '' (the working directory) first on sys.path,
+# which the line above removes before any other import (sys is built in).
 import contextlib
 import json
-import sys
 import time
 
 
@@ -32,13 +36,15 @@ def say(obj):
 def run(spec, layers, torch, dev_name):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(spec["config_dir"])  # the local config.json, never the hub
+    # The config.json halo-doctor copied into the working directory: local files only (with
+    # HF_HUB_OFFLINE=1 set too), and never code that a config's auto_map names.
+    config = AutoConfig.from_pretrained(spec["config_dir"], local_files_only=True, trust_remote_code=False)
     if layers:
         config.num_hidden_layers = layers
         if hasattr(config, "layer_types") and isinstance(config.layer_types, list):
             config.layer_types = config.layer_types[:layers]
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(spec["load_dtype"], torch.float32)
-    kw = {"attn_implementation": spec["attention"]}
+    kw = {"attn_implementation": spec["attention"], "trust_remote_code": False}
     with torch.device(dev_name):
         try:
             model = AutoModelForCausalLM.from_config(config, dtype=dtype, **kw)

@@ -5,6 +5,8 @@
 // the kill of the process group, the bounded capture and the reaping exist once.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -43,6 +45,14 @@ enum class Stderr {
   discard, ///< /dev/null
 };
 
+/// The user a program is started as (Options::run_as): the credentials the child takes before
+/// execve(2), in the order setgroups(2), setgid(2), setuid(2), so no root group or user is kept.
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups; ///< the supplementary groups (getgrouplist(3) of the user)
+};
+
 /// How run() starts a program.
 struct Options {
   Limits limits;
@@ -54,6 +64,16 @@ struct Options {
   /// Look a slash-less argv[0] up in $PATH (find_program); false: argv[0] is the path itself
   /// (relative to the working directory), as execv(3) takes it.
   bool search_path = true;
+  /// The program's working directory (chdir(2) in the child before execve); empty: the doctor's.
+  std::string cwd;
+  /// When set, the child takes this identity before execve (root only: setgroups(2) needs
+  /// CAP_SETGID, setuid(2) CAP_SETUID); the parent-death signal is set again afterwards, since
+  /// prctl(2) clears it when the effective user or group changes. A failed step is
+  /// End::not_started naming it, and the program never runs with the doctor's identity.
+  std::optional<Identity> run_as;
+  /// prctl(PR_SET_NO_NEW_PRIVS, 1) in the child: execve(2) then grants no privilege (set-user-ID,
+  /// set-group-ID and file capabilities are ignored; Documentation/userspace-api/no_new_privs.rst).
+  bool no_new_privs = false;
 };
 
 /// How a run ended.

@@ -39,9 +39,14 @@ nlohmann::json parse_json_input(std::string_view text, std::string_view origin,
 
 /// Writes `text` to `path`, the way every report, fix script and bundle is written:
 /// - a missing path or a regular file (not a symlink: the last component is never followed) is
-///   replaced atomically: a temporary file created with O_CREAT|O_EXCL|O_NOFOLLOW in the same
-///   directory, written, fsync(2)ed, then rename(2)d over `path` (rename(2): atomic within one
-///   file system), so a reader sees the old or the new file, never half of one;
+///   replaced atomically by a new file: created with O_CREAT|O_EXCL|O_NOFOLLOW in the same
+///   directory with mode 0644 less the umask (never the replaced file's mode, owner or set-ID
+///   bits), written, fsync(2)ed, then rename(2)d over `path` (rename(2): atomic within one file
+///   system), so a reader sees the old or the new file, never half of one;
+/// - in a sticky directory others can write (/tmp), a regular file, FIFO or symlink owned by
+///   another user (neither this effective uid nor the directory's owner) is refused with
+///   InputError (exit 2), as the kernel's fs.protected_regular=2, protected_fifos=2 and
+///   protected_symlinks do (Documentation/admin-guide/sysctl/fs.rst);
 /// - a character device or a FIFO (`/dev/null`, `/dev/stdout` on a pipe), also through a
 ///   symlink, is written in place and never replaced (a FIFO nobody reads for 10 s is an
 ///   OutputError, not a hang);

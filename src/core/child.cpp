@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -41,6 +42,9 @@ constexpr int kChildFailed = 70;
 constexpr int kExecFailed = 127;
 /// How often the runner looks whether a child that closed its pipes has exited, milliseconds.
 constexpr int kReapPollMs = 5;
+
+/// The step of a run()'s child that failed before the program ran, reported with its errno.
+enum class StartStep : int { execve, chdir, setgroups, setgid, setuid, no_new_privs };
 
 /// Milliseconds left until `deadline` (0 when it has passed), at most an hour for one poll(2).
 int remaining_ms(Clock::time_point deadline) {
@@ -353,6 +357,12 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
   const UniqueFd devnull(above_stdio(::open("/dev/null", O_RDWR | O_CLOEXEC)));
   if (in_w.get() >= 0) ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
 
+  const std::string cwd = options.cwd;
+  std::vector<gid_t> groups;
+  if (options.run_as) {
+    groups = options.run_as->groups;
+    if (groups.empty()) groups.push_back(options.run_as->gid);
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return system_error("fork");
@@ -367,10 +377,25 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
       move_to(out_w.get(), STDERR_FILENO);
     else if (devnull.get() >= 0)
       move_to(devnull.get(), STDERR_FILENO);
+    // Each step that fails reports {step, errno} and ends the child before execve.
+    const auto fail_step = [&exec_w](StartStep step) {
+      const std::array<int, 2> report = {static_cast<int>(step), errno};
+      [[maybe_unused]] const ssize_t n = ::write(exec_w.get(), report.data(), sizeof report);
+      ::_exit(kExecFailed);
+    };
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) fail_step(StartStep::chdir);
+    if (options.run_as) {
+      if (::setgroups(groups.size(), groups.data()) != 0) fail_step(StartStep::setgroups);
+      if (::setgid(options.run_as->gid) != 0) fail_step(StartStep::setgid);
+      if (::setuid(options.run_as->uid) != 0) fail_step(StartStep::setuid);
+      // prctl(2): PR_SET_PDEATHSIG is cleared when the effective user or group ID changes.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(kChildFailed);
+    }
+    if (options.no_new_privs && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      fail_step(StartStep::no_new_privs);
     ::execve(program.c_str(), cargv.data(), envp.data());
-    const int e = errno;
-    [[maybe_unused]] const ssize_t n = ::write(exec_w.get(), &e, sizeof e);
-    ::_exit(kExecFailed);
+    fail_step(StartStep::execve);
   }
   Child child(pid);
   ::setpgid(pid, pid); // both sides set it, so a kill cannot race the child's own call
@@ -388,13 +413,34 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
   if (err_r.get() >= 0)
     streams.push_back({std::move(err_r), &res.err, &res.err_truncated,
                        options.limits.max_output_bytes, kill_over});
-  streams.push_back({std::move(exec_r), &exec_errno_bytes, nullptr, sizeof(int), false});
+  streams.push_back({std::move(exec_r), &exec_errno_bytes, nullptr, 2 * sizeof(int), false});
   supervise(child, streams, std::move(in_w), options.stdin_text.value_or(std::string()),
             options.limits, deadline, res);
-  if (exec_errno_bytes.size() == sizeof(int)) {
-    int e = 0;
-    std::memcpy(&e, exec_errno_bytes.data(), sizeof e);
-    return not_started(e, fmt::format("{}: cannot be run: {}", program, std::strerror(e)));
+  if (exec_errno_bytes.size() == 2 * sizeof(int)) {
+    std::array<int, 2> report{};
+    std::memcpy(report.data(), exec_errno_bytes.data(), sizeof report);
+    const int e = report[1];
+    std::string step;
+    switch (static_cast<StartStep>(report[0])) {
+    case StartStep::chdir:
+      step = fmt::format("chdir {}: ", cwd);
+      break;
+    case StartStep::setgroups:
+      step = "setgroups: ";
+      break;
+    case StartStep::setgid:
+      step = fmt::format("setgid {}: ", options.run_as ? options.run_as->gid : 0);
+      break;
+    case StartStep::setuid:
+      step = fmt::format("setuid {}: ", options.run_as ? options.run_as->uid : 0);
+      break;
+    case StartStep::no_new_privs:
+      step = "PR_SET_NO_NEW_PRIVS: ";
+      break;
+    case StartStep::execve:
+      break;
+    }
+    return not_started(e, fmt::format("{}: cannot be run: {}{}", program, step, std::strerror(e)));
   }
   return res;
 }

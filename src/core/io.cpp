@@ -89,34 +89,59 @@ void write_in_place(const std::string& path, std::string_view text) {
     throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
 }
 
-/// Replaces (or creates) the regular file `base` in the directory `dir` atomically.
-void write_atomic(const std::string& path, const std::string& dir, const std::string& base,
-                  std::string_view text, mode_t mode, bool keep_mode) {
-  const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd.get() < 0)
-    throw InputError(
-        fmt::format("{}: cannot be written: directory {}: {}", path, dir, errno_text(errno)));
+/// The mode of every file write_output_file creates: 0644, less the umask (open(2) applies it;
+/// it can only remove bits). Never the mode of the file it replaces: a planted 6777 `fix.sh`
+/// would otherwise come back root-owned, set-user-ID and world-writable. Scripts are run with
+/// `bash FILE`, so none needs an execute bit.
+constexpr mode_t kOutputMode = 0644;
+
+/// Replaces (or creates) the regular file `base` in the directory open as `dfd` atomically: a new
+/// file (O_CREAT|O_EXCL|O_NOFOLLOW, kOutputMode), written, fsync(2)ed, rename(2)d over `base`.
+void write_atomic(const std::string& path, int dfd, const std::string& base,
+                  std::string_view text) {
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     tmp = temp_name(base);
     // O_EXCL|O_NOFOLLOW: a planted file or symlink of that name is never opened (open(2)).
-    fd = ::openat(dfd.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  mode);
+    fd = ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  kOutputMode);
     if (fd < 0 && errno != EEXIST)
       throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(errno)));
   }
   if (fd < 0) throw OutputError(fmt::format("{}: cannot create a temporary file", path));
-  int err = keep_mode && ::fchmod(fd, mode) != 0 ? errno : 0;
-  if (err == 0) err = write_all(fd, text);
+  int err = write_all(fd, text);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::renameat(dfd.get(), tmp.c_str(), dfd.get(), base.c_str()) != 0) err = errno;
+  if (err == 0 && ::renameat(dfd, tmp.c_str(), dfd, base.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlinkat(dfd.get(), tmp.c_str(), 0);
+    ::unlinkat(dfd, tmp.c_str(), 0);
     throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
   }
-  ::fsync(dfd.get()); // the rename itself reaches the disk (fsync(2) on the directory)
+  ::fsync(dfd); // the rename itself reaches the disk (fsync(2) on the directory)
+}
+
+/// True when `dir` is a sticky directory others may write (S_ISVTX with the group or the world
+/// write bit: /tmp, /var/tmp, /dev/shm) and `owner`, the owner of an entry in it, is neither
+/// this process's effective user nor the directory's owner. The kernel refuses O_CREAT opens of
+/// such regular files and FIFOs, and following such symlinks, when fs.protected_regular,
+/// fs.protected_fifos (at level 2, group-writable directories too) and fs.protected_symlinks are
+/// set (Documentation/admin-guide/sysctl/fs.rst): a file another user planted there is theirs,
+/// and root writing "through" or "over" it is what those settings exist to stop. The doctor
+/// applies the rule itself, at level 2, whatever the sysctls say, since rename(2) over a file is
+/// not an O_CREAT open and the kernel's check would not see it.
+bool foreign_in_shared_dir(const struct stat& dir, uid_t owner) {
+  const bool shared = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  return shared && owner != ::geteuid() && owner != dir.st_uid;
+}
+
+/// The refusal of a foreign entry in a shared sticky directory (InputError: exit 2).
+[[noreturn]] void refuse_foreign(const std::string& path, const std::string& what, uid_t owner) {
+  throw InputError(fmt::format("{}: is {} owned by uid {} in a sticky directory others can "
+                               "write; not replaced or followed (as the kernel's "
+                               "fs.protected_regular/protected_symlinks do): remove it or name "
+                               "another path",
+                               path, what, owner));
 }
 
 /// The descriptor `path` names if it is /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N
@@ -215,14 +240,29 @@ void write_output_file(const std::string& path, std::string_view text) {
       throw OutputError(fmt::format("{}: cannot be written: {}", path, errno_text(err)));
     return;
   }
+  const std::filesystem::path p(path);
+  const std::string base = p.filename().string();
+  if (base.empty() || base == "." || base == "..")
+    throw InputError(fmt::format("{}: is a directory; name a file", path));
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  // Everything below is judged relative to one open directory, so the checks and the rename see
+  // the same directory even if a component of its path is replaced meanwhile.
+  const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.get() < 0)
+    throw InputError(
+        fmt::format("{}: cannot be written: directory {}: {}", path, dir, errno_text(errno)));
+  struct stat dst {};
+  if (::fstat(dfd.get(), &dst) != 0)
+    throw InputError(
+        fmt::format("{}: cannot be written: directory {}: {}", path, dir, errno_text(errno)));
   struct stat lst {};
-  if (::lstat(path.c_str(), &lst) != 0) {
+  if (::fstatat(dfd.get(), base.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT)
       throw InputError(fmt::format("{}: cannot be written: {}", path, errno_text(errno)));
     lst.st_mode = 0;
   }
-  mode_t mode = 0666; // before the umask, as open(2) and shells create files
   if (lst.st_mode != 0 && S_ISLNK(lst.st_mode)) {
+    if (foreign_in_shared_dir(dst, lst.st_uid)) refuse_foreign(path, "a symbolic link", lst.st_uid);
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
       throw InputError(fmt::format("{}: is a dangling symbolic link; not written", path));
@@ -233,20 +273,18 @@ void write_output_file(const std::string& path, std::string_view text) {
                                  S_ISREG(st.st_mode) ? "a regular file" : type_name(st.st_mode)));
   }
   if (lst.st_mode != 0) {
+    if (S_ISFIFO(lst.st_mode) && foreign_in_shared_dir(dst, lst.st_uid))
+      refuse_foreign(path, "a FIFO", lst.st_uid);
     if (S_ISCHR(lst.st_mode) || S_ISFIFO(lst.st_mode)) return write_in_place(path, text);
     if (!S_ISREG(lst.st_mode))
       throw InputError(fmt::format("{}: is {}; reports are written only to regular files, "
                                    "character devices and pipes",
                                    path, type_name(lst.st_mode)));
-    mode = lst.st_mode & 07777U; // a replaced report keeps its permissions
+    if (foreign_in_shared_dir(dst, lst.st_uid)) refuse_foreign(path, "a file", lst.st_uid);
   }
-  const std::filesystem::path p(path);
-  std::string base = p.filename().string();
-  if (base.empty() || base == "." || base == "..")
-    throw InputError(fmt::format("{}: is a directory; name a file", path));
-  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  // An existing file's mode is kept exactly; a new file gets 0666 less the umask (open(2)).
-  write_atomic(path, dir, base, text, mode, lst.st_mode != 0);
+  // Always a new file of mode kOutputMode: nothing of the replaced file (mode, owner, ACL, set-ID
+  // bits, hard links) carries over.
+  write_atomic(path, dfd.get(), base, text);
 }
 
 void write_stdout(std::string_view text) {

@@ -83,11 +83,12 @@ if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/report.json"
 ln -s "$tmp/victim" "$tmp/link.json"
 run 2 "symbolic link" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/link.json"
 if [ "$(cat "$tmp/victim")" = "victim" ] && [ -L "$tmp/link.json" ]; then ok "the link and its target are untouched"; else bad "the link was followed or replaced"; fi
-# An existing report is replaced and keeps its mode.
+# An existing report is replaced by a new file: mode 0644 less the umask, never the old file's
+# (issue 44: a planted 6777 file must not come back set-user-ID; tests/cli/output_files.sh).
 echo old >"$tmp/keep.json"
 chmod 640 "$tmp/keep.json"
-run 1 "" -- "$bin" check --root "$fx" --no-runtime -o "json:$tmp/keep.json"
-if [ "$(stat -c %a "$tmp/keep.json")" = 640 ] && grep -q '"schema_version"' "$tmp/keep.json"; then ok "replaced, mode 640 kept"; else bad "keep.json: mode $(stat -c %a "$tmp/keep.json")"; fi
+run 1 "" -- bash -c "umask 022; exec \"$bin\" check --root \"$fx\" --no-runtime -o \"json:$tmp/keep.json\""
+if [ "$(stat -c %a "$tmp/keep.json")" = 644 ] && grep -q '"schema_version"' "$tmp/keep.json"; then ok "replaced by a new file, mode 644"; else bad "keep.json: mode $(stat -c %a "$tmp/keep.json")"; fi
 # Failed writes: exit 70 with the reason, no partial file.
 run 70 "full: cannot be written: No space left on device" -- "$bin" check --root "$fx" --no-runtime -o "json:$full"
 if [ -c "$full" ]; then ok "$full is still a character device"; else bad "$full is no longer a device"; fi

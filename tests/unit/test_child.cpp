@@ -217,6 +217,60 @@ TEST_CASE("child runner: stdin text, environment and PATH lookup", "[child]") {
   CHECK_FALSE(child::executable("/bin"));
 }
 
+TEST_CASE("child runner: working directory, identity and no new privileges", "[child]") {
+  // The program runs in Options::cwd, with NoNewPrivs set (proc(5) /proc/PID/status).
+  auto o = with_limit(10s);
+  o.cwd = "/usr";
+  o.no_new_privs = true;
+  auto r = child::run({"/bin/sh", "-c", "pwd; /bin/grep '^NoNewPrivs:' /proc/self/status"}, o);
+  CHECK(r.ok());
+  CHECK(r.out == "/usr\nNoNewPrivs:\t1\n");
+  // Without it, the doctor's own working directory and no flag (unless the test runs under one).
+  r = child::run({"/bin/sh", "-c", "pwd"}, with_limit(10s));
+  CHECK(r.out == std::filesystem::current_path().string() + "\n");
+
+  // A step that fails before execve is End::not_started naming the step; the program never runs.
+  o = with_limit(10s);
+  o.cwd = "/nonexistent/halo-no-such-dir";
+  r = child::run({"/bin/sh", "-c", "echo ran"}, o);
+  CHECK(r.end == child::End::not_started);
+  CHECK(r.start_errno == ENOENT);
+  CHECK(r.start_error == "/bin/sh: cannot be run: chdir /nonexistent/halo-no-such-dir: No such "
+                         "file or directory");
+  CHECK(r.out.empty());
+
+  if (::geteuid() != 0) {
+    // Not root: setgroups(2) needs CAP_SETGID, so taking another identity fails before execve.
+    o = with_limit(10s);
+    o.run_as = child::Identity{65534, 65534, {65534}};
+    r = child::run({"/bin/sh", "-c", "echo ran"}, o);
+    CHECK(r.end == child::End::not_started);
+    CHECK(r.start_error.find("setgroups") != std::string::npos);
+    return;
+  }
+  o = with_limit(10s);
+  o.run_as = child::Identity{65534, 65534, {65534, 44}};
+  r = child::run(
+      {"/bin/sh", "-c",
+       "/usr/bin/id -u; /usr/bin/id -g; /usr/bin/id -G; /bin/grep '^Uid:' /proc/self/status"},
+      o);
+  CHECK(r.ok());
+  CHECK(r.out == "65534\n65534\n65534 44\nUid:\t65534\t65534\t65534\t65534\n");
+  // An empty group list is the primary group alone: root's supplementary groups never stay.
+  o.run_as = child::Identity{65534, 65534, {}};
+  r = child::run({"/usr/bin/id", "-G"}, o);
+  CHECK(r.out == "65534\n");
+  // The parent-death signal survives the change of identity: prctl(2) clears it when the
+  // effective uid changes, and the runner sets it again (PR_GET_PDEATHSIG is 2; SIGKILL is 9).
+  if (child::executable("/usr/bin/python3")) {
+    r = child::run({"/usr/bin/python3", "-I", "-c",
+                    "import ctypes; v = ctypes.c_int(); "
+                    "ctypes.CDLL(None).prctl(2, ctypes.byref(v)); print(v.value)"},
+                   o);
+    CHECK(r.out == "9\n");
+  }
+}
+
 TEST_CASE("child runner: a body of the doctor's own in a forked child", "[child]") {
   child::Limits limits;
   limits.time_limit = 10s;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # A recorded plan --measure answer (checks/plan/plan_measure.py protocol) from a GPU that ran the whole
-# model: one run, then the answer. Called as: INTERPRETER -c SCRIPT SPEC_JSON. When
+# model: one run, then the answer. Called as: INTERPRETER -P -c SCRIPT SPEC_JSON. When
 # HALO_FAKE_SPEC_OUT is set, the spec halo-doctor passed is written there for the test to read.
+[ "$1" = "-P" ] && shift # the safe path (python -P, 3.11+)
 [ "$1" = "-c" ] || { echo '{"status": "error", "reason": "not called as python -c"}'; exit 0; }
 [ -n "${HALO_FAKE_SPEC_OUT:-}" ] && printf '%s\n' "$3" >"$HALO_FAKE_SPEC_OUT"
 echo "some library chatter that is not JSON"
