@@ -72,8 +72,9 @@ int run(const CaptureCliOptions& opts) {
     write_stderr_text(
         "halo-doctor capture: warning: --no-redact keeps the host name, user names (in "
         "/etc/passwd, /etc/group, home directories and the kept environment variables), "
-        "serial numbers and UUIDs (DMI, PCI, NVMe, GPU unique_id, ROCr GPU UUIDs) as "
-        "they are: share the bundle only with whom you would tell those. Secrets are "
+        "serial numbers and UUIDs (DMI, PCI, NVMe, GPU unique_id, ROCr GPU UUIDs), the "
+        "machine-id and the host names on the kernel command line as they are: share the "
+        "bundle only with whom you would tell those. Secrets are "
         "still not stored (environment variables no probe reads, URL credentials, "
         "container secret mounts).\n");
   const CaptureManifest m = write_capture_bundle(reg, root, facts, opt, o.output);
@@ -95,8 +96,9 @@ Runner add_capture_command(CLI::App& app) {
       ".tar.gz for a bug report; replay it with `check --bundle FILE`. Never stored: the values of "
       "environment variables no probe reads (kept as NAME=<dropped>; tokens such as HF_TOKEN go), "
       "credentials in URLs (scheme://<masked>@host), container secret mounts. Replaced unless "
-      "--no-redact: the host name, user names (user1, ...), serial numbers and UUIDs (stable "
-      "pseudonyms). docs/security.md");
+      "--no-redact: the host name, user names (user1, ...), serial numbers and UUIDs, the "
+      "machine-id (stable pseudonyms, the same as `check --format markdown` uses). "
+      "docs/security.md");
   // The options are built only when this command is the one parsed (commands.hpp).
   sub->preparse_callback([sub, o](std::size_t) {
     sub->add_option("-o,--output", o->output,
@@ -105,9 +107,10 @@ Runner add_capture_command(CLI::App& app) {
         ->required();
     sub->add_option("--root", o->common.root,
                     "Capture the system under DIR instead of / (a fixture or a mounted host)");
-    sub->add_flag("--no-redact", o->no_redact,
-                  "Keep the host name, user names, serial numbers and UUIDs as they are (a warning "
-                  "on stderr says so); secrets are still not stored");
+    sub->add_flag(
+        "--no-redact", o->no_redact,
+        "Keep the host name, user names, serial numbers, UUIDs and the machine-id as they are "
+        "(a warning on stderr says so); secrets are still not stored");
     sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
     sub->add_option("--hsa-library", o->common.hsa_library,
                     "ROCr library (libhsa-runtime64.so.1) to load first");

@@ -243,6 +243,9 @@ CaptureManifest write_capture_bundle(const ProbeRegistry& reg, const Root& root,
           for (const auto& n : *names)
             matched.insert(fmt::format("{}/{}", pat, n));
     }
+    // A home directory a probe read names a person before any member is written under it.
+    for (const auto& abs : matched)
+      identities.learn_homes(abs);
     for (const auto& abs : matched) {
       const std::string rel = abs.substr(1);
       if (read_as_link(abs) && is_link(root, abs)) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // A capture bundle's redaction (src/core/bundle_internal.hpp): the environment kept by allow-list
 // with credentials masked, container secret mounts stored empty, and unless `--no-redact` the
-// host name, human user names and serial numbers/UUIDs replaced by stable pseudonyms.
+// identities the one redactor learnt (include/halo/redact.hpp) replaced by its pseudonyms where
+// each file's format holds them.
 #include "bundle_internal.hpp"
 #include "redact_rules.hpp"
 
@@ -12,9 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
-#include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
