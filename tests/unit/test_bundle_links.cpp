@@ -35,7 +35,7 @@ struct Member {
 Member file(std::string name, std::string text) {
   return {std::move(name), std::move(text), false};
 }
-Member link(std::string name, std::string target) {
+Member sym(std::string name, std::string target) {
   return {std::move(name), std::move(target), true};
 }
 
@@ -111,9 +111,9 @@ TEST_CASE("a chain of links that leads out of a bundle is refused, naming the en
   const Scratch s;
   // The chain leads to TMPDIR/../secret.json: each link alone passes a count of its `..`.
   std::ofstream(s.dir / "secret.json") << R"({"facts": {}})";
-  const std::vector<Member> chain = {link(".halo/s", ".."), link(".halo/t", "s/.."),
-                                     link(".halo/u", "t/.."),
-                                     link(".halo/runtime-facts.json", "u/secret.json")};
+  const std::vector<Member> chain = {sym(".halo/s", ".."), sym(".halo/t", "s/.."),
+                                     sym(".halo/u", "t/.."),
+                                     sym(".halo/runtime-facts.json", "u/secret.json")};
   for (const auto& [rel, target] : std::vector<std::pair<std::string, std::string>>{
            {".halo/s", ".."}, {".halo/t", "s/.."}, {".halo/u", "t/.."}})
     CHECK(bundle_detail::link_stays_inside(rel, target)); // why counting was not enough
@@ -123,10 +123,9 @@ TEST_CASE("a chain of links that leads out of a bundle is refused, naming the en
   CHECK_THAT(refusal(s.tar("reversed.tar", {chain[3], chain[2], chain[1], chain[0]})),
              Catch::Contains("leads outside the bundle"));
   // A link through a file's name (ENOTDIR) or to a missing name leads nowhere: extracted.
-  CHECK(
-      refusal(s.tar("dangling.tar", {file("etc/f", "x"), link(".halo/f", "../etc/f"),
-                                     link("etc/a", "../.halo/f/.."), link("etc/b", "missing/..")}))
-          .empty());
+  CHECK(refusal(s.tar("dangling.tar", {file("etc/f", "x"), sym(".halo/f", "../etc/f"),
+                                       sym("etc/a", "../.halo/f/.."), sym("etc/b", "missing/..")}))
+            .empty());
   // Nothing is left in TMPDIR after a refusal.
   CHECK(fs::is_empty(s.dir / "tmp"));
 }
@@ -135,8 +134,8 @@ TEST_CASE("a bundle's runtime facts are read inside it, through links that stay 
           "[bundle][security]") {
   const Scratch s;
   const ExtractedBundle b(
-      s.tar("inside.tar", {file("data/facts.json", "inside"), link(".halo/d", "../data"),
-                           link(".halo/runtime-facts.json", "d/../data/./facts.json")}));
+      s.tar("inside.tar", {file("data/facts.json", "inside"), sym(".halo/d", "../data"),
+                           sym(".halo/runtime-facts.json", "d/../data/./facts.json")}));
   CHECK(b.runtime_facts_text(1024) == std::optional<std::string>("inside"));
   const ExtractedBundle none(s.tar("none.tar", {}));
   CHECK_FALSE(none.runtime_facts_text(1024).has_value());
