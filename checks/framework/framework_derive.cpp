@@ -115,7 +115,7 @@ void derive_debug_settings(FactSet& facts) {
 /// env.hsa_override_*: the gfx version ROCr reports for each GPU node under
 /// HSA_OVERRIDE_GFX_VERSION[_<node>], against each GPU's own target.
 void derive_hsa_override(FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   const VisibleGpus visible = visible_gpus(facts);
   const auto& rocr = visible.rocr;
   const std::string& src = visible.source;

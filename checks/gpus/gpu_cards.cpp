@@ -26,7 +26,7 @@ namespace {
 
 /// gpu.N.ras.*: the RAS counters (checks/gpus/ras.cpp) of GPU N's DRM card.
 void derive_ras_per_gpu(FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string card = facts.get<std::string>(fmt::format("gpu.{}.card", i)).value_or("");
     alias_fields(facts, fmt::format("gpu.{}.ras", i), card.empty() ? std::string() : "ras." + card,
@@ -39,7 +39,7 @@ void derive_ras_per_gpu(FactSet& facts) {
 /// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/gpus/drm.cpp) of GPU
 /// N's DRM card.
 void derive_link_and_thermal_per_gpu(FactSet& facts) {
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
     const std::string from = card.empty() ? std::string() : "drm." + card;
@@ -60,7 +60,7 @@ void derive_link_and_thermal_per_gpu(FactSet& facts) {
 /// MI300-series GPUs here (an MI300X or MI325X board joins its eight OAMs in one hive), and
 /// xgmi.main_hive_id, the hive most of them are in.
 void derive_xgmi(FactSet& facts) {
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   std::int64_t members = 0;
   std::map<std::string, std::int64_t> hives;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -90,7 +90,7 @@ void derive_xgmi(FactSet& facts) {
 /// gpu.N.perf_level: the DPM performance level of GPU N's card; gpu.N.metrics.*: its gpu_metrics
 /// table (checks/gpus/gpu_metrics.cpp).
 void derive_gpu_firmware(FactSet& facts) {
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   std::map<std::int64_t, std::vector<std::int64_t>> by_product;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
@@ -143,7 +143,7 @@ void derive_gpu_firmware(FactSet& facts) {
 }
 
 void derive_render_access(FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   std::int64_t present = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string pre = fmt::format("gpu.{}.render", i);
@@ -166,7 +166,7 @@ void derive_render_access(FactSet& facts) {
 /// gpu.N.mes_fw_version{,_hex}, gpu.N.mes_feature_version: what libdrm_amdgpu read from the
 /// device whose PCI bus id (drmGetDevices2) is GPU N's slot; libdrm's device order is its own.
 void derive_libdrm_per_gpu(FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
     const auto slot = facts.get<std::string>(fmt::format("gpu.{}.pci_slot", i));
     const std::string found = slot ? member_with(facts, "libdrm.dev.*.bus_id", *slot) : "";

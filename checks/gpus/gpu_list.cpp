@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace halo::probes {
@@ -34,6 +35,23 @@ void derive_gpus(FactSet& facts) {
   const auto cards =
       facts.get<std::vector<std::string>>(kAmdCards).value_or(std::vector<std::string>{});
   const auto pci_count = facts.get_int("pci.amd_gpu_count").value_or(0);
+  // A replayed facts file or bundle may say anything: a count or list beyond what hardware can
+  // have is that node's error, never a loop (issue 44 item 4; the bounds: checks/gpus/gpus.hpp).
+  std::string beyond;
+  if (pci_count < 0 || pci_count > kMaxPciGpuFunctions)
+    beyond = fmt::format("pci.amd_gpu_count is {}, beyond the {} functions of a PCI segment",
+                         pci_count, kMaxPciGpuFunctions);
+  else if (std::cmp_greater(kfd.size(), kMaxGpuNodes))
+    beyond = fmt::format("kfd.gpu_nodes lists {} nodes, beyond the {} GPUs a machine can have",
+                         kfd.size(), kMaxGpuNodes);
+  else if (std::cmp_greater(cards.size(), kMaxGpuNodes))
+    beyond = fmt::format("{} lists {} cards, beyond the {} GPUs a machine can have", kAmdCards,
+                         cards.size(), kMaxGpuNodes);
+  if (!beyond.empty()) {
+    for (const auto k : {std::string_view("amd.gpu_present"), keys::gpu_count})
+      facts.put_status(std::string(k), Status::error, kDerived, beyond);
+    return;
+  }
   const bool present = !kfd.empty() || !cards.empty() || pci_count > 0;
   facts.put_ok("amd.gpu_present", present, "derived: PCI, DRM and KFD");
 
@@ -159,7 +177,7 @@ void derive_gpus(FactSet& facts) {
 /// and for the host gpu.partition_modes (distinct modes), gpu.partition_mode_count and
 /// gpu.partition_summary ("SPX/NPS1 on GPUs 0, 1; CPX/NPS4 on GPU 2").
 void derive_partitions(FactSet& facts) {
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   std::map<std::string, std::vector<std::int64_t>> by_card;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
@@ -265,6 +283,14 @@ void derive_binding(FactSet& facts) {
   if (!n) {
     for (const char* k : {"amd.gpus_unbound", "amd.gpus_passthrough"})
       facts.put_status(k, Status::missing, kDerived, "the PCI bus could not be listed");
+    return;
+  }
+  if (*n < 0 || *n > kMaxPciGpuFunctions) {
+    for (const char* k : {"amd.gpus_unbound", "amd.gpus_passthrough"})
+      facts.put_status(k, Status::error, kDerived,
+                       fmt::format("pci.amd_gpu_count is {}, beyond the {} functions of a PCI "
+                                   "segment (checks/gpus/gpus.hpp)",
+                                   *n, kMaxPciGpuFunctions));
     return;
   }
   std::vector<std::string> unbound;

@@ -28,7 +28,7 @@ namespace {
 /// (device 0 first), by visible_gpus(); apu.*: the APU wherever it is; gpu.N.hsa_coarse_pool_bytes:
 /// ROCr's pool of GPU N's agent.
 void derive_visibility(FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   const VisibleGpus visible = visible_gpus(facts);
   const auto& rocr = visible.rocr;
   const auto& hip = visible.hip;
@@ -145,7 +145,7 @@ bool aotriton_image_covers(std::string_view arch, std::string_view target) {
 /// no kernels for it. Missing when either side is unknown.
 void derive_aotriton_per_gpu(FactSet& facts) {
   constexpr std::string_view kImages = "framework.torch.aotriton_images";
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   const Fact* images_fact = facts.find(kImages);
   const auto images = facts.get<std::vector<std::string>>(kImages);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -175,7 +175,7 @@ void derive_aotriton_per_gpu(FactSet& facts) {
 /// larger than its carve-out allocates from GTT up to the TTM limit (the kernel's apu_prefer_gtt,
 /// commit 759e764; reference/framework-facts.md 2), else from the carve-out.
 void derive_usable_memory(FactSet& facts) {
-  const std::int64_t n = facts.get_int(keys::gpu_count).value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string key = keys::gpu(i, "usable_bytes");
     if (auto pool = facts.get_int(keys::gpu(i, "hsa_coarse_pool_bytes"))) {

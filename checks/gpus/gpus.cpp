@@ -48,7 +48,7 @@ std::string gpu_list(const std::vector<std::int64_t>& idx) {
 }
 
 VisibleGpus visible_gpus(const FactSet& facts) {
-  const std::int64_t n = facts.get_int("gpu.count").value_or(0);
+  const std::int64_t n = bounded_gpu_count(facts);
   std::vector<std::int64_t> rocr(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i)
     rocr[static_cast<std::size_t>(i)] = i;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,8 +85,10 @@ public:
   /// Extracts `archive`, which must be a regular file holding a tar archive, plain or compressed
   /// with gzip, xz, zstd or bzip2 (libarchive's built-in decoders; no external program ever
   /// runs). Throws InputError naming it for anything else, and for a member that is not a
-  /// regular file, directory or symlink staying inside the bundle, that would land outside the
-  /// directory, or that breaks the kMaxBundle* limits.
+  /// regular file, directory or symlink staying inside the bundle (judged once every member is
+  /// extracted, through the other links, as the kernel resolves it: openat2(2)
+  /// RESOLVE_BENEATH), that would land outside the directory, or that breaks the kMaxBundle*
+  /// limits.
   explicit ExtractedBundle(const std::string& archive);
   ~ExtractedBundle();
   ExtractedBundle(const ExtractedBundle&) = delete;
@@ -95,8 +98,11 @@ public:
 
   /// The directory to use as `--root`.
   const std::filesystem::path& root() const { return dir_; }
-  /// `.halo/runtime-facts.json` inside it, or empty if the bundle has none.
-  std::string runtime_facts_file() const;
+  /// The text of `.halo/runtime-facts.json` inside it (at most `max_bytes`), read through Root
+  /// (openat2(2) RESOLVE_IN_ROOT: a symlink there resolves inside the bundle, never to a host
+  /// file); std::nullopt if the bundle has none. Throws InputError naming the entry when it
+  /// cannot be read (not a regular file, longer than `max_bytes`).
+  std::optional<std::string> runtime_facts_text(std::size_t max_bytes) const;
 
 private:
   std::filesystem::path dir_;

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace halo::fleet {
@@ -45,10 +46,23 @@ struct Row {
   std::vector<Group> groups() const;
 };
 
+/// A node whose file could not be replayed (unreadable, not a facts file or bundle, a count
+/// beyond what hardware has): it is named with its reason and the others are still compared.
+struct Unreadable {
+  std::string node; ///< its label (Comparison::nodes rules)
+  std::string reason;
+};
+
 struct Comparison {
+  /// Each node's label, in input order: its host name, unique and stable. A host name that
+  /// several inputs share (every redacted bundle is `redacted-host`) gets " (FILE)", FILE the
+  /// input's file name; a label still not unique then gets " #N", N the input's position
+  /// (1-based), until it is.
   std::vector<std::string> nodes;
-  std::vector<Row> rows; ///< quantities at least one node could read
-  /// True when some node differs from the majority on an error-level quantity.
+  std::vector<Unreadable> unreadable; ///< inputs that could not be replayed, in input order
+  std::vector<Row> rows;              ///< quantities at least one node could read
+  /// True when some node differs from the majority on an error-level quantity (`unreadable`
+  /// inputs are not counted: `fleet compare` exits 2 for them).
   bool error_difference() const;
 };
 
@@ -57,15 +71,22 @@ struct Comparison {
 class Accumulator {
 public:
   explicit Accumulator(std::vector<FleetQuantity> quantities);
-  /// Adds a node. Its name: `name`, made unique with " (origin)" if an earlier node has it.
+  /// Adds a node named `name` (its host name) read from the file `origin`; finish() makes the
+  /// names unique (Comparison::nodes).
   void add(std::string name, const std::string& origin, const FactSet& facts);
+  /// Adds an input that could not be replayed, with why (Comparison::unreadable).
+  void add_unreadable(std::string name, const std::string& origin, std::string reason);
   /// The comparison of the nodes added so far (majorities, differing nodes, unread rows dropped).
   [[nodiscard]] Comparison finish() const;
 
 private:
   std::vector<FleetQuantity> quantities_;
-  std::vector<std::string> nodes_;
-  std::vector<std::vector<std::string>> values_; ///< [quantity][node]
+  std::vector<std::string> nodes_;   ///< host names as given
+  std::vector<std::string> origins_; ///< the file of each
+  /// For each unreadable input: its index among all inputs and the reason.
+  std::vector<std::pair<std::size_t, std::string>> unreadable_;
+  std::vector<std::pair<std::string, std::string>> unreadable_names_; ///< name and file of each
+  std::vector<std::vector<std::string>> values_;                      ///< [quantity][node]
 };
 
 /// Compares the nodes on `quantities` (RuleSet::fleet_compare: rules/fleet.json's `compare` list),

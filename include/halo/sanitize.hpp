@@ -24,7 +24,9 @@ std::string escape_invalid_utf8(std::string_view s);
 /// character except newline and tab, DEL, and the C1 controls U+0080..U+009F (ECMA-48 section 5,
 /// which terminals also act on: CSI is U+009B) written as `\xNN` of their bytes, so no escape
 /// sequence from a fact can move the cursor, change the title or hide text. With `keep_sgr`, the
-/// colour sequences `ESC [ digits/; m` (ECMA-48 SGR) the text reporter adds itself stay.
+/// colour sequences the text reporter adds itself stay: exactly `ESC [ P m` (ECMA-48 SGR) with P
+/// one of 0, 1, 2, 31, 32, 33; every other ESC is escaped on its own. Reports without colours
+/// (fleet compare) pass false, so no sequence from a node's file reaches the terminal.
 std::string terminal_safe(std::string_view s, bool keep_sgr = false);
 
 /// One line of text safe to place anywhere a person reads it and a program may parse it: a `#`

@@ -74,12 +74,31 @@ struct Verdict {
   std::string internal_error;
   /// The details of internal_error for the log.
   std::string internal_detail;
+  /// The rules this run evaluated and found passing: every result of the id passed, or failed
+  /// only where the gate does not count it (below --fail-on, waived). A rule skipped or in error
+  /// is not here. decide() lifts a halo-doctor drain only when each rule its reason names is.
+  std::vector<std::string> cleared;
+  /// True when this run evaluated every rule (a health check without --only/--skip): then a
+  /// drain whose reason names no rule ("could not check: ...") or not all of them (" +N", "...")
+  /// may be lifted too.
+  bool complete = false;
 };
 
 /// The verdict of evaluated results with the gate's logic (gate_exit_code): failures at or above
 /// `fail_on` that no waiver covers, split into those that wait only for a reboot and the others.
-/// An id already in `failed` is not repeated in `pending`. internal_error stays empty.
+/// An id already in `failed` is not repeated in `pending`; `cleared` holds the ids whose every
+/// result passed or failed uncounted. internal_error stays empty, complete false.
 Verdict verdict_from_results(const std::vector<Result>& results, FailOn fail_on);
+
+/// The rule ids a halo-doctor drain reason (drain_reason) names, and whether it names them all:
+/// false for "could not check: ..." and for a reason cut short (" +N" or "...").
+struct ReasonRules {
+  std::vector<std::string> ids;
+  bool all = false;
+};
+/// Reads `reason` as drain_reason wrote it ("halo-doctor: a,b +2", "halo-doctor: reboot pending:
+/// a"). Never throws.
+ReasonRules rules_of_reason(std::string_view reason);
 
 /// What to do about pending-reboot failures (`--pending-reboot`).
 enum class PendingReboot { drain, leave };
@@ -115,6 +134,11 @@ struct Decision {
 /// - Failures -> drain with the failing rule ids. Pending-reboot failures only -> drain with
 ///   "reboot pending: ids" (PendingReboot::drain) or leave. Internal error -> leave, or drain with
 ///   "could not check: ..." when drain_on_internal_error. Clean -> resume.
+/// - A resume (clean run, node drained or down with halo-doctor's reason) is done only when this
+///   run judged what the drain was for: each rule the reason names is in `cleared`, and a reason
+///   that names no rule or not all of them only after a `complete` run. Otherwise the node is
+///   left drained and the summary says which rules this run did not judge (issue 44 item 5: an
+///   epilog evaluating only the volatile rules lifted a `ttm-limit-low` drain).
 /// - A drain is done only when the node has no reason or halo-doctor's own (and not when it is
 ///   already drained with this very reason); a node with anyone else's reason (an admin's drain or
 ///   down, "Not responding", NHC) is left as it is. A resume is done only when the node is drained,

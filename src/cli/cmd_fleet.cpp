@@ -10,6 +10,7 @@
 #include <halo/rules.hpp>
 #include <halo/sanitize.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -43,16 +44,31 @@ int run(const Options& o) {
     DoctorOptions c;
     (is_bundle(in) ? c.bundle : c.facts_file) = in;
     c.probe.no_runtime = true;
-    const FactSet facts = gather_facts(c, reg);
+    const std::string file = std::filesystem::path(in).filename().string();
+    FactSet facts;
+    try {
+      facts = gather_facts(c, reg);
+    } catch (const InputError& e) {
+      // One node's bad file is that node's error; the others are still compared (issue 44).
+      acc.add_unreadable(file, in, e.what());
+      continue;
+    }
+    // A count beyond what hardware has (checks/gpus/gpus.hpp) leaves gpu.count an error: the
+    // node is named unreadable with that reason rather than compared on a made-up GPU list.
+    if (const Fact* n = facts.find(keys::gpu_count); n != nullptr && n->status == Status::error) {
+      acc.add_unreadable(file, in, fmt::format("{}: {}", in, n->reason));
+      continue;
+    }
     std::string name = facts.get<std::string>(keys::host_name).value_or("");
-    if (name.empty()) name = std::filesystem::path(in).filename().string();
+    if (name.empty()) name = file;
     acc.add(std::move(name), in, facts);
   }
   const fleet::Comparison c = acc.finish();
   if (o.format == "json")
     write_output(o.output, dump_json(fleet::comparison_json(c), 2) + "\n");
-  else
-    write_text_output(o.output, fleet::comparison_text(c, o.all));
+  else // the fleet report has no colours: every escape sequence in it came from a node's file
+    write_output(o.output, terminal_safe(fleet::comparison_text(c, o.all)));
+  if (!c.unreadable.empty()) return 2; // bad input, though the others were compared
   return c.error_difference() ? 1 : 0;
 }
 
@@ -65,7 +81,8 @@ Runner add_fleet_command(CLI::App& app) {
       "compare",
       "Which nodes differ from the others in kernel, driver, ROCm, GPUs, partitions, firmware and "
       "settings, from each node's `facts --format json` file or capture bundle. Exit 0: no node "
-      "differs on an error-level quantity; 1: one does; 2: bad input");
+      "differs on an error-level quantity; 1: one does; 2: bad input (a node whose file cannot "
+      "be replayed is named and the others are still compared)");
   // The options are built only when this command is the one parsed (commands.hpp).
   cmp->preparse_callback([cmp, o](std::size_t) {
     cmp->add_option("FILE", o->inputs, "A node's facts file (JSON) or capture bundle (.tar.gz)")

@@ -110,6 +110,9 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
     const slurm::Verdict v = slurm::verdict_from_results(ev.results, fail_on);
     out["failed"] = v.failed;
     out["pending"] = v.pending;
+    out["cleared"] = v.cleared;
+    // Every rule evaluated: a health check (no default_only) without --only or --skip.
+    out["complete"] = !job && d.only.empty() && d.skip.empty();
     nlohmann::json incomplete = nlohmann::json::array();
     for (const auto& p : incomplete_probes(ev.facts))
       incomplete.push_back({{"id", p.id}, {"reason", p.reason}});
@@ -161,6 +164,8 @@ CheckOutcome run_check(const SlurmOptions& o, bool reserve_given, double budget_
     return internal("internal error", j["internal_error"].get<std::string>());
   res.verdict.failed = j.value("failed", std::vector<std::string>{});
   res.verdict.pending = j.value("pending", std::vector<std::string>{});
+  res.verdict.cleared = j.value("cleared", std::vector<std::string>{});
+  res.verdict.complete = j.value("complete", false);
   res.text_report = j.value("text", "");
   res.json_report = j.value("json", "");
   res.failure_lines = j.value("failure_lines", std::vector<std::string>{});

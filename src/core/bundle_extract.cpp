@@ -13,12 +13,14 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -55,10 +57,81 @@ bool link_stays_inside(const std::string& rel, const std::string& target) {
   return true;
 }
 
+#ifndef SYS_openat2
+#define SYS_openat2 437 // the same number on every architecture (asm-generic/unistd.h)
+#endif
+
+// The walk of path_resolution(7) below `dirfd`, reporting the first step that would leave it
+// (`..` at the top, an absolute link target).
+bool link_leaves_tree_walk(int dirfd, const std::string& rel) {
+  std::vector<std::string> todo; // components still to visit, the next one last
+  auto push_front = [&todo](std::string_view path) {
+    auto parts = split(path, '/');
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+      if (!it->empty()) todo.push_back(std::move(*it));
+  };
+  push_front(rel);
+  std::vector<std::string> done;
+  int links = 0;
+  while (!todo.empty()) {
+    std::string comp = std::move(todo.back());
+    todo.pop_back();
+    if (comp == ".") continue;
+    if (comp == "..") {
+      if (done.empty()) return true;
+      done.pop_back();
+      continue;
+    }
+    done.push_back(std::move(comp));
+    std::string path;
+    for (const auto& d : done)
+      path += (path.empty() ? "" : "/") + d;
+    struct stat st {};
+    if (::fstatat(dirfd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false; // ENOENT
+    if (!S_ISLNK(st.st_mode)) {
+      if (!todo.empty() && !S_ISDIR(st.st_mode)) return false; // ENOTDIR
+      continue;
+    }
+    if (++links > 40) return false; // ELOOP (path_resolution(7): at most 40 links)
+    std::array<char, 4096> target{};
+    const ssize_t n = ::readlinkat(dirfd, path.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return false;
+    done.pop_back();
+    if (target[0] == '/') return true;
+    push_front(std::string_view(target.data(), static_cast<std::size_t>(n)));
+  }
+  return false;
+}
+
+bool link_leaves_tree(int dirfd, const std::string& rel) {
+  static std::atomic<bool> have_openat2{true};
+  if (have_openat2.load(std::memory_order_relaxed)) {
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(O_PATH | O_CLOEXEC);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    // EAGAIN: a rename elsewhere on the system raced the lookup (openat2(2)); retry a few times.
+    for (int tries = 0; tries < 32; ++tries) {
+      const long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+      if (fd >= 0) {
+        ::close(static_cast<int>(fd));
+        return false;
+      }
+      if (errno == EAGAIN || errno == EINTR) continue;
+      if (errno == EXDEV) return true; // openat2(2): "would leave dirfd" under RESOLVE_BENEATH
+      if (errno != ENOSYS && errno != EPERM && errno != EINVAL && errno != E2BIG) return false;
+      // No openat2 (before Linux 5.6) or a seccomp filter refusing it: the walk instead.
+      if (errno == ENOSYS) have_openat2.store(false, std::memory_order_relaxed);
+      break;
+    }
+  }
+  return link_leaves_tree_walk(dirfd, rel);
+}
+
 } // namespace bundle_detail
 
 namespace {
 
+using bundle_detail::link_leaves_tree;
 using bundle_detail::link_stays_inside;
 using bundle_detail::split;
 
@@ -199,6 +272,7 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   int rc = ARCHIVE_OK;
   std::size_t members = 0;
   std::uint64_t total = 0;
+  std::vector<std::string> links; // the symlink entries, judged again once all are extracted
   while ((rc = archive_read_next_header(in, &e)) == ARCHIVE_OK) {
     const char* name = archive_entry_pathname(e);
     const std::string rel = name != nullptr ? name : "";
@@ -217,6 +291,7 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
       if (!link_stays_inside(rel, target))
         refuse(
             fmt::format("entry '{}' is a symbolic link to '{}', outside the bundle", rel, target));
+      links.push_back(rel);
     } else if (type != AE_IFREG && type != AE_IFDIR) {
       refuse(fmt::format("entry '{}' is not a regular file, directory or symbolic link (device "
                          "nodes, FIFOs and sockets are never extracted)",
@@ -255,13 +330,29 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   archive_write_free(out);
   in = nullptr;
   out = nullptr;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(dir_ / ".halo/manifest.json", ec)) {
+  auto give_up = [&](const std::string& what) {
     g_bundle_dir_set = 0;
+    std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
-    throw InputError(
-        fmt::format("{}: not a halo-doctor capture bundle (no .halo/manifest.json)", archive_path));
+    throw InputError(fmt::format("{}: {}", archive_path, what));
+  };
+  // Each link judged as the kernel resolves it, through the links extracted before and after it:
+  // link_stays_inside counts one link's components, and a chain (`s -> ..`, `t -> s/..`,
+  // `u -> t/..`, `f -> u/x`) passes that link by link while leading out (issue 44 item 3).
+  {
+    const int dfd = ::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) give_up("cannot open the directory it was extracted to");
+    const UniqueFd guard(dfd);
+    for (const auto& rel : links)
+      if (link_leaves_tree(dfd, rel))
+        give_up(fmt::format("entry '{}' is a symbolic link that leads outside the bundle (through "
+                            "the links it names, as the kernel resolves them)",
+                            rel));
   }
+  // Every read of the tree from here on goes through Root (openat2(2) RESOLVE_IN_ROOT).
+  struct stat st {};
+  if (!Root(dir_).stat_path("/.halo/manifest.json", st) || !S_ISREG(st.st_mode))
+    give_up("not a halo-doctor capture bundle (no .halo/manifest.json)");
 }
 
 ExtractedBundle::~ExtractedBundle() {
@@ -270,10 +361,15 @@ ExtractedBundle::~ExtractedBundle() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-std::string ExtractedBundle::runtime_facts_file() const {
-  const auto p = dir_ / kBundleRuntimeFacts;
-  std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec) ? p.string() : std::string();
+std::optional<std::string> ExtractedBundle::runtime_facts_text(std::size_t max_bytes) const {
+  // Confined to the bundle (openat2(2) RESOLVE_IN_ROOT, as every --root read): a link in the
+  // bundle can never make this read a host file.
+  const ReadResult r = Root(dir_).read(std::string("/") + kBundleRuntimeFacts, max_bytes);
+  if (r.status == Status::missing) return std::nullopt;
+  if (!r.ok())
+    throw InputError(
+        fmt::format("bundle entry '{}' cannot be read: {}", kBundleRuntimeFacts, r.reason));
+  return r.text;
 }
 
 } // namespace halo

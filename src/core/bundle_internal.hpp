@@ -25,8 +25,23 @@ std::vector<std::string> split(std::string_view s, char sep);
 /// True when a symlink stored at `rel` with target `target` stays inside the bundle: relative,
 /// and its `..` never climbs above the bundle's root counting from the link's directory.
 /// (Reads of a replayed bundle are confined by Root as well; this refuses the obvious cases.)
-/// The writer stores only such links; extraction refuses any other.
+/// The writer stores only such links; extraction refuses any other. Counting alone cannot see a
+/// chain of links (`s -> ..`, `t -> s/..`): link_leaves_tree judges the extracted tree as the
+/// kernel resolves it.
 bool link_stays_inside(const std::string& rel, const std::string& target);
+
+/// True when the path `rel` below the directory `dirfd`, followed through every symlink on the
+/// way and at its end as the kernel resolves it (path_resolution(7)), leaves that directory: a
+/// `..` above it or an absolute link target. This is openat2(2) with RESOLVE_BENEATH |
+/// RESOLVE_NO_MAGICLINKS failing with EXDEV ("a path component would leave dirfd"; Linux 5.6);
+/// where the kernel has no openat2 (ENOSYS), a component walk with lstat(2)/readlinkat(2) of the
+/// same rules. A dangling link, a link loop (more than 40 links, ELOOP) or a component that is
+/// not a directory ends resolution without leaving: false.
+bool link_leaves_tree(int dirfd, const std::string& rel);
+
+/// link_leaves_tree's component walk alone (what it does without openat2), for the tests and the
+/// fuzz target that hold the two answers against each other.
+bool link_leaves_tree_walk(int dirfd, const std::string& rel);
 
 /// The environment allow-list: every variable some probe declares it reads (Probe::env_reads),
 /// sorted, each once.

@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace halo {
 namespace {
@@ -145,9 +147,15 @@ std::string terminal_safe(std::string_view s, bool keep_sgr) {
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (s[i] != '\033' || i + 1 >= s.size() || s[i + 1] != '[') continue;
       std::size_t j = i + 2;
-      while (j < s.size() && ((s[j] >= '0' && s[j] <= '9') || s[j] == ';'))
+      while (j < s.size() && s[j] >= '0' && s[j] <= '9' && j < i + 4)
         ++j;
-      if (j < s.size() && s[j] == 'm') {
+      // Only the sequences the reporters write (fmt/color.h: reset 0, bold 1, faint 2, red 31,
+      // green 32, yellow 33), one parameter each: an SGR from a fact cannot conceal text (8),
+      // paint it black on black (30;40) or reverse it; any other ESC is escaped on its own.
+      static constexpr std::array<std::string_view, 6> kOurs = {"0", "1", "2", "31", "32", "33"};
+      const std::string_view param = s.substr(i + 2, j - i - 2);
+      if (j < s.size() && s[j] == 'm' &&
+          std::find(kOurs.begin(), kOurs.end(), param) != kOurs.end()) {
         flush(i);
         out.append(s.substr(i, j + 1 - i));
         start = j + 1;

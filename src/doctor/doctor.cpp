@@ -24,9 +24,18 @@ FactSet gather_facts(const DoctorOptions& o, const ProbeRegistry& registry) {
     DoctorOptions replay = o;
     replay.bundle.clear();
     replay.root = bundle.root().string();
-    if (auto rt = bundle.runtime_facts_file(); !rt.empty())
-      replay.add_facts.insert(replay.add_facts.begin(), rt);
-    return gather_facts(replay, registry);
+    // The runtime facts are read through the bundle's Root (RESOLVE_IN_ROOT), never by path.
+    const auto rt = bundle.runtime_facts_text(kMaxInputBytes);
+    if (!rt) return gather_facts(replay, registry);
+    const Root root(replay.root);
+    const HostRoot host = detect_host_root(root, replay.probe.host_root);
+    const ProbeContext ctx{root, replay.probe, &host};
+    FactSet facts = registry.collect(ctx);
+    facts.merge(facts_from_json_text(*rt, o.bundle + ":" + kBundleRuntimeFacts));
+    for (const auto& f : o.add_facts)
+      facts.merge(facts_from_json_text(read_input_file(f), f));
+    registry.rederive(replay.probe, facts);
+    return facts;
   }
   std::error_code ec;
   if (o.facts_file.empty() && !std::filesystem::is_directory(o.root, ec))

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace halo::fleet {
@@ -71,17 +72,79 @@ Accumulator::Accumulator(std::vector<FleetQuantity> quantities)
     : quantities_(std::move(quantities)), values_(quantities_.size()) {}
 
 void Accumulator::add(std::string name, const std::string& origin, const FactSet& facts) {
-  // Two nodes with the same host name (two captures of one machine) stay apart by file.
-  if (std::find(nodes_.begin(), nodes_.end(), name) != nodes_.end())
-    name += " (" + std::filesystem::path(origin).filename().string() + ")";
   nodes_.push_back(std::move(name));
+  origins_.push_back(origin);
   for (std::size_t q = 0; q < quantities_.size(); ++q)
     values_[q].push_back(value_of(facts, quantities_[q].pattern));
 }
 
+void Accumulator::add_unreadable(std::string name, const std::string& origin, std::string reason) {
+  unreadable_.emplace_back(nodes_.size() + unreadable_.size(), std::move(reason));
+  // Kept apart from the compared nodes: its label is made unique with theirs in finish().
+  unreadable_names_.emplace_back(std::move(name), origin);
+}
+
+namespace {
+
+/// Comparison::nodes' rule for the labels of `names` (host names) read from `origins`.
+std::vector<std::string> unique_labels(const std::vector<std::string>& names,
+                                       const std::vector<std::string>& origins) {
+  std::map<std::string, std::size_t, std::less<>> seen;
+  for (const auto& n : names)
+    ++seen[n];
+  std::vector<std::string> labels;
+  labels.reserve(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    labels.push_back(seen[names[i]] > 1
+                         ? names[i] + " (" + std::filesystem::path(origins[i]).filename().string() +
+                               ")"
+                         : names[i]);
+  // Still the same (one file name in two directories, one file given twice): the first keeps
+  // the label, each later one gets " #N" (N its input position) until it is unique, never taking
+  // a label another input has as it is (a host name that reads like a label).
+  const std::set<std::string, std::less<>> reserved(labels.begin(), labels.end());
+  std::set<std::string, std::less<>> used;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (used.contains(labels[i])) {
+      const std::string mark = fmt::format(" #{}", i + 1);
+      labels[i] += mark;
+      while (used.contains(labels[i]) || reserved.contains(labels[i]))
+        labels[i] += mark;
+    }
+    used.insert(labels[i]);
+  }
+  return labels;
+}
+
+} // namespace
+
 Comparison Accumulator::finish() const {
   Comparison c;
-  c.nodes = nodes_;
+  // Labels over every input in input order, the unreadable ones included.
+  std::vector<std::string> names;
+  std::vector<std::string> origins;
+  std::vector<int> which; // index into nodes_ (>= 0) or -1 - index into unreadable_
+  std::size_t k = 0;
+  std::size_t u = 0;
+  while (k < nodes_.size() || u < unreadable_.size()) {
+    if (u < unreadable_.size() && unreadable_[u].first == k + u) {
+      names.push_back(unreadable_names_[u].first);
+      origins.push_back(unreadable_names_[u].second);
+      which.push_back(-1 - static_cast<int>(u++));
+    } else {
+      names.push_back(nodes_[k]);
+      origins.push_back(origins_[k]);
+      which.push_back(static_cast<int>(k++));
+    }
+  }
+  const auto labels = unique_labels(names, origins);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (which[i] >= 0)
+      c.nodes.push_back(labels[i]);
+    else
+      c.unreadable.push_back(
+          {labels[i], unreadable_[static_cast<std::size_t>(-1 - which[i])].second});
+  }
   for (std::size_t q = 0; q < quantities_.size(); ++q) {
     Row row;
     row.label = quantities_[q].label;
@@ -209,6 +272,9 @@ std::string count_text(std::size_t n) {
 
 std::string comparison_text(const Comparison& c, bool all) {
   std::string out;
+  for (const auto& u : c.unreadable)
+    out += fmt::format("! {} could not be compared: {}\n", u.node, u.reason);
+  if (!c.unreadable.empty()) out += "\n";
   std::vector<std::string> same;
   for (const auto& r : c.rows) {
     if (r.uniform() && !all) {
@@ -238,7 +304,9 @@ std::string comparison_text(const Comparison& c, bool all) {
   }
   out += fmt::format("\n{} nodes; ! an error-level quantity differs, ~ a warning-level one\n",
                      c.nodes.size());
-  out += c.error_difference()
+  out += !c.unreadable.empty()
+             ? fmt::format("result: {} node(s) could not be compared\n", c.unreadable.size())
+         : c.error_difference()
              ? "result: a node differs from the others on an error-level quantity\n"
              : "result: no node differs on an error-level quantity\n";
   return out;
@@ -265,8 +333,12 @@ nlohmann::json comparison_json(const Comparison& c) {
                     {"values", values},
                     {"groups", groups}});
   }
+  nlohmann::json unreadable = nlohmann::json::array();
+  for (const auto& u : c.unreadable)
+    unreadable.push_back({{"node", u.node}, {"reason", u.reason}});
   return {{"schema_version", 1},
           {"nodes", c.nodes},
+          {"unreadable", unreadable},
           {"rows", rows},
           {"error_difference", c.error_difference()}};
 }

@@ -5,6 +5,7 @@
 #include <halo/text.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -157,7 +158,41 @@ Verdict verdict_from_results(const std::vector<Result>& results, FailOn fail_on)
     if (r.status == Outcome::fail && r.severity >= threshold && !r.waived() && r.pending_reboot &&
         std::find(v.failed.begin(), v.failed.end(), r.id) == v.failed.end())
       add(v.pending, r.id);
+  // Cleared: every result of the id passed or failed uncounted; one skip or error, or a counted
+  // failure, and the id is not.
+  std::vector<std::string> not_cleared;
+  for (const auto& r : results) {
+    const bool counted = r.status == Outcome::fail && r.severity >= threshold && !r.waived();
+    if (r.status == Outcome::skip || r.status == Outcome::error || counted) add(not_cleared, r.id);
+  }
+  for (const auto& r : results)
+    if (std::find(not_cleared.begin(), not_cleared.end(), r.id) == not_cleared.end())
+      add(v.cleared, r.id);
   return v;
+}
+
+ReasonRules rules_of_reason(std::string_view reason) {
+  ReasonRules out;
+  if (reason.substr(0, kReasonPrefix.size()) != kReasonPrefix) return out;
+  std::string_view r = reason.substr(kReasonPrefix.size());
+  while (!r.empty() && r.front() == ' ')
+    r.remove_prefix(1);
+  constexpr std::string_view kPending = "reboot pending: ";
+  if (r.substr(0, kPending.size()) == kPending) r.remove_prefix(kPending.size());
+  if (r.empty() || r.substr(0, 15) == "could not check") return out;
+  const std::size_t space = r.find(' ');
+  const std::string_view list = r.substr(0, space);
+  const bool cut = space != std::string_view::npos || list.find("...") != std::string_view::npos;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    const std::string_view id = list.substr(start, comma - start);
+    if (!id.empty() && id.find("...") == std::string_view::npos) out.ids.emplace_back(id);
+    start = comma + 1;
+  }
+  out.all = !cut && !out.ids.empty();
+  return out;
 }
 
 Decision decide(const Verdict& v, const std::optional<Node>& node, const Settings& s) {
@@ -219,8 +254,25 @@ Decision decide(const Verdict& v, const std::optional<Node>& node, const Setting
     break;
   case Action::resume:
     if (node->ours() && (node->drain() || node->down())) {
-      d.action = Action::resume;
-      d.summary = fmt::format("{}; resuming node {} ({})", what, node->name, state);
+      // Lift only what this run judged (issue 44 item 5).
+      const ReasonRules named = rules_of_reason(node->reason);
+      std::vector<std::string> unjudged;
+      for (const auto& id : named.ids)
+        if (std::find(v.cleared.begin(), v.cleared.end(), id) == v.cleared.end())
+          unjudged.push_back(id);
+      if (unjudged.empty() && (named.all || v.complete)) {
+        d.action = Action::resume;
+        d.summary = fmt::format("{}; resuming node {} ({})", what, node->name, state);
+      } else if (!unjudged.empty()) {
+        d.summary =
+            fmt::format("{}; node {} ({}) is kept drained: this {} did not evaluate and "
+                        "pass {}",
+                        what, node->name, state, to_string(s.mode), fmt::join(unjudged, ", "));
+      } else {
+        d.summary = fmt::format("{}; node {} ({}) is kept drained: its reason does not name every "
+                                "rule it was drained for, and this {} did not evaluate every rule",
+                                what, node->name, state, to_string(s.mode));
+      }
     } else if (node->drain() || node->down()) {
       d.summary =
           fmt::format("{}; node {} ({}) was not drained by halo-doctor and is left as it is", what,

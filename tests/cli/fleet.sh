@@ -74,5 +74,56 @@ printf 'not json' >"$tmp/bogus.json"
 "$bin" fleet compare "$tmp/mi300x-ras-errors.json" "$tmp/bogus.json" >"$tmp/err" 2>&1
 code=$?
 if [ "$code" != 2 ] || ! grep -q "bogus.json:1" "$tmp/err"; then bad "bogus facts file: exit $code"; cat "$tmp/err"; fi
+
+# Issue 44 item 4: one number in one node's file (2^62 AMD GPU PCI functions) neither hangs
+# `check --facts` nor `fleet compare`; that node is named with the bound it broke and the other
+# nodes are still compared.
+/usr/bin/python3 - "$tmp/mi300x-ras-errors.json" "$tmp/huge.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["facts"]["pci.amd_gpu_count"]["value"] = 2**62
+json.dump(d, open(sys.argv[2], "w"))
+PY
+timeout 30 "$bin" check --facts "$tmp/huge.json" >"$tmp/huge.txt" 2>&1
+code=$?
+[ "$code" != 124 ] || bad "check --facts with pci.amd_gpu_count = 2^62 ran past 30 s"
+timeout 30 "$bin" fleet compare "$tmp/mi300x-ras-errors.json" "$tmp/huge.json" \
+  "$tmp/mi300x-numa-4021.json" "$tmp/mi300x-degraded-link.json" >"$tmp/huge-fleet.txt" 2>&1
+code=$?
+[ "$code" = 2 ] || bad "fleet compare with a 2^62 count: exit $code, want 2"
+grep -q '^! huge.json could not be compared: .*pci.amd_gpu_count is 4611686018427387904, beyond the 65536' \
+  "$tmp/huge-fleet.txt" || { bad "the out-of-range node is not named with its bound"; cat "$tmp/huge-fleet.txt"; }
+grep -A2 -xF '! kernel' "$tmp/huge-fleet.txt" | grep -qxF '    5.15.0-119-generic  (1 node): mi300x-node01' ||
+  { bad "the other nodes were not compared"; cat "$tmp/huge-fleet.txt"; }
+
+# Issue 44 item 7: a PRETTY_NAME with an OSC title sequence ended by BEL and then a CSI colour
+# reaches the terminal escaped, every ESC of it.
+/usr/bin/python3 - "$tmp/mi300x-ras-errors.json" "$tmp/osc.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["facts"]["os.pretty_name"]["value"] = "Ubuntu \x1b]0;T\x07\x1b[31m"
+d["facts"]["host.name"]["value"] = "evil\x1b[8mhidden"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bin" fleet compare "$tmp/mi300x-degraded-link.json" "$tmp/osc.json" >"$tmp/osc.txt" 2>&1
+if grep -q $'\033' "$tmp/osc.txt"; then bad "an escape sequence from a node's file reached the terminal"; cat -v "$tmp/osc.txt"; fi
+grep -qF 'Ubuntu \x1B]0;T\x07\x1B[31m' "$tmp/osc.txt" || { bad "the PRETTY_NAME is not shown escaped"; cat -v "$tmp/osc.txt"; }
+
+# Redacted bundles are all `redacted-host`: each node still gets its own label, stable in input
+# order (docs/fleet.md), even where the file names are the same too.
+for d in a b c; do
+  mkdir -p "$tmp/$d"
+  "$bin" capture --root "$fixtures/mi300x-ras-errors" --no-runtime -o "$tmp/$d/node.tar.gz" >/dev/null || bad "capture $d"
+done
+"$bin" fleet compare --format json "$tmp/a/node.tar.gz" "$tmp/b/node.tar.gz" "$tmp/c/node.tar.gz" \
+  "$tmp/mi300x-numa-4021.json" >"$tmp/labels.json"
+/usr/bin/python3 - "$tmp/labels.json" <<'PY' || fail=1
+import json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+want = ["redacted-host (node.tar.gz)", "redacted-host (node.tar.gz) #2",
+        "redacted-host (node.tar.gz) #3", "mi300x-node01"]
+assert nodes == want, nodes
+print("ok fleet compare: one label per node, in input order")
+PY
 [ $fail = 0 ] && echo "fleet compare: all checks passed"
 exit $fail

@@ -74,6 +74,32 @@ set_node "NodeName=n1 State=IDLE+DRAIN Reason=halo-doctor: ttm-limit-low [root@2
 run 0 "healthy after our drain" health-check --node n1 "${common[@]}" "${healthy[@]}"
 [ "$(updates)" = "update nodename=n1 state=resume" ] || bad "resume call: $(updates)"
 
+# Issue 44 item 5: a run lifts only the drains it judged. The epilog evaluates the volatile rules
+# only, so a health check's ttm-limit-low drain stays, whether TTM is still low or not; an epilog
+# that evaluated amdgpu-gpu-hang and found it passing lifts that drain; a "could not check" drain
+# names no rule, so only a health check of every rule lifts it.
+set_node "NodeName=n1 State=IDLE+DRAIN Reason=halo-doctor: ttm-limit-low [root@2026-11-24T08:25:13]"
+for root in unhealthy healthy; do
+  declare -n r=$root
+  run 0 "epilog, $root, health check's drain" epilog --node n1 "${common[@]}" "${r[@]}"
+  [ -z "$(updates)" ] || bad "the epilog ($root) lifted a drain it did not judge: $(updates)"
+  grep -q 'kept drained: this epilog did not evaluate and pass ttm-limit-low' "$tmp/out" ||
+    bad "the epilog ($root) did not say why the drain stays: $(cat "$tmp/out")"
+  unset -n r
+done
+run 0 "prolog, healthy, health check's drain" prolog --node n1 "${common[@]}" "${healthy[@]}"
+[ -z "$(updates)" ] || bad "the prolog lifted a drain it did not judge: $(updates)"
+run 0 "health-check --only another rule" health-check --node n1 --only kfd-access "${common[@]}" "${healthy[@]}"
+[ -z "$(updates)" ] || bad "a health check of another rule lifted the drain: $(updates)"
+set_node "NodeName=n1 State=IDLE+DRAIN Reason=halo-doctor: amdgpu-gpu-hang [root@2026-11-24T08:25:13]"
+run 0 "epilog, healthy, its own drain" epilog --node n1 "${common[@]}" "${healthy[@]}"
+[ "$(updates)" = "update nodename=n1 state=resume" ] || bad "the epilog kept a drain it judged passing: $(updates) $(cat "$tmp/out")"
+set_node "NodeName=n1 State=IDLE+DRAIN Reason=halo-doctor: could not check: timed out [root@2026-11-24T08:25:13]"
+run 0 "prolog, healthy, could-not-check drain" prolog --node n1 "${common[@]}" "${healthy[@]}"
+[ -z "$(updates)" ] || bad "the prolog lifted a could-not-check drain: $(updates)"
+run 0 "health check, healthy, could-not-check drain" health-check --node n1 "${common[@]}" "${healthy[@]}"
+[ "$(updates)" = "update nodename=n1 state=resume" ] || bad "a full health check kept a could-not-check drain: $(updates)"
+
 # --dry-run reads but never writes.
 set_node "$idle"
 run 1 "dry run" health-check --node n1 --dry-run "${common[@]}" "${unhealthy[@]}"

@@ -61,14 +61,25 @@ for fx in strix-halo-default-ttm mi300x-numa-4021 kfd-no-access; do
   "$build/halo-doctor" facts --root "$src/tests/fixtures/$fx" --no-runtime --format json >"$work/$fx.facts.json"
   "$build/halo-doctor" capture --root "$src/tests/fixtures/$fx" --no-runtime -o "$work/$fx.tar.gz" >/dev/null
   seed fuzz_facts "$work/$fx.facts.json"
+  seed fuzz_fact_counts "$work/$fx.facts.json"
   seed fuzz_bundle "$work/$fx.tar.gz"
 done
+# fuzz_fact_counts: the fixtures' facts with a count beyond any machine (issue 44 item 4).
+/usr/bin/python3 - "$work/mi300x-numa-4021.facts.json" "$work/seeds/fuzz_fact_counts/huge" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["facts"]["pci.amd_gpu_count"]["value"] = 2**62
+d["facts"]["kfd.gpu_nodes"]["value"] = [str(i) for i in range(5000)]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+# fuzz_bundle_links: member lists (`L NAME TARGET`, `F NAME`, `D NAME`), link chains among them.
+seed fuzz_bundle_links "$src"/tests/fuzz/seeds/bundle_links/*
 
 export TMPDIR=$work/tmp # the bundle target extracts here
 mkdir -p "$TMPDIR"
 status=0
 for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child fuzz_plan \
-  fuzz_offload_bundle fuzz_elf fuzz_fix; do
+  fuzz_offload_bundle fuzz_elf fuzz_fix fuzz_bundle_links fuzz_fact_counts; do
   echo "== $target: $seconds s"
   mkdir -p "$work/corpus/$target"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.

@@ -102,7 +102,9 @@ TEST_CASE("fleet compare: nodes grouped by value, the majority first, streaming"
   acc.add("n1", "/facts/again.json", facts("6.8")); // one host captured twice
   const fleet::Comparison c = acc.finish();
   REQUIRE(c.nodes.size() == 8);
+  CHECK(c.nodes[0] == "n1 (n.json)"); // both captures of n1 say which file they are
   CHECK(c.nodes[7] == "n1 (again.json)");
+  CHECK(c.nodes[1] == "n2");
   REQUIRE(c.rows.size() == 1);
   const auto g = c.rows[0].groups();
   REQUIRE(g.size() == 3);
@@ -115,6 +117,32 @@ TEST_CASE("fleet compare: nodes grouped by value, the majority first, streaming"
   CHECK(text.find("    6.8  (5 nodes, the majority)\n") != std::string::npos);
   CHECK(text.find("    6.5  (2 nodes): n[2,5]\n") != std::string::npos);
   CHECK(text.find("    6.1  (1 node): n4\n") != std::string::npos);
+}
+
+TEST_CASE("fleet compare: each node's label is unique and stable in input order (issue 44)",
+          "[fleet]") {
+  const auto quantities = load_builtin_rules(nullptr, false).fleet_compare;
+  FactSet f;
+  f.put_ok("kernel.release", std::string("6.8"), "/proc/sys/kernel/osrelease");
+  fleet::Accumulator acc(quantities);
+  // Redacted bundles are all redacted-host; two share the file name too; one host name reads
+  // like another node's label; one file could not be replayed.
+  acc.add("redacted-host", "/a/node.tar.gz", f);
+  acc.add("redacted-host", "/b/node.tar.gz", f);
+  acc.add("redacted-host (node.tar.gz) #2", "/c/x.json", f);
+  acc.add_unreadable("bad.json", "/d/bad.json", "/d/bad.json:1: not JSON");
+  acc.add("redacted-host", "/e/other.tar.gz", f);
+  acc.add("lone", "/f/lone.json", f);
+  const fleet::Comparison c = acc.finish();
+  CHECK(c.nodes == std::vector<std::string>{
+                       "redacted-host (node.tar.gz)", "redacted-host (node.tar.gz) #2 #2",
+                       "redacted-host (node.tar.gz) #2", "redacted-host (other.tar.gz)", "lone"});
+  REQUIRE(c.unreadable.size() == 1);
+  CHECK(c.unreadable[0].node == "bad.json");
+  CHECK(c.unreadable[0].reason == "/d/bad.json:1: not JSON");
+  CHECK(fleet::comparison_text(c, false).find("! bad.json could not be compared: /d/bad.json:1") !=
+        std::string::npos);
+  CHECK_FALSE(c.error_difference());
 }
 
 TEST_CASE("fleet compare: a long host list wraps at 100 columns", "[fleet]") {

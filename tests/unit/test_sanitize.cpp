@@ -25,8 +25,23 @@ TEST_CASE("the terminal never sees an escape sequence from a fact", "[sanitize]"
   CHECK(terminal_safe("csi \xC2\x9B"
                       "31m") == "csi \\xC2\\x9B31m"); // C1 CSI
   CHECK(terminal_safe("keep\ttab\nand newline") == "keep\ttab\nand newline");
-  CHECK(terminal_safe("\x1B[31;1mFAIL\x1B[0m \x1B[2J", true) == "\x1B[31;1mFAIL\x1B[0m \\x1B[2J");
+  // Only the reporter's own colours stay (fmt/color.h writes one parameter per sequence).
+  CHECK(terminal_safe("\x1B[1m\x1B[31mFAIL\x1B[0m \x1B[2J", true) ==
+        "\x1B[1m\x1B[31mFAIL\x1B[0m \\x1B[2J");
+  CHECK(terminal_safe("\x1B[31;1mFAIL", true) == "\\x1B[31;1mFAIL");
   CHECK(terminal_safe("\x1B[31;1mFAIL", false) == "\\x1B[31;1mFAIL");
+}
+
+TEST_CASE("every ESC is escaped on its own, after an OSC ended by BEL too (issue 44)",
+          "[sanitize]") {
+  const std::string pretty = "Ubuntu \x1B]0;T\x07\x1B[31m";
+  CHECK(terminal_safe(pretty) == "Ubuntu \\x1B]0;T\\x07\\x1B[31m");
+  // With the reporter's colours kept, a fact's SGR that hides text (8: conceal) or paints it
+  // black (30) is still escaped; only 0, 1, 2, 31, 32, 33 stay.
+  CHECK(terminal_safe("a\x1B[8mb\x1B[30mc\x1B]0;T\x07\x1B[7m", true) ==
+        "a\\x1B[8mb\\x1B[30mc\\x1B]0;T\\x07\\x1B[7m");
+  CHECK(terminal_safe("\x1B[\x1B[31m", true) == "\\x1B[\x1B[31m");
+  CHECK(terminal_safe("\x1B[0031m", true) == "\\x1B[0031m");
 }
 
 TEST_CASE("XML text holds only XML 1.0 characters", "[sanitize]") {

@@ -144,7 +144,9 @@ TEST_CASE("failures drain a node with no reason or ours, never someone else's", 
 }
 
 TEST_CASE("a healthy node is resumed only from halo-doctor's own drain", "[slurm]") {
-  const Verdict clean;
+  Verdict clean; // a health check of every rule, the drained-for rules among them passing
+  clean.cleared = {"kfd-access", "ttm-limit-low"};
+  clean.complete = true;
   const Settings s;
   CHECK(decide(clean, node("IDLE+DRAIN", "halo-doctor: kfd-access"), s).action == Action::resume);
   CHECK(decide(clean, node("DOWN+DRAIN", "halo-doctor: reboot pending: ttm-limit-low"), s).action ==
@@ -154,6 +156,74 @@ TEST_CASE("a healthy node is resumed only from halo-doctor's own drain", "[slurm
   // Our reason on a node that is no longer drained (someone resumed it by hand): nothing to do.
   CHECK(decide(clean, node("IDLE", "halo-doctor: kfd-access"), s).action == Action::none);
   CHECK(decide(clean, node("IDLE", ""), s).exit_code == 0);
+}
+
+TEST_CASE("a drain is lifted only by a run that judged its rules passing (issue 44 item 5)",
+          "[slurm]") {
+  // The epilog evaluated the volatile rules only: amdgpu-gpu-hang passed, ttm-limit-low was not
+  // evaluated (it is a boot-time rule; a health check drained for it).
+  Verdict epilog;
+  epilog.cleared = {"amdgpu-gpu-hang", "kfd-access"};
+  Settings s;
+  s.mode = Mode::epilog;
+  auto d = decide(epilog, node("IDLE+DRAIN", "halo-doctor: ttm-limit-low"), s);
+  CHECK(d.action == Action::none);
+  CHECK(d.exit_code == 0);
+  CHECK(d.summary.find("kept drained") != std::string::npos);
+  CHECK(d.summary.find("ttm-limit-low") != std::string::npos);
+  CHECK(decide(epilog, node("IDLE+DRAIN", "halo-doctor: amdgpu-gpu-hang"), s).action ==
+        Action::resume);
+  // Every named rule must be judged: one of two is not enough.
+  CHECK(
+      decide(epilog, node("IDLE+DRAIN", "halo-doctor: amdgpu-gpu-hang,ttm-limit-low"), s).action ==
+      Action::none);
+  CHECK(
+      decide(epilog, node("IDLE+DRAIN", "halo-doctor: reboot pending: ttm-limit-low"), s).action ==
+      Action::none);
+  // A reason that names no rule or not all of them: only a run of every rule lifts it.
+  for (const char* reason : {"halo-doctor: could not check: timed out",
+                             "halo-doctor: amdgpu-gpu-hang +2", "halo-doctor: amdgpu-gpu-h..."}) {
+    CAPTURE(reason);
+    CHECK(decide(epilog, node("IDLE+DRAIN", reason), s).action == Action::none);
+    Verdict full = epilog;
+    full.complete = true;
+    Settings hc;
+    CHECK(decide(full, node("IDLE+DRAIN", reason), hc).action == Action::resume);
+  }
+  // A complete run still keeps a named rule it did not find passing (skipped).
+  Verdict full;
+  full.complete = true;
+  CHECK(decide(full, node("IDLE+DRAIN", "halo-doctor: ttm-limit-low"), Settings{}).action ==
+        Action::none);
+}
+
+TEST_CASE("the reason's rules are read back as drain_reason wrote them", "[slurm]") {
+  const std::vector<std::string> ids = {"kfd-access", "render-node-access", "ttm-limit-low"};
+  auto r = rules_of_reason(drain_reason("", ids, 200));
+  CHECK(r.ids == ids);
+  CHECK(r.all);
+  r = rules_of_reason(drain_reason("reboot pending: ", {"ttm-limit-low"}, 60));
+  CHECK(r.ids == std::vector<std::string>{"ttm-limit-low"});
+  CHECK(r.all);
+  r = rules_of_reason(drain_reason("", ids, 30)); // "halo-doctor: kfd-access +2"
+  CHECK(r.ids == std::vector<std::string>{"kfd-access"});
+  CHECK_FALSE(r.all);
+  CHECK_FALSE(rules_of_reason("halo-doctor: could not check: timed out").all);
+  CHECK(rules_of_reason("NHC: x").ids.empty());
+}
+
+TEST_CASE("cleared: every result of the rule passed or failed uncounted", "[slurm]") {
+  std::vector<Result> rs(4);
+  rs[0].id = "a"; // passes on GPU 0, fails on GPU 1: not cleared
+  rs[1].id = "a";
+  rs[1].status = Outcome::fail;
+  rs[1].severity = Severity::error;
+  rs[2].id = "b"; // skipped: not judged
+  rs[2].status = Outcome::skip;
+  rs[3].id = "c"; // a warning under --fail-on error: cleared
+  rs[3].status = Outcome::fail;
+  rs[3].severity = Severity::warning;
+  CHECK(verdict_from_results(rs, FailOn::error).cleared == std::vector<std::string>{"c"});
 }
 
 TEST_CASE("pending reboot drains with a reboot reason, or leaves the node", "[slurm]") {
