@@ -170,6 +170,10 @@ void write_report(JsonStream& w, const std::vector<Result>& results, const Repor
     for (const Evidence* x : evidence) {
       w.key(x->key);
       w.begin_object();
+      if (!x->probe.empty()) {
+        w.key("probe");
+        w.string(x->probe);
+      }
       if (!x->reason.empty()) {
         w.key("reason");
         w.string(x->reason);
