@@ -13,6 +13,8 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp" /tmp/halo-golden-$$.diff' EXIT
 normalize() { sed -E 's/"digest": "sha256:[0-9a-f]+"/"digest": "sha256:<digest>"/; s/\(sha256:[0-9a-f]+\)/(sha256:<digest>)/'; }
 bin=$(realpath "$bin")
+# The text report is wrapped to COLUMNS (else 100 columns): the goldens are 100 wide.
+export COLUMNS=100
 cd "$fixtures" || exit 1
 for dir in */; do
   dir=${dir%/}
