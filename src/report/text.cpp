@@ -128,6 +128,7 @@ std::string summary_line(const std::vector<Result>& results, const ReportContext
   if (pending > 0) line += fmt::format(" ({} pending reboot)", pending);
   if (waived > 0) line += fmt::format(", {} waived", waived);
   line += fmt::format("; {} passed, {} skipped", pass, skip);
+  if (!opt.verbose && pass + skip > 0) line += " (-v lists them, and why each finding matters)";
   if (unchecked > 0) {
     // What would let them be checked: a fact denied to this user needs root (the probes read
     // /dev/kmsg, debugfs and root-only sysfs files: kernel.dmesg_restrict, file modes); any
@@ -141,7 +142,6 @@ std::string summary_line(const std::vector<Result>& results, const ReportContext
                         denied ? "run as root to read what this user may not"
                                : "the UNKNOWN lines name the facts that could not be read");
   }
-  if (!opt.verbose && pass + skip > 0) line += " (-v lists them, and why each finding matters)";
 
   constexpr std::array<std::string_view, 4> kFailOnNames = {"info", "warning", "error", "never"};
   const std::string_view fail_on = kFailOnNames.at(static_cast<std::size_t>(ctx.fail_on));
@@ -616,7 +616,18 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
       }
       // The fix once: the head's, which covers those under it (their own stay in JSON).
       std::vector<std::string> fix;
-      for (auto& l : render_fix_lines(r.fix))
+      // A fix of only the initramfs and the reboot: its steps say all its summary says ("rebuild
+      // the initramfs and reboot"), so the summary is not printed again.
+      nlohmann::json shown_fix = r.fix;
+      if (shown_fix.is_object() && shown_fix.contains("summary") &&
+          std::all_of(shown_fix.items().begin(), shown_fix.items().end(),
+                      [](const auto& kv) {
+                        return kv.key() == "summary" || kv.key() == "initramfs" ||
+                               kv.key() == "reboot";
+                      }) &&
+          (shown_fix.value("initramfs", false) || shown_fix.value("reboot", false)))
+        shown_fix.erase("summary");
+      for (auto& l : render_fix_lines(shown_fix))
         if (l.rfind("  (", 0) != 0) fix.push_back(std::move(l)); // fix's own notes: -v/explain
       labelled(block, "fix", fix, width);
       if (opt.verbose && !r.sources.empty()) labelled(block, "sources", r.sources, width);
