@@ -76,9 +76,21 @@ Summary summarize(const std::vector<Result>& results);
 /// Options of the text reporter.
 struct TextOptions {
   bool color = false;
-  bool quiet = false;   ///< only failures and errors, then the summary
+  bool quiet = false;   ///< one line per finding, then the summary and the next step
   bool verbose = false; ///< passing and skipped rules with their evidence too
+  /// Columns the report's lines are wrapped to (halo::cli::terminal_width: TIOCGWINSZ on stdout,
+  /// then COLUMNS, else 100); at least 40.
+  std::size_t width = 100;
 };
+
+/// Columns `s` takes on a terminal: an SGR escape sequence (ESC [ ... m) takes none, every other
+/// UTF-8 sequence one (the doctor's own text is ASCII; a fact's wide characters may overrun).
+std::size_t visible_width(std::string_view s);
+
+/// `line` (no newline) wrapped at spaces to `width` columns, each continuation line starting
+/// with `indent` spaces; a word wider than the room left is broken where the line ends. Every
+/// line of the result ends with a newline.
+std::string wrap_line(std::string_view line, std::size_t width, std::size_t indent);
 
 /// The report formats `check --format` accepts.
 std::vector<std::string> report_formats();
@@ -150,8 +162,11 @@ int npd_exit_code(const std::vector<Result>& results, FailOn fail_on);
 /// Longest npd message line, matching the `max_output_length` of the shipped plugin config.
 inline constexpr std::size_t kNpdMaxMessage = 80;
 
-/// The text report: grouped by area, failures first, each with evidence (and its path), why,
-/// fix and sources; a summary line at the end.
+/// The text report (docs/halo-doctor.1 REPORT): grouped by area, failures first, each with the
+/// facts that decided it (Result::proof; every evidence fact under --verbose) and its fix once;
+/// a failure another failing rule `subsumes` is shown under that one, with that rule's fix only;
+/// "could not be checked" results as UNKNOWN; then the counts, why the exit code is what it is,
+/// and the next step. --quiet: one line per finding. Lines are wrapped to `opt.width`.
 std::string text_report(const std::vector<Result>& results, const ReportContext& ctx,
                         const TextOptions& opt);
 

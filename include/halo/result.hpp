@@ -71,6 +71,15 @@ struct Result {
   std::string message;
   std::string why;
   std::vector<Evidence> evidence;
+  /// The facts that decided a failure: those the deciding fail case (and pending_when, for a
+  /// pending one) read and found ok, and those it tested with `exists` or `status` whatever their
+  /// state; for a result that could not be checked, the facts it could not read. What the text
+  /// report shows as evidence without --verbose (a fact the verdict did not turn on is noise
+  /// there); not part of the JSON report, which carries `evidence`.
+  std::vector<Evidence> proof;
+  /// The rule's `subsumes` (include/halo/rules.hpp): failures shown under this one in the text
+  /// report.
+  std::vector<std::string> subsumes;
   nlohmann::json fix; ///< expanded structured fix for failures, null otherwise
   bool pending_reboot = false;
   std::vector<std::string> sources;

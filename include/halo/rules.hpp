@@ -123,6 +123,11 @@ struct Rule {
   nlohmann::json fix;                ///< structured fix template (docs/rules.md), null when none
   std::vector<std::string> evidence; ///< fact key patterns shown as evidence
   std::vector<std::string> sources;  ///< URLs
+  /// `"subsumes": [ids]`: rules whose failure this rule's fix also resolves (one cause, this
+  /// rule's remedy the stricter: gfx1151-kernel-min's 6.18.4 covers gfx1151-cwsr-hang's 6.18).
+  /// When both fail, the text report shows them as one finding under this one, with this rule's
+  /// fix; each keeps its own result in the JSON report (docs/rules.md).
+  std::vector<std::string> subsumes;
   /// `"volatile": true`: the verdict can change while the machine is up, between two jobs,
   /// without a reboot or a configuration change (device access, the driver's state, the runtime,
   /// GPU errors). `halo-doctor slurm prolog` and `epilog` evaluate only these rules by default.

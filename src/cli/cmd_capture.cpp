@@ -104,20 +104,24 @@ Runner add_capture_command(CLI::App& app) {
     sub->add_option("-o,--output", o->output,
                     "Bundle to write (FILE.tar.gz, written atomically); %N: the Slurm node name "
                     "($SLURMD_NODENAME, else the short host name), %h: the short host name")
-        ->required();
+        ->required()
+        ->option_text("FILE.tar.gz");
     sub->add_option("--root", o->common.root,
-                    "Capture the system under DIR instead of / (a fixture or a mounted host)");
+                    "Capture the system under DIR instead of / (a fixture or a mounted host)")
+        ->option_text("DIR");
     sub->add_flag(
         "--no-redact", o->no_redact,
         "Keep the host name, user names, serial numbers, UUIDs and the machine-id as they are "
         "(a warning on stderr says so); secrets are still not stored");
     sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
     sub->add_option("--hsa-library", o->common.hsa_library,
-                    "ROCr library (libhsa-runtime64.so.1) to load first");
+                    "ROCr library (libhsa-runtime64.so.1) to load first")
+        ->option_text("FILE");
     sub->add_option("--runtime-timeout", o->common.runtime_timeout_s,
                     "Seconds the ROCr queries may take before they count as hung")
         ->check(finite_number())
-        ->check(CLI::Range(0.1, 600.0));
+        ->check(CLI::Range(0.1, 600.0))
+        ->option_text("SECONDS");
   });
   return [sub, o]() { return *sub ? run(*o) : -1; };
 }

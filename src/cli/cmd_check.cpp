@@ -147,7 +147,8 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
 
   for (const auto& out : outs) {
     const bool to_stdout = out.path.empty();
-    const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose};
+    const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose,
+                           terminal_width(to_stdout)};
     if (evs.size() == 1 && out.format == "markdown") {
       // A report to share learns the identities from the root as `capture` does, so the
       // report and a bundle of the same machine use the same pseudonyms
@@ -174,8 +175,13 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   return combined_exit_code(codes);
 }
 
-/// check's options, in the order --help lists them.
+/// check's options, in the order --help lists them, in groups: what to judge, the output, the
+/// gate, and the training run that --model adds (plan's options).
 void add_options(CLI::App* sub, CheckOptions& o) {
+  constexpr const char* kJudge = "What to judge";
+  constexpr const char* kOutput = "Output";
+  constexpr const char* kGate = "Gate (the exit code)";
+  constexpr const char* kRun = "A training run to judge too (as `halo-doctor plan` does)";
   add_probe_options(sub, o.common);
   // check alone takes --python more than once: one report per environment.
   sub->remove_option(sub->get_option("--python"));
@@ -184,25 +190,48 @@ void add_options(CLI::App* sub, CheckOptions& o) {
                   "to (read without running it), and the interpreter --framework-deep runs "
                   "(default: the active venv or conda environment's, else python3 on PATH); "
                   "repeatable: one report per environment (text and json), failing if any fails")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->option_text("PATH ...");
   add_rule_options(sub, o.common);
-  sub->add_option("--format", o.format, "Report format on stdout")
-      ->check(CLI::IsMember(report_formats()));
+  for (CLI::Option* opt : sub->get_options())
+    if (opt->get_name() != "--help") opt->group(kJudge);
+  sub->add_option("--format", o.format, "Report format on stdout (default text)")
+      ->check(CLI::IsMember(report_formats()))
+      ->option_text(fmt::format("{}", fmt::join(report_formats(), "|")))
+      ->group(kOutput);
   sub->add_option("-o,--output", o.outputs,
                   "Also write FORMAT to PATH (atomically) as FORMAT:PATH, repeatable; FORMAT: or "
                   "FORMAT:- puts that report on stdout instead of --format (one stdout report at "
                   "most); a bare PATH writes --format there instead of stdout")
-      ->allow_extra_args(false);
-  sub->add_option("--fail-on", o.fail_on, "Lowest severity that fails the gate")
-      ->check(CLI::IsMember({"error", "warning", "info", "never"}));
-  sub->add_option("--color", o.color, "Colour the text report (auto honours NO_COLOR and TTYs)")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
+      ->allow_extra_args(false)
+      ->option_text("[FORMAT:]PATH ...")
+      ->group(kOutput);
+  sub->add_option("--fail-on", o.fail_on,
+                  "Lowest severity that fails the gate (exit 1; default error)")
+      ->check(CLI::IsMember({"error", "warning", "info", "never"}))
+      ->option_text("error|warning|info|never")
+      ->group(kGate);
+  sub->add_option("--color", o.color,
+                  "Colour the text report (default auto: a terminal, unless NO_COLOR is set)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->option_text("auto|always|never")
+      ->group(kOutput);
   sub->add_option("--policy", o.policy_file,
                   "Site policy FILE (JSON, docs/policy.md): thresholds, severity overrides, "
-                  "skipped rules, waivers");
+                  "skipped rules, waivers")
+      ->option_text("FILE")
+      ->group(kGate);
+  const std::size_t before = sub->get_options().size();
   add_plan_options(sub, o.plan);
-  sub->add_flag("-q,--quiet", o.quiet, "Print only failures, errors and the summary");
-  sub->add_flag("-v,--verbose", o.verbose, "Also print evidence of passing and skipped rules");
+  const auto all = sub->get_options();
+  for (std::size_t i = before; i < all.size(); ++i)
+    all[i]->group(kRun);
+  sub->add_flag("-q,--quiet", o.quiet, "One line per finding, then the summary and the next step")
+      ->group(kOutput);
+  sub->add_flag("-v,--verbose", o.verbose,
+                "Also every passing and skipped rule, every fact each rule read, why "
+                "it matters and its sources")
+      ->group(kOutput);
 }
 } // namespace
 

@@ -30,7 +30,8 @@ Runner add_facts_command(CLI::App& app) {
     sub->add_flag("--declared", o->declared,
                   "Print the facts the probes declare (key, type, unit, meaning, source) instead "
                   "of probing: markdown is docs/facts.md, json the declarations");
-    sub->add_option("-o,--output", o->output, "Write to FILE (atomically) instead of stdout");
+    sub->add_option("-o,--output", o->output, "Write to FILE (atomically) instead of stdout")
+        ->option_text("FILE");
   });
   return [sub, o]() {
     if (!*sub) return -1;

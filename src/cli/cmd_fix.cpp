@@ -433,11 +433,14 @@ Runner add_fix_command(CLI::App& app) {
         ->check(CLI::IsMember(stacks));
     sub->add_option("--ttm-limit", o->ttm_limit_gib,
                     "TTM limit in whole GiB for pages_limit and page_pool_size (pages = GiB x "
-                    "262144); default: MemTotal minus --reserve");
+                    "262144); default: MemTotal minus --reserve")
+        ->option_text("GiB");
     sub->add_option("--user", o->user,
                     "User to add to the render and video groups (default: the sudo caller or the "
-                    "current user)");
-    sub->add_option("-o,--output", o->output, "Write the script to FILE instead of stdout");
+                    "current user)")
+        ->option_text("NAME");
+    sub->add_option("-o,--output", o->output, "Write the script to FILE instead of stdout")
+        ->option_text("FILE");
     sub->add_flag("--apply", o->apply,
                   "Run the fix on this machine now (as root): show its summary, ask, run the "
                   "script, keep it and its undo in /var/lib/halo-doctor");

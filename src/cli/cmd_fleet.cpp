@@ -88,7 +88,8 @@ Runner add_fleet_command(CLI::App& app) {
     cmp->add_option("FILE", o->inputs, "A node's facts file (JSON) or capture bundle (.tar.gz)")
         ->required();
     cmp->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
-    cmp->add_option("-o,--output", o->output, "Write the comparison to PATH (atomically)");
+    cmp->add_option("-o,--output", o->output, "Write the comparison to PATH (atomically)")
+        ->option_text("PATH");
     cmp->add_flag("--all", o->all, "Also print the quantities that are the same on every node");
   });
   sub->require_subcommand(1);

@@ -20,26 +20,33 @@ namespace halo::cli {
 void add_plan_options(CLI::App* sub, PlanOptions& o) {
   sub->add_option("--model", o.model,
                   "The model: a Hugging Face model directory, its config.json, or a hub cache "
-                  "directory (models--ORG--NAME); read locally, never downloaded");
+                  "directory (models--ORG--NAME); read locally, never downloaded")
+      ->option_text("DIR|FILE");
   sub->add_option("--config", o.configs,
                   "Training configuration: TrainingArguments JSON (args.json), axolotl YAML, "
-                  "torchtune YAML or accelerate YAML; repeatable, later files win");
+                  "torchtune YAML or accelerate YAML; repeatable, later files win")
+      ->option_text("FILE ...");
   sub->add_option("--method", o.method, "Fine-tuning method (overrides the configuration)")
       ->check(CLI::IsMember({"full", "lora", "qlora"}));
   sub->add_option("--batch", o.batch, "Micro-batch: sequences per GPU per step")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->option_text("SEQUENCES");
   sub->add_option("--seq", o.seq, "Tokens per sequence")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 26))
+      ->option_text("TOKENS");
   sub->add_option("--grad-accum", o.grad_accum, "Gradient accumulation steps")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->option_text("STEPS");
   sub->add_option("--gradient-checkpointing", o.checkpointing,
                   "Gradient (activation) checkpointing on or off")
       ->check(CLI::IsMember({"true", "false"}));
   sub->add_option("--optim", o.optim,
                   "Optimizer, as TrainingArguments.optim names it (adamw_torch, adamw_bnb_8bit, "
-                  "paged_adamw_8bit, adafactor, sgd, ...)");
+                  "paged_adamw_8bit, adafactor, sgd, ...)")
+      ->option_text("NAME");
   sub->add_option("--lora-r", o.lora_r, "LoRA rank")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+      ->option_text("RANK");
   sub->add_option("--load-dtype", o.load_dtype,
                   "The dtype the base model is loaded in (from_pretrained torch_dtype)")
       ->check(CLI::IsMember({"bfloat16", "float16", "float32", "auto"}));

@@ -21,7 +21,8 @@ Runner add_rules_command(CLI::App& app) {
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   // The options are built only when this command is the one parsed (commands.hpp).
   sub->preparse_callback([sub, o, test, format](std::size_t) {
-    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set")
+        ->option_text("DIR");
     sub->add_option("--format", *format, "Catalogue format")
         ->check(CLI::IsMember({"text", "json"}));
     sub->add_flag(
@@ -64,7 +65,8 @@ Runner add_explain_command(CLI::App& app) {
   sub->preparse_callback([sub, o, id](std::size_t) {
     sub->add_option("RULE_ID", *id, "The rule id (see halo-doctor rules)")->required();
     add_probe_options(sub, *o);
-    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set");
+    sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set")
+        ->option_text("DIR");
   });
   return [sub, o, id]() {
     if (!*sub) return -1;

@@ -340,29 +340,36 @@ Runner add_mode(CLI::App* slurm, slurm::Mode mode, const char* help, double time
   sub->preparse_callback([sub, o](std::size_t) {
     add_probe_options(sub, o->common);
     add_rule_options(sub, o->common);
-    sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
+    sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)")
+        ->option_text("FILE");
     sub->add_option("--fail-on", o->fail_on, "Lowest severity that drains the node")
         ->check(CLI::IsMember({"error", "warning", "info", "never"}));
     sub->add_option("--node", o->node,
                     "Slurm node name (default: $SLURMD_NODENAME, else the node whose NodeName or "
-                    "NodeHostName is this host's short name, else `hostname -s`)");
+                    "NodeHostName is this host's short name, else `hostname -s`)")
+        ->option_text("NAME");
     sub->add_option("--report-dir", o->report_dir,
                     "Write the full report to DIR/slurm-MODE.txt and .json (\"\": none)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->option_text("DIR");
     sub->add_option("--scontrol", o->scontrol, "scontrol program (a path, or a name in $PATH)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->option_text("PATH");
     sub->add_option("--slurm-conf", o->slurm_conf,
                     "slurm.conf for scontrol (sets SLURM_CONF; HealthCheckProgram runs with an "
-                    "empty environment)");
+                    "empty environment)")
+        ->option_text("FILE");
     sub->add_option("--timeout", o->timeout_s,
                     "Seconds the whole run may take, scontrol included (slurmd kills a "
                     "HealthCheckProgram after 60 s)")
         ->check(CLI::Range(2.0, 3600.0))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->option_text("SECONDS");
     sub->add_option("--scontrol-timeout", o->scontrol_timeout_s,
                     "Seconds one scontrol call may take")
         ->check(CLI::Range(0.1, 600.0))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->option_text("SECONDS");
     sub->add_option("--pending-reboot", o->pending_reboot,
                     "Failures that wait only for a reboot: drain the node with a reboot reason, or "
                     "leave it")
@@ -373,7 +380,8 @@ Runner add_mode(CLI::App* slurm, slurm::Mode mode, const char* help, double time
                   "probe, the check past its time); default: log it and leave the node as it is");
     sub->add_option("--reason-max", o->reason_max, "Longest drain reason, in characters")
         ->check(CLI::Range(20, 1000))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->option_text("CHARACTERS");
     sub->add_flag("--dry-run", o->dry_run, "Read the node's state but do not change it");
     sub->add_flag("--no-syslog", o->no_syslog, "Do not log to syslog (the journal)");
   });

@@ -84,6 +84,11 @@ DoctorOptions doctor_options(const CommonOptions& o);
 /// environment's directories, not its interpreters, and the static probe reads those).
 void require_python_exists(const CommonOptions& o);
 
+/// Throws InputError (exit 2) when `--root DIR` names no directory, or one with none of proc,
+/// sys and etc (an empty or mistyped directory would otherwise probe as a machine with nothing
+/// wrong). Not for --bundle or --facts, whose origin is no root.
+void require_machine_root(const CommonOptions& o);
+
 /// "error" | "warning" | "info" | "never" as the gate threshold (anything else: error).
 FailOn parse_fail_on(const std::string& s);
 
@@ -95,6 +100,11 @@ void write_output(const std::string& path, const std::string& text);
 /// made terminal-safe first (halo::terminal_safe, SGR colours kept), so a host name, PRETTY_NAME
 /// or config value from a bundle or a model file never reaches a terminal as an escape sequence.
 void write_text_output(const std::string& path, const std::string& text);
+
+/// The columns the text report on stdout is wrapped to: the terminal's (ioctl(2) TIOCGWINSZ on
+/// stdout, tty_ioctl(4)), else $COLUMNS (POSIX's "user's preferred width in column positions"),
+/// else 100; between 40 and 1000. `to_stdout` false (a report written to a file): $COLUMNS or 100.
+std::size_t terminal_width(bool to_stdout);
 
 /// True if colour should be used on stdout for --color MODE (auto: a TTY, NO_COLOR unset,
 /// TERM not dumb).

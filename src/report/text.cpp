@@ -37,19 +37,22 @@ struct Palette {
   std::string bold(std::string_view s) const { return wrap(fmt::emphasis::bold, s); }
 };
 
+/// The word before a finding: kube-bench's PASS/FAIL/WARN/INFO, and UNKNOWN for a rule that could
+/// not be checked (Nagios' plugin state for "could not be determined"), never ERROR, which would
+/// read as a failure the summary does not count.
 std::string badge(const Result& r, const Palette& p) {
   switch (r.status) {
   case Outcome::pass:
-    return p.green("PASS ");
+    return p.green("PASS");
   case Outcome::skip:
-    return p.dim("SKIP ");
+    return p.dim("SKIP");
   case Outcome::error:
-    return p.yellow("ERROR");
+    return p.yellow("UNKNOWN");
   case Outcome::fail:
     if (r.waived()) return p.dim("WAIVED");
-    if (r.severity == Severity::error) return p.red("FAIL ");
-    if (r.severity == Severity::warning) return p.yellow("WARN ");
-    return "INFO ";
+    if (r.severity == Severity::error) return p.red("FAIL");
+    if (r.severity == Severity::warning) return p.yellow("WARN");
+    return "NOTE";
   }
   return "";
 }
@@ -125,8 +128,20 @@ std::string summary_line(const std::vector<Result>& results, const ReportContext
   if (pending > 0) line += fmt::format(" ({} pending reboot)", pending);
   if (waived > 0) line += fmt::format(", {} waived", waived);
   line += fmt::format("; {} passed, {} skipped", pass, skip);
-  if (unchecked > 0) line += fmt::format(", {} could not be checked", unchecked);
-  if (!opt.verbose && pass + skip > 0) line += " (-v lists them)";
+  if (!opt.verbose && pass + skip > 0) line += " (-v lists them, and why each finding matters)";
+  if (unchecked > 0) {
+    // What would let them be checked: a fact denied to this user needs root (the probes read
+    // /dev/kmsg, debugfs and root-only sysfs files: kernel.dmesg_restrict, file modes); any
+    // other unreadable fact is named, with why, in the result's own line.
+    const bool denied = std::any_of(results.begin(), results.end(), [](const Result& r) {
+      return r.status == Outcome::error &&
+             std::any_of(r.proof.begin(), r.proof.end(),
+                         [](const Evidence& e) { return e.status == "denied"; });
+    });
+    line += fmt::format(", {} could not be checked ({})", unchecked,
+                        denied ? "run as root to read what this user may not"
+                               : "the UNKNOWN lines name the facts that could not be read");
+  }
 
   constexpr std::array<std::string_view, 4> kFailOnNames = {"info", "warning", "error", "never"};
   const std::string_view fail_on = kFailOnNames.at(static_cast<std::size_t>(ctx.fail_on));
@@ -156,7 +171,47 @@ std::string summary_line(const std::vector<Result>& results, const ReportContext
                       fail_on, gating == 1 ? "waits" : "wait");
   line += fmt::format("; exit code {}", ctx.exit_code);
   if (!why.empty()) line += ": " + why;
-  return line + "\n";
+  return line;
+}
+
+/// A fix `halo-doctor fix` writes a script step for (src/fix/merge.cpp: kernel arguments,
+/// modprobe.d, sysctl, groups, udev rules, the environment); `manual` and `summary` alone are
+/// steps for a person.
+bool automated_fix(const nlohmann::json& fix) {
+  if (!fix.is_object()) return false;
+  return fix.contains("kernel_args") || fix.contains("modprobe") || fix.contains("sysctl") ||
+         fix.contains("groups") || fix.contains("udev") || fix.contains("env");
+}
+
+/// The summary's last line, the next step: `sudo halo-doctor fix` when a failure has a fix it
+/// writes, the reboot when failures only wait for one, the fix steps above when they are a
+/// person's to take; nothing when nothing failed.
+std::string next_step(const std::vector<Result>& results) {
+  bool fixable = false;
+  bool reboot = false;
+  bool manual = false;
+  bool pending = false;
+  for (const auto& r : results) {
+    if (r.status != Outcome::fail || r.waived() || r.severity == Severity::info) continue;
+    if (r.pending_reboot) {
+      pending = true;
+      continue;
+    }
+    if (automated_fix(r.fix)) {
+      fixable = true;
+      reboot = reboot || (r.fix.is_object() && r.fix.value("reboot", false));
+    } else {
+      manual = true;
+    }
+  }
+  if (fixable)
+    return fmt::format("next: sudo halo-doctor fix{}{}", reboot ? ", then reboot" : "",
+                       manual ? "; the other fix steps above are yours" : "");
+  if (manual)
+    return fmt::format("next: take the fix steps above{}, then run halo-doctor check again",
+                       pending ? " and reboot" : "");
+  if (pending) return "next: reboot to make the configured fix take effect";
+  return {};
 }
 
 } // namespace
@@ -231,26 +286,186 @@ std::vector<std::string> render_fix_lines(const nlohmann::json& fix) {
   return out;
 }
 
+std::size_t visible_width(std::string_view s) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0x1B && i + 1 < s.size() && s[i + 1] == '[') { // SGR: ESC [ params m
+      const std::size_t m = s.find('m', i + 2);
+      if (m != std::string_view::npos) {
+        i = m;
+        continue;
+      }
+    }
+    if ((c & 0xC0U) != 0x80U) ++n; // a UTF-8 continuation byte adds no column
+  }
+  return n;
+}
+
+std::string wrap_line(std::string_view line, std::size_t width, std::size_t indent) {
+  width = std::max<std::size_t>(width, 20);
+  indent = std::min(indent, width / 2);
+  if (visible_width(line) <= width) return std::string(line) + "\n";
+  const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+  std::string out(line.substr(0, lead));
+  std::size_t col = lead;
+  bool line_empty = true; // no word on the current output line yet
+  auto new_line = [&] {
+    out.erase(out.find_last_not_of(' ') + 1); // no trailing blanks where a run of spaces broke
+    out += '\n';
+    out.append(indent, ' ');
+    col = indent;
+    line_empty = true;
+  };
+  for (const std::string_view word : split_records(line.substr(lead), ' ')) {
+    const std::size_t w = visible_width(word);
+    if (!line_empty) {
+      if (col + 1 + w > width) {
+        if (w == 0) continue; // a run of spaces at the break
+        new_line();
+      } else {
+        out += ' ';
+        ++col;
+      }
+    }
+    if (col + w <= width) {
+      out += word;
+      col += w;
+    } else {
+      // Wider than the room left: broken where the line ends, escape sequences kept whole.
+      for (std::size_t i = 0; i < word.size(); ++i) {
+        const auto c = static_cast<unsigned char>(word[i]);
+        if (c == 0x1B && i + 1 < word.size() && word[i + 1] == '[') {
+          const std::size_t m = word.find('m', i + 2);
+          if (m != std::string_view::npos) {
+            out += word.substr(i, m - i + 1);
+            i = m;
+            continue;
+          }
+        }
+        const bool starts_char = (c & 0xC0U) != 0x80U;
+        if (starts_char && col >= width) {
+          out += '\n';
+          out.append(indent, ' ');
+          col = indent;
+        }
+        out += word[i];
+        if (starts_char) ++col;
+      }
+    }
+    line_empty = false;
+  }
+  return out + "\n";
+}
+
+namespace {
+
+/// A message's headline for one-line views: the text before its first ": " or "; " outside
+/// parentheses. Rule messages read "what is wrong: why; what to do" (docs/rules.md).
+std::string headline(std::string_view msg, bool at_colon) {
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < msg.size(); ++i) {
+    const char c = msg[i];
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (depth == 0 && msg[i + 1] == ' ' && (c == ';' || (at_colon && c == ':')))
+      return std::string(msg.substr(0, i));
+  }
+  return std::string(msg);
+}
+
+/// `s` without the parenthesised remarks it ends with: "no torch found (searched A, B)" is "no
+/// torch found" (the default report's python line; --verbose shows them).
+std::string without_trailing_remarks(std::string s) {
+  while (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    std::size_t i = s.size();
+    while (i-- > 0) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) break;
+    }
+    if (i == std::string::npos || i == 0) break;
+    s.erase(s.find_last_not_of(' ', i - 1) + 1);
+  }
+  return s;
+}
+
+/// One line cut to `width` columns, "..." marking the cut.
+std::string fit(const std::string& line, std::size_t width) {
+  if (visible_width(line) <= width) return line;
+  std::string out;
+  std::size_t col = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    if (c == 0x1B && i + 1 < line.size() && line[i + 1] == '[') {
+      const std::size_t m = line.find('m', i + 2);
+      if (m != std::string::npos) {
+        out += line.substr(i, m - i + 1);
+        i = m;
+        continue;
+      }
+    }
+    if ((c & 0xC0U) != 0x80U) {
+      if (col + 3 >= width) break;
+      ++col;
+    }
+    out += line[i];
+  }
+  return out + "...";
+}
+
+/// A finding as a person reads it: a result, and the failures it `subsumes` that failed too.
+struct Finding {
+  const Result* head;
+  std::vector<const Result*> also;
+  int rank; ///< the worst of its results
+};
+
+std::string evidence_value(const Evidence& e) {
+  return e.status == "ok"
+             ? human(e.key, e.value)
+             : fmt::format("<{}{}{}>", e.status, e.reason.empty() ? "" : ": ", e.reason);
+}
+
+/// The `label:` block of `lines`, the first line after the label and the others under it.
+void labelled(std::string& out, std::string_view label, const std::vector<std::string>& lines,
+              std::size_t width) {
+  constexpr std::size_t kCol = 15; // "        found: " and "        fix:   "
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string head =
+        i == 0 ? fmt::format("        {:<6} ", fmt::format("{}:", label)) : std::string(kCol, ' ');
+    out += wrap_line(head + lines[i], width, kCol + 2);
+  }
+}
+
+} // namespace
+
 std::string text_report(const std::vector<Result>& results, const ReportContext& ctx,
                         const TextOptions& opt) {
   const Palette p{opt.color};
+  const std::size_t width = std::max<std::size_t>(opt.width, 40);
   std::string out;
-  out += p.bold(fmt::format("halo-doctor {}", ctx.tool_version));
-  out += fmt::format(" on {} ({}, kernel {})", ctx.hostname.empty() ? "?" : ctx.hostname,
-                     ctx.os.empty() ? "unknown OS" : ctx.os, ctx.kernel.empty() ? "?" : ctx.kernel);
+  std::string head = p.bold(fmt::format("halo-doctor {}", ctx.tool_version));
+  head +=
+      fmt::format(" on {} ({}, kernel {})", ctx.hostname.empty() ? "?" : ctx.hostname,
+                  ctx.os.empty() ? "unknown OS" : ctx.os, ctx.kernel.empty() ? "?" : ctx.kernel);
   if (ctx.runs_in == "wsl2")
-    out += ", in WSL2";
+    head += ", in WSL2";
   else if (!ctx.runs_in.empty() && ctx.runs_in != "host")
-    out += fmt::format(", in a {} container", ctx.runs_in);
+    head += fmt::format(", in a {} container", ctx.runs_in);
   if (!ctx.virtualization.empty() && ctx.virtualization != "none")
-    out += ctx.virtualization == "vm-other"
-               ? std::string(", in a virtual machine")
-               : fmt::format(", in a {} virtual machine", ctx.virtualization);
-  if (ctx.root != "/") out += fmt::format(", root {}", ctx.root);
-  out += "\n";
-  if (const auto& py = ctx.python; py.judged) {
+    head += ctx.virtualization == "vm-other"
+                ? std::string(", in a virtual machine")
+                : fmt::format(", in a {} virtual machine", ctx.virtualization);
+  if (ctx.root != "/") head += fmt::format(", root {}", ctx.root);
+  if (!opt.quiet) out += wrap_line(head, width, 2);
+  if (const auto& py = ctx.python; py.judged && !opt.quiet) {
     if (py.site.empty()) {
-      out += fmt::format("python: no PyTorch found: {}\n", py.basis);
+      // Where it looked is in --verbose (and `halo-doctor facts`): the basis names every
+      // directory searched.
+      out += wrap_line(fmt::format("python: no PyTorch found: {}",
+                                   opt.verbose ? py.basis : without_trailing_remarks(py.basis)),
+                       width, 2);
     } else {
       std::string what = py.build + " build";
       if (!py.hip.empty()) what += fmt::format(", HIP {}", py.hip);
@@ -259,16 +474,17 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
         what += py.gfx_targets.empty()
                     ? std::string(", no readable gfx targets")
                     : fmt::format(", kernels for {}", fmt::join(py.gfx_targets, " "));
-      out += fmt::format("python: torch {} ({}) in {}, chosen by {}\n", py.torch, what, py.site,
-                         py.basis);
+      out += wrap_line(fmt::format("python: torch {} ({}) in {}, chosen by {}", py.torch, what,
+                                   py.site, py.basis),
+                       width, 2);
     }
   }
 
-  // What a person reads (issue 35): the failing and warning findings and those that could not be
-  // checked, each with its evidence and fix; the info-level findings as one-line notes; then one
-  // line of counts that says why the exit code is what it is. --verbose adds every passing and
-  // skipped rule with its evidence, and why and the sources of each finding; --quiet leaves out
-  // the notes and waived findings.
+  // What a person reads (issues 35, 46): the failing and warning findings and those that could
+  // not be checked, each with the facts that decided it and its fix; the info-level findings as
+  // one-line notes; then the counts, why the exit code is what it is, and the next step.
+  // --verbose adds every passing and skipped rule, every evidence fact, why and the sources;
+  // --quiet prints one line per finding and leaves out the notes and waived findings.
   auto shown = [&](const Result& r) {
     if (opt.verbose) return true;
     if (r.status == Outcome::error) return true;
@@ -276,64 +492,145 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     if (r.waived() || r.severity == Severity::info) return !opt.quiet;
     return true;
   };
+  // Failures another failing rule subsumes (one cause, its fix the stricter) go under that one;
+  // a rule that is itself under another takes none (no chains, no cycles).
+  auto live_failure = [](const Result& r) {
+    return r.status == Outcome::fail && !r.waived() && r.severity != Severity::info;
+  };
+  std::vector<const Result*> under(results.size(), nullptr);
+  auto subsumer = [&](const Result& r) -> const Result* {
+    if (!live_failure(r)) return nullptr;
+    for (const auto& h : results)
+      if (&h != &r && live_failure(h) && shown(h) &&
+          std::find(h.subsumes.begin(), h.subsumes.end(), r.id) != h.subsumes.end())
+        return &h;
+    return nullptr;
+  };
+  for (std::size_t i = 0; i < results.size(); ++i)
+    under[i] = subsumer(results[i]);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (under[i] != nullptr &&
+        under[static_cast<std::size_t>(under[i] - results.data())] != nullptr)
+      under[i] = nullptr;
+  std::vector<Finding> findings;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (under[i] != nullptr || !shown(results[i])) continue;
+    Finding f{&results[i], {}, rank(results[i])};
+    for (std::size_t j = 0; j < results.size(); ++j)
+      if (under[j] == &results[i]) {
+        f.also.push_back(&results[j]);
+        f.rank = std::min(f.rank, rank(results[j]));
+      }
+    findings.push_back(std::move(f));
+  }
+
+  // Areas with failures first, in the order of their worst finding; in an area, worst first.
   std::vector<std::string> areas;
-  for (const auto& r : results)
-    if (shown(r) && std::find(areas.begin(), areas.end(), r.area) == areas.end())
-      areas.push_back(r.area);
-  // Areas with failures first, in the order of their worst result.
   std::map<std::string, int> worst;
-  for (const auto& r : results) {
-    auto it = worst.find(r.area);
-    worst[r.area] = it == worst.end() ? rank(r) : std::min(it->second, rank(r));
+  for (const auto& f : findings) {
+    if (std::find(areas.begin(), areas.end(), f.head->area) == areas.end())
+      areas.push_back(f.head->area);
+    auto it = worst.find(f.head->area);
+    worst[f.head->area] = it == worst.end() ? f.rank : std::min(it->second, f.rank);
   }
   std::stable_sort(areas.begin(), areas.end(),
                    [&](const auto& a, const auto& b) { return worst[a] < worst[b]; });
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.rank < b.rank; });
 
-  for (const auto& area : areas) {
-    std::vector<const Result*> rs;
-    for (const auto& r : results)
-      if (r.area == area && shown(r)) rs.push_back(&r);
-    std::stable_sort(rs.begin(), rs.end(),
-                     [](const Result* a, const Result* b) { return rank(*a) < rank(*b); });
+  // The badge of a finding: its worst result's.
+  auto finding_badge = [&](const Finding& f) {
+    const Result* w = f.head;
+    for (const Result* r : f.also)
+      if (rank(*r) < rank(*w)) w = r;
+    return badge(*w, p);
+  };
+  auto who = [](const Result& r) { return r.gpu ? describe_gpu(*r.gpu) + ": " : std::string(); };
+  auto reboot_mark = [&](const Result& r) {
+    return r.pending_reboot ? p.yellow(" [pending reboot]") : std::string();
+  };
+
+  if (opt.quiet) {
+    // One line per finding: the badge, the rule (and those under it), the message's headline.
+    for (const auto& f : findings) {
+      std::string ids = f.head->id;
+      for (const Result* r : f.also)
+        ids += ", " + r->id;
+      const std::string b = finding_badge(f);
+      out += fit(fmt::format("{}{} {}  {}{}{}", b,
+                             std::string(7 - std::min<std::size_t>(7, visible_width(b)), ' '), ids,
+                             who(*f.head), headline(f.head->message, true), reboot_mark(*f.head)),
+                 width) +
+             "\n";
+    }
+  }
+
+  for (const auto& area : opt.quiet ? std::vector<std::string>{} : areas) {
     std::string block;
-    for (const Result* r : rs) {
-      const bool note = r->status == Outcome::fail && r->severity == Severity::info;
-      const bool detail =
-          (r->status == Outcome::fail && !note && !r->waived()) || r->status == Outcome::error;
-      block += fmt::format("  {} {:<28} {}{}{}\n", note && !r->waived() ? "NOTE " : badge(*r, p),
-                           r->id, r->gpu ? describe_gpu(*r->gpu) + ": " : std::string(), r->message,
-                           r->pending_reboot ? p.yellow(" [pending reboot]") : "");
-      if (r->waiver)
-        block += fmt::format("        waived until {} by {}: {}\n", r->waiver->expires,
-                             r->waiver->owner, r->waiver->reason);
+    for (const auto& f : findings) {
+      if (f.head->area != area) continue;
+      const Result& r = *f.head;
+      const bool note = r.status == Outcome::fail && r.severity == Severity::info;
+      const bool detail = live_failure(r) || r.status == Outcome::error;
+      block += wrap_line(fmt::format("  {}  {}  {}{}{}", finding_badge(f), r.id, who(r), r.message,
+                                     reboot_mark(r)),
+                         width, 8);
+      for (const Result* a : f.also)
+        block += wrap_line(fmt::format("        also {}  {}{}{}", a->id, who(*a),
+                                       headline(a->message, false), reboot_mark(*a)),
+                           width, 10);
+      if (r.waiver)
+        block += wrap_line(fmt::format("        waived until {} by {}: {}", r.waiver->expires,
+                                       r.waiver->owner, r.waiver->reason),
+                           width, 10);
       if (!detail && !opt.verbose) continue;
-      if (!r->evidence.empty()) {
-        block += "        found:\n";
-        for (const auto& e : r->evidence) {
-          std::string val = e.status == "ok" ? human(e.key, e.value)
-                                             : fmt::format("<{}{}{}>", e.status,
-                                                           e.reason.empty() ? "" : ": ", e.reason);
-          block += fmt::format("          {} = {}{}\n", e.key, val,
-                               e.source.empty() ? "" : p.dim(fmt::format("  ({})", e.source)));
+      // The evidence: under --verbose every fact the rule shows; otherwise the facts that decided
+      // it (a fact the verdict did not turn on, such as an Ubuntu ABI field on Fedora, is
+      // noise). An UNKNOWN line's message already names the facts it could not read and why.
+      std::vector<std::string> found;
+      std::vector<std::string> seen;
+      auto add_evidence = [&](const std::vector<Evidence>& ev) {
+        for (const auto& e : ev) {
+          if (std::find(seen.begin(), seen.end(), e.key) != seen.end()) continue;
+          seen.push_back(e.key);
+          found.push_back(
+              fmt::format("{} = {}{}", e.key, evidence_value(e),
+                          e.source.empty() ? "" : p.dim(fmt::format("  ({})", e.source))));
         }
+      };
+      if (opt.verbose) {
+        add_evidence(r.evidence);
+        for (const Result* a : f.also)
+          add_evidence(a->evidence);
+      } else if (r.status != Outcome::error) {
+        add_evidence(r.proof);
+        for (const Result* a : f.also)
+          add_evidence(a->proof);
       }
+      labelled(block, "found", found, width);
       if (!detail && !note) continue;
       if (opt.verbose) {
         block += "        why:\n";
-        indent_lines(block, r->why, "          ");
+        for (const std::string_view l : split_records(r.why, '\n'))
+          block += wrap_line(fmt::format("          {}", l), width, 10);
       }
-      auto fix = render_fix_lines(r->fix);
-      if (!fix.empty()) {
-        block += "        fix:\n";
-        for (const auto& l : fix)
-          block += fmt::format("          {}\n", l);
-      }
-      if (opt.verbose && !r->sources.empty()) {
-        block += "        sources:\n";
-        for (const auto& s : r->sources)
-          block += fmt::format("          {}\n", s);
-      }
-      if (!opt.verbose) block += fmt::format("        why: halo-doctor explain {}\n", r->id);
+      // The fix once: the head's, which covers those under it (their own stay in JSON).
+      std::vector<std::string> fix;
+      // A fix of only the initramfs and the reboot: its steps say all its summary says ("rebuild
+      // the initramfs and reboot"), so the summary is not printed again.
+      nlohmann::json shown_fix = r.fix;
+      if (shown_fix.is_object() && shown_fix.contains("summary") &&
+          std::all_of(shown_fix.items().begin(), shown_fix.items().end(),
+                      [](const auto& kv) {
+                        return kv.key() == "summary" || kv.key() == "initramfs" ||
+                               kv.key() == "reboot";
+                      }) &&
+          (shown_fix.value("initramfs", false) || shown_fix.value("reboot", false)))
+        shown_fix.erase("summary");
+      for (auto& l : render_fix_lines(shown_fix))
+        if (l.rfind("  (", 0) != 0) fix.push_back(std::move(l)); // fix's own notes: -v/explain
+      labelled(block, "fix", fix, width);
+      if (opt.verbose && !r.sources.empty()) labelled(block, "sources", r.sources, width);
     }
     if (!block.empty()) out += fmt::format("\n{}\n{}", p.bold(area), block);
   }
@@ -343,7 +640,7 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     return std::count_if(results.begin(), results.end(),
                          [o](const Result& r) { return r.status == o; });
   };
-  if (areas.empty() && !opt.verbose && count_of(Outcome::skip) > count_of(Outcome::pass)) {
+  if (findings.empty() && !opt.verbose && count_of(Outcome::skip) > count_of(Outcome::pass)) {
     std::map<std::string, int> reasons;
     for (const auto& r : results)
       if (r.status == Outcome::skip) ++reasons[r.message];
@@ -356,9 +653,11 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     if (top.size() > 3) top.resize(3);
     if (!top.empty()) out += "\nthe commonest reasons rules were skipped:\n";
     for (const auto& [n, reason] : top)
-      out += fmt::format("  {:>3}  {}\n", n, reason);
+      out += wrap_line(fmt::format("  {:>3}  {}", n, reason), width, 7);
   }
-  out += "\n" + summary_line(results, ctx, opt);
+  if (!opt.quiet) out += "\n";
+  out += wrap_line(summary_line(results, ctx, opt), width, 2);
+  if (const std::string next = next_step(results); !next.empty()) out += wrap_line(next, width, 2);
   // Facts may hold terminal escape sequences and bytes that are not UTF-8: neutralised here, the
   // reporter's own colours kept.
   return terminal_safe(out, opt.color);

@@ -154,6 +154,7 @@ public:
     json(r.fix);
     strings(r.evidence);
     strings(r.sources);
+    strings(r.subsumes);
     byte(r.volatile_verdict ? 1U : 0U);
     str(r.file);
     count(r.line);
@@ -307,6 +308,7 @@ public:
     r.fix = json();
     r.evidence = strings();
     r.sources = strings();
+    r.subsumes = strings();
     r.volatile_verdict = byte() != 0;
     r.file = str();
     r.line = count();

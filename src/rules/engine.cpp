@@ -385,6 +385,34 @@ std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
   return out;
 }
 
+/// The facts a condition that held turned on (Result::proof): each leaf's fact and operand fact
+/// that is ok, and the fact of an `exists` or `status` leaf whatever its state (those two hold on
+/// a fact that could not be read). A fact that is not ok in any other leaf left that leaf unknown,
+/// so the verdict did not rest on it.
+void proof_keys(const Condition& c, const FactSet& facts, std::vector<std::string>& keys) {
+  if (c.kind != Condition::Kind::leaf) {
+    for (const auto& child : c.children)
+      proof_keys(child, facts, keys);
+    return;
+  }
+  const bool any_state = c.op == Op::exists || c.op == Op::status;
+  auto add = [&](const std::string& key) {
+    if (key.empty()) return;
+    const auto matched = facts.match(key);
+    if (matched.empty() && any_state && key.find('*') == std::string::npos) keys.push_back(key);
+    for (const Fact* f : matched)
+      if (f->ok() || any_state) keys.push_back(f->key);
+  };
+  add(c.fact);
+  add(c.operand.fact);
+}
+
+/// Evidence for exactly `keys`, in their order, once each.
+std::vector<Evidence> evidence_of(const std::vector<std::string>& keys, const FactSet& facts) {
+  Rule bare;
+  return collect_evidence(bare, facts, keys);
+}
+
 std::string describe_unknown(const std::vector<std::string>& keys, const FactSet& facts) {
   std::vector<std::string> parts;
   for (const auto& k : keys) {
@@ -427,6 +455,7 @@ Result result_for(const Rule& r) {
   res.severity = r.max_severity();
   res.why = r.why;
   res.sources = r.sources;
+  res.subsumes = r.subsumes;
   res.fix = nullptr;
   return res;
 }
@@ -451,6 +480,7 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
       res.status = Outcome::error;
       res.message = "could not tell whether this rule applies: " + describe_unknown(unknown, facts);
       res.evidence = collect_evidence(r, facts, unknown);
+      res.proof = evidence_of(unknown, facts);
     }
     decided = true;
     break;
@@ -474,6 +504,10 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
     if (r.pending_when)
       res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
     res.evidence = collect_evidence(r, facts, {});
+    std::vector<std::string> keys;
+    proof_keys(hit->when, facts, keys);
+    if (res.pending_reboot) proof_keys(*r.pending_when, facts, keys);
+    res.proof = evidence_of(keys, facts);
   } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
     res.status = Outcome::skip;
     res.message = why;
@@ -482,6 +516,7 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
     res.status = Outcome::error;
     res.message = "could not be checked: " + describe_unknown(unknown, facts);
     res.evidence = collect_evidence(r, facts, unknown);
+    res.proof = evidence_of(unknown, facts);
   } else {
     res.status = Outcome::pass;
     res.message = expand_template(r.pass_message, facts, params);

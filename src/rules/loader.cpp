@@ -388,8 +388,9 @@ std::vector<std::string> string_list(const Where& w, const std::string& path,
 }
 
 const std::set<std::string, std::less<>> kRuleKeys = {
-    "id",  "area", "title",    "applies", "skip_reason", "fail",     "pending_when", "pass_message",
-    "why", "fix",  "evidence", "sources", "volatile",    "examples", "scope",        "gpus"};
+    "id",           "area",         "title", "applies", "skip_reason", "fail",
+    "pending_when", "pass_message", "why",   "fix",     "evidence",    "sources",
+    "volatile",     "examples",     "scope", "gpus",    "subsumes"};
 const std::set<std::string, std::less<>> kFixKeys = {"summary", "kernel_args", "modprobe", "sysctl",
                                                      "groups",  "udev",        "env",      "manual",
                                                      "reboot",  "initramfs"};
@@ -655,6 +656,7 @@ std::vector<Rule> parse_rules_text(std::string_view text, std::string_view file,
       r.pending_when = p.condition("pending_when", rj["pending_when"]);
     r.fix = fix_object(w, "fix", rj);
     if (rj.contains("evidence")) r.evidence = string_list(w, "evidence", rj["evidence"]);
+    if (rj.contains("subsumes")) r.subsumes = string_list(w, "subsumes", rj["subsumes"]);
     for (const auto& e : r.evidence)
       p.check_fact("evidence", e);
     if (!rj.contains("sources")) w.fail("sources", "is required: every rule names its sources");
@@ -728,6 +730,14 @@ RuleSet finish(const std::vector<std::pair<std::string, std::string>>& files, st
       set.rules.push_back(std::move(r));
     }
   }
+  // `subsumes` names rules of this set, never the rule itself (a typo would silently group
+  // nothing).
+  for (const auto& r : set.rules)
+    for (const auto& id : r.subsumes)
+      if (id == r.id || !seen.contains(id))
+        throw InputError(fmt::format("{}:{}: rule '{}': subsumes: {}", r.file, r.line, r.id,
+                                     id == r.id ? std::string("names the rule itself")
+                                                : fmt::format("no rule '{}'", id)));
   set.digest = digest.empty() ? "sha256:" + sha256_hex(all_text) : std::string(digest);
   return set;
 }

@@ -22,7 +22,7 @@ for c in $commands; do
   [[ " $bash_list " == *" $c "* ]] || bad "bash completion's commands lack $c"
   [[ " $zsh_list " == *" $c "* ]] || bad "zsh completion's commands lack $c"
 done
-stacks=$("$bin" fix --help | sed -n 's/.*--stack TEXT:{\([^}]*\)}.*/\1/p' | tr ',' ' ')
+stacks=$("$bin" fix --help | sed -n 's/^ *--stack \([a-z|-]*\).*/\1/p' | tr '|' ' ')
 [ -n "$stacks" ] || bad "fix --help names no --stack values"
 # shellcheck disable=SC2016 # the pattern matches a literal $(
 bash_stacks=$(sed -n 's/^ *--stack) COMPREPLY=(\$(compgen -W "\([^"]*\)".*/\1/p' "$bashc")

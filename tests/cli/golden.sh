@@ -11,4 +11,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=$1
 fixtures=$2
 shift 2
+# The text report is wrapped to COLUMNS (else 100 columns): the full reports are 100 wide.
+export COLUMNS=100
 exec /usr/bin/python3 "$here/golden.py" "$bin" "$fixtures" "$here/../../rules" "$@"

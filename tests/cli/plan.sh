@@ -7,6 +7,7 @@
 # must exit 2 with the file and line.
 set -u
 bin=$(realpath "$1")
+export COLUMNS=100 # the findings are wrapped to COLUMNS (else 100): the goldens are 100 wide
 repo=$(realpath "$2")
 cd "$repo" || exit 1
 fail=0

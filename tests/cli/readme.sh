@@ -7,6 +7,7 @@
 # Usage: readme.sh HALO_DOCTOR SOURCE_DIR
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export COLUMNS=100 # the text report is wrapped to COLUMNS; the README shows it 100 wide
 py=/usr/bin/python3
 bin=$(realpath "$1")
 src=$(realpath "$2")
