@@ -24,8 +24,11 @@ src=$PWD
 umask 022
 export LC_ALL=C TZ=UTC
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-  SOURCE_DATE_EPOCH=$(git -C "$src" log -1 --format=%ct 2>/dev/null) && [ -n "$SOURCE_DATE_EPOCH" ] ||
-    { echo "release.sh: no SOURCE_DATE_EPOCH and no git history to take it from" >&2; exit 1; }
+  SOURCE_DATE_EPOCH=$(git -C "$src" log -1 --format=%ct 2>/dev/null || true)
+  if [ -z "$SOURCE_DATE_EPOCH" ]; then
+    echo "release.sh: no SOURCE_DATE_EPOCH and no git history to take it from" >&2
+    exit 1
+  fi
 fi
 export SOURCE_DATE_EPOCH
 out=$(realpath -m "${1:-build-release/dist}")
@@ -73,5 +76,9 @@ sed "s/@VERSION@/$version/" packaging/python/pyproject.toml >"$wheel/pyproject.t
   { tail -30 "$out/wheel.log"; exit 1; }
 rm -f "$out"/*.log "$build.configure.log"
 # The checksums beside the packages, in sha256sum's format (`sha256sum -c SHA256SUMS` in the folder).
-(cd "$out" && sha256sum -- *.deb *.tar.gz *.whl $(compgen -G '*.rpm' || true) >SHA256SUMS)
+(
+  cd "$out" || exit 1
+  mapfile -t rpms < <(compgen -G '*.rpm' || true)
+  sha256sum -- *.deb *.tar.gz *.whl "${rpms[@]}" >SHA256SUMS
+)
 ls -l "$out"

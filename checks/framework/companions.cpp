@@ -257,7 +257,8 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
   else
     facts.put_ok(str(kBnbVersion), found->version, found->source);
   // Upstream's ROCm builds (libbitsandbytes_rocm64.so) and the ROCm fork's
-  // (libbitsandbytes_hip_nohipblaslt.so, libbitsandbytes_hip61.so; ROCm/bitsandbytes cextension.py).
+  // (libbitsandbytes_hip_nohipblaslt.so, libbitsandbytes_hip61.so; ROCm/bitsandbytes
+  // cextension.py).
   static const RE2 kRocmLib(R"(libbitsandbytes_((?:rocm[0-9]+|hip[0-9]*)(?:_nohipblaslt)?)\.so)");
   std::set<std::string> rocm;
   if (auto names = root.list(pkg)) {

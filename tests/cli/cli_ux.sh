@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2015 # `test && ok ... || bad ...`: ok only echoes, so bad never follows it
 # Issue 46 §3 and §4, as a user runs them: the commands listed for a bare `halo-doctor`, `help` and
 # a mistyped command; --help naming what a value means, check's options in groups; --root on a
 # directory that is no machine's root; the seed fixture's report fitting a 40-line screen, -q one

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2015 # `test && ok ... || bad ...`: ok only echoes, so bad never follows it
 # Issue 44 item 1: every output is a new file. With the real binary, for each writer of a file
 # (`fix -o`, `check -o`, `capture -o`, `slurm --report-dir`):
 # - a planted file of mode 6777 (set-user-ID, set-group-ID, world-writable) is replaced by a new

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2015 # `test && ok ... || bad ...`: ok only echoes, so bad never follows it
 # Issue 44 item 2: the interpreters the doctor starts (`--framework-deep`, `plan --measure`) import
 # nothing from the caller's working directory and judge the environment as the user who ran sudo.
 # With the real binary:
@@ -81,7 +82,7 @@ EOF
     "$bin" facts --no-runtime --framework-deep --python "$tmp/wrap/python3" --format json -o "$tmp/sudo.json") ||
     bad "facts --framework-deep as the sudo user failed"
   rec=$tmp/rec/record
-  cat "$rec" 2>/dev/null | sed 's/^/  record: /'
+  sed 's/^/  record: /' "$rec" 2>/dev/null
   grep -q '^uid=65534 gid=65534 groups=65534$' "$rec" && ok "uid, gid and groups 65534" || bad "identity: $(head -1 "$rec")"
   grep -q '^NoNewPrivs:[[:space:]]*1$' "$rec" && ok "NoNewPrivs 1" || bad "no_new_privs not set"
   grep -q '^argv1=-P argv2=-c$' "$rec" && ok "started with -P -c" || bad "argv: $(grep argv "$rec")"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016 # backquotes and $ in single quotes are literal text (Markdown, sed patterns)
 # One redactor for every shared output (issue 44 item 6, docs/security.md guarantee 11): the
 # capture bundle and the Markdown report of one machine hide the same identities and give each the
 # same pseudonym. A copy of tests/fixtures/strix-halo-torch-rocm62-venv (a venv with torch under a

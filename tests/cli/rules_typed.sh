@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016 # backquotes and $ in single quotes are literal text (Markdown, sed patterns)
 # Issue 45: every comparison and every example value is checked against the type the fact's probe
 # declares (checks/*/facts.json). A string fact compared with a number never holds on a real
 # machine (the engine compares numbers numerically, strings exactly: src/rules/engine.cpp), so

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016 # backquotes and $ in single quotes are literal text (Markdown, sed patterns)
 # Issue 44 item 8: the sandbox of packaging/systemd/halo-doctor.service does not weaken.
 # `systemd-analyze security --offline=yes` (systemd 252, Debian 12) rates the unit; the figure must
 # be at most the one recorded in docs/security.md ("rates it N.N"), which must be at most 3.5.
