@@ -14,6 +14,9 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+
+using namespace std::string_view_literals;
 
 namespace {
 
@@ -45,8 +48,9 @@ TEST_CASE("support_builtin_read_filters registers in-process decoders only", "[a
   CHECK_FALSE(builtin(archive_read_support_filter_lrzip));
   CHECK_FALSE(builtin(archive_read_support_filter_grzip));
   int registered = -1;
+  // "x" as Python's gzip.compress(b"x", mtime=0) writes it.
   const std::string gzip_of_x(
-      "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\xab\x00\x00\x83\x16\xdc\x8c\x01\x00\x00\x00", 21);
+      "\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03\xab\x00\x00\x83\x16\xdc\x8c\x01\x00\x00\x00"sv);
   CHECK(first_header(gzip_of_x,
                      {archive_read_support_filter_gzip, archive_read_support_filter_lrzip,
                       archive_read_support_filter_grzip},
@@ -54,7 +58,7 @@ TEST_CASE("support_builtin_read_filters registers in-process decoders only", "[a
   CHECK(registered == 1); // gzip; neither program filter
   // An lzop stream (its magic, lzop's file header) where libarchive has no liblzo2: refused as
   // unrecognised rather than piped to `lzop -d`; where it has liblzo2, decoded in-process.
-  const std::string lzop_magic("\x89LZO\x00\r\n\x1a\n\x10\x30\x20\x80\x09\x40", 16);
+  const std::string lzop_magic("\x89LZO\x00\r\n\x1a\n\x10\x30\x20\x80\x09\x40"sv);
   const bool lzop_builtin = builtin(archive_read_support_filter_lzop);
   first_header(lzop_magic, {archive_read_support_filter_lzop}, &registered);
   CHECK(registered == (lzop_builtin ? 1 : 0));
