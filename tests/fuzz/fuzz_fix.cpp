@@ -29,7 +29,7 @@ Plan plan_of(const Inputs& in) {
   Plan p;
   p.kargs_set = {{"ttm.pages_limit", in.at(7)}};
   p.kargs_remove = {"amdgpu.gttsize"};
-  p.modprobe = {ModprobeFile{in.at(6), "ttm", {{"pages_limit", "1024"}}, {in.at(5)}}};
+  p.modprobe = {ModprobeFile{in.at(6), "ttm", {{"pages_limit", "1024"}}, {in.at(5)}, ""}};
   p.initramfs = true;
   p.groups = {"render"};
   p.udev = {R"(KERNEL=="kfd", GROUP="render", MODE="0660")"};

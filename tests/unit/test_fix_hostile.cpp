@@ -71,7 +71,7 @@ Plan full_plan() {
   p.kargs_set = {{"ttm.pages_limit", "27648000"}, {"amdgpu.cwsr_enable", "0"}};
   p.kargs_remove = {"amdgpu.gttsize"};
   p.modprobe = {ModprobeFile{
-      "halo-doctor-ttm.conf", "ttm", {{"pages_limit", "27648000"}}, {"ttm-limit-low"}}};
+      "halo-doctor-ttm.conf", "ttm", {{"pages_limit", "27648000"}}, {"ttm-limit-low"}, ""}};
   p.initramfs = true;
   p.groups = {"render", "video"};
   p.udev = {R"(KERNEL=="kfd", GROUP="render", MODE="0660")"};

@@ -22,13 +22,14 @@ Result full_result() {
   r.severity = Severity::error;
   r.message = "pages_limit is 4 GiB \x1b[31m\xc2\x9b\x7f and \xff\xfe bytes";
   // Keys out of order, one given twice (the last wins), one with a reason.
-  r.evidence.push_back({"memory.total_bytes", 1234, "ok", "/proc/meminfo", ""});
-  r.evidence.push_back({"gpu.0.gfx_target", "gfx1151", "ok", "/sys/x", ""});
-  r.evidence.push_back({"memory.total_bytes", 99.5, "error", "/proc/meminfo", "unreadable"});
-  r.evidence.push_back({"ttm.pages_limit", nullptr, "missing", "/sys/module/ttm", "no such file"});
+  r.evidence.push_back({"memory.total_bytes", 1234, "ok", "/proc/meminfo", "", ""});
+  r.evidence.push_back({"gpu.0.gfx_target", "gfx1151", "ok", "/sys/x", "", ""});
+  r.evidence.push_back({"memory.total_bytes", 99.5, "error", "/proc/meminfo", "unreadable", ""});
   r.evidence.push_back(
-      {"env.list", nlohmann::json::array({"a", 1, nlohmann::json::object()}), "ok", "x", ""});
-  r.evidence.push_back({"env.map", {{"z", 1}, {"a", {{"\xc3\xa9", true}}}}, "ok", "x", ""});
+      {"ttm.pages_limit", nullptr, "missing", "/sys/module/ttm", "no such file", ""});
+  r.evidence.push_back(
+      {"env.list", nlohmann::json::array({"a", 1, nlohmann::json::object()}), "ok", "x", "", ""});
+  r.evidence.push_back({"env.map", {{"z", 1}, {"a", {{"\xc3\xa9", true}}}}, "ok", "x", "", ""});
   r.fix = {{"kernel_args", {"ttm.pages_limit=1"}}, {"note", "reboot"}};
   r.pending_reboot = true;
   r.sources = {"https://example.org/a", "doc \x1b"};
@@ -102,8 +103,8 @@ TEST_CASE("json_report_text is dump_json of json_report's tree, byte for byte", 
   }
   SECTION("an evidence key that is not UTF-8 (dump_json renames it, which moves it)") {
     std::vector<Result> odd = results;
-    odd[0].evidence.push_back({"env.\xff\x41", "v", "ok", "x", ""});
-    odd[0].evidence.push_back({"env.A", "w", "ok", "y", ""});
+    odd[0].evidence.push_back({"env.\xff\x41", "v", "ok", "x", "", ""});
+    odd[0].evidence.push_back({"env.A", "w", "ok", "y", "", ""});
     const std::vector<ReportPart> parts = {ReportPart{odd, ctx, facts}};
     CHECK(json_report_text(parts, false) == tree_text(parts, false));
     const std::vector<ReportPart> two = {ReportPart{odd, ctx, facts},

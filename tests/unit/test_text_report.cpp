@@ -57,10 +57,10 @@ std::vector<Result> seed() {
                    {"initramfs", true},
                    {"reboot", true}};
   rs.back().proof.push_back(
-      Evidence{"mem.total_bytes", std::int64_t{134299025408}, "ok", "/proc/meminfo", ""});
+      Evidence{"mem.total_bytes", std::int64_t{134299025408}, "ok", "/proc/meminfo", "", ""});
   rs.back().evidence = rs.back().proof;
   rs.back().evidence.push_back(Evidence{"kernel.ubuntu_abi", nullptr, "missing",
-                                        "/proc/sys/kernel/osrelease", "not Ubuntu"});
+                                        "/proc/sys/kernel/osrelease", "not Ubuntu", ""});
   rs.push_back(failing("gfx1151-kernel-min", "kernel", Severity::warning,
                        "kernel 6.17.4 predates AMD's fixed kernels (6.18.4): it lacks fixes"));
   rs.back().fix = {{"summary", "upgrade the kernel"},
@@ -179,7 +179,7 @@ TEST_CASE("text report: could not be checked is UNKNOWN, counted, with what woul
   r.status = Outcome::error;
   r.severity = Severity::error;
   r.message = "could not be checked: kernel.log (denied: needs privileges)";
-  r.proof.push_back(Evidence{"kernel.log", nullptr, "denied", "/dev/kmsg", "needs privileges"});
+  r.proof.push_back(Evidence{"kernel.log", nullptr, "denied", "/dev/kmsg", "needs privileges", ""});
   TextOptions wide;
   wide.width = 1000; // the summary on one line
   const std::string text = text_report({r, passing("kfd-access")}, context(0), wide);
