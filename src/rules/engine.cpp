@@ -388,11 +388,28 @@ std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
 /// The facts a condition that held turned on (Result::proof): each leaf's fact and operand fact
 /// that is ok, and the fact of an `exists` or `status` leaf whatever its state (those two hold on
 /// a fact that could not be read). A fact that is not ok in any other leaf left that leaf unknown,
-/// so the verdict did not rest on it.
-void proof_keys(const Condition& c, const FactSet& facts, std::vector<std::string>& keys) {
+/// so the verdict did not rest on it. Where one child alone decides a group (the first false child
+/// of a false `all`, the first true child of a true `any` or of a false `none`: evaluation stops
+/// there), only that child's facts are the proof; the branches it made moot are not.
+void proof_keys(const Condition& c, const FactSet& facts, const Params& params,
+                std::vector<std::string>& keys) {
   if (c.kind != Condition::Kind::leaf) {
-    for (const auto& child : c.children)
-      proof_keys(child, facts, keys);
+    const Tri group = eval_condition(c, facts, params, nullptr);
+    // The child value that decides the group on its own, if the group's value is decided by one.
+    std::optional<bool> decisive;
+    if (c.kind == Condition::Kind::all && group == false) decisive = false;
+    if (c.kind == Condition::Kind::any && group == true) decisive = true;
+    if (c.kind == Condition::Kind::none && group == false) decisive = true;
+    for (const auto& child : c.children) {
+      if (decisive) {
+        if (eval_condition(child, facts, params, nullptr) == *decisive) {
+          proof_keys(child, facts, params, keys);
+          return;
+        }
+        continue;
+      }
+      proof_keys(child, facts, params, keys);
+    }
     return;
   }
   const bool any_state = c.op == Op::exists || c.op == Op::status;
@@ -505,8 +522,8 @@ Result evaluate_rule(const Rule& r, const FactSet& facts, const Params& params) 
       res.pending_reboot = eval_condition(*r.pending_when, facts, params, nullptr) == true;
     res.evidence = collect_evidence(r, facts, {});
     std::vector<std::string> keys;
-    proof_keys(hit->when, facts, keys);
-    if (res.pending_reboot) proof_keys(*r.pending_when, facts, keys);
+    proof_keys(hit->when, facts, params, keys);
+    if (res.pending_reboot) proof_keys(*r.pending_when, facts, params, keys);
     res.proof = evidence_of(keys, facts);
   } else if (auto why = not_probed_reason(unknown, facts); !why.empty()) {
     res.status = Outcome::skip;

@@ -90,11 +90,20 @@ TEST_CASE("semantic errors in a rule name the file, the rule's line and the path
                     Catch::Contains("bad regular expression"));
   CHECK_NOTHROW(parse_rules_file(kOkRule, "r.json", &reg));
   // contains takes another fact as its operand (torch-missing-gfx-target), but not a scaled one.
-  CHECK_NOTHROW(parse_rules_file(bad("\"lt\": 1", R"("contains": {"fact": "kernel.version"})"),
-                                 "r.json", &reg));
+  // (A string fact holding another: kernel.cmdline and kernel.version are both declared strings.)
+  CHECK_NOTHROW(
+      parse_rules_file(bad(R"("fact": "mem.total_bytes", "lt": 1)",
+                           R"("fact": "kernel.cmdline", "contains": {"fact": "kernel.version"})"),
+                       "r.json", &reg));
+  // A number fact never holds a string fact: refused with the declared types (issue 45).
+  CHECK_THROWS_WITH(parse_rules_file(bad("\"lt\": 1", R"("contains": {"fact": "kernel.version"})"),
+                                     "r.json", &reg),
+                    Catch::Contains("declared int"));
   CHECK_THROWS_WITH(
-      parse_rules_file(bad("\"lt\": 1", R"("contains": {"fact": "kernel.version", "times": 2})"),
-                       "r.json", &reg),
+      parse_rules_file(
+          bad(R"("fact": "mem.total_bytes", "lt": 1)",
+              R"("fact": "kernel.cmdline", "contains": {"fact": "kernel.version", "times": 2})"),
+          "r.json", &reg),
       Catch::Contains("(schema)"));
 }
 

@@ -14,8 +14,8 @@
 # Not done here (needs a person):
 #   [gfx1151-cwsr-hang] add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)
 #   [gfx1151-cwsr-hang] or install a 6.18 or later kernel, where the driver's default handles it
-#   [gfx1151-kernel-min] install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later
-#   [gfx1151-kernel-min] reboot into it
+#   [gfx1151-kernel-min] install the amdgpu-dkms of a current ROCm release (its /sys/module/amdgpu/version 6.18.4 or later), or remove amdgpu-dkms (sudo apt remove amdgpu-dkms, or sudo dnf remove amdgpu-dkms) on a kernel that has the fixes (6.18.4 or later; Ubuntu 24.04 HWE 6.17.0-19; OEM 6.14.0-1018)
+#   [gfx1151-kernel-min] reboot
 # Undo: each file is backed up to FILE.halo-doctor.bak before its first edit; a run prints
 #   the commands that undo it (after halo-doctor fix --apply: halo-doctor fix --undo).
 # Only for this machine (MemTotal 124 GiB, update-grub installed): elsewhere it stops, unless run with --force-other-machine.
@@ -246,8 +246,8 @@ fi
 # --- Done: what is left to do.
 say 'needs a person [gfx1151-cwsr-hang]: add amdgpu.cwsr_enable=0 to the kernel command line and reboot (halo-doctor fix leaves this to you: it is a workaround, and without CWSR the GPU cannot preempt running compute waves)'
 say 'needs a person [gfx1151-cwsr-hang]: or install a 6.18 or later kernel, where the driver'\''s default handles it'
-say 'needs a person [gfx1151-kernel-min]: install kernel 6.18.4 or later (Fedora 43, Ubuntu 26.04, Arch 2026.02.01 and later ship it), or on Ubuntu 24.04 the HWE kernel 6.17.0-19 or the OEM kernel 6.14.0-1018 or later'
-say 'needs a person [gfx1151-kernel-min]: reboot into it'
+say 'needs a person [gfx1151-kernel-min]: install the amdgpu-dkms of a current ROCm release (its /sys/module/amdgpu/version 6.18.4 or later), or remove amdgpu-dkms (sudo apt remove amdgpu-dkms, or sudo dnf remove amdgpu-dkms) on a kernel that has the fixes (6.18.4 or later; Ubuntu 24.04 HWE 6.17.0-19; OEM 6.14.0-1018)'
+say 'needs a person [gfx1151-kernel-min]: reboot'
 # The end of every fix script: what happened, how to undo it, what is left.
 if [ "$DRY_RUN" -eq 1 ]; then
   say "dry run: nothing was changed ($FILES_CHANGED file(s) would change)"
