@@ -47,8 +47,10 @@ EXCLUDED = [
 # (run in the scratch tree, halo-doctor on PATH) whose output holds every line shown, in order.
 FLEET_NODES = "mi300x-ras-errors mi300x-degraded-link mi300x-nps4-16-kfd-nodes mi300x-numa-4021"
 SAMPLES = {
-    ("README.md", "memory"):
+    ("README.md", "halo-doctor 0.1.0 on strix-halo"):
         "halo-doctor check --root tests/fixtures/strix-halo-default-ttm --no-runtime",
+    ("docs/fix.md", "# halo-doctor fix for strix-halo"):
+        "halo-doctor fix --root tests/fixtures/strix-halo-default-ttm --stack grubby --no-runtime",
     ("docs/fleet.md", "! kernel"):
         f"for n in {FLEET_NODES}; do halo-doctor facts --root tests/fixtures/$n --no-runtime --format json "
         f"-o $n.json || exit 70; done; halo-doctor fleet compare $(for n in {FLEET_NODES}; do echo $n.json; done)",
@@ -61,6 +63,8 @@ SAMPLES = {
 NOT_COMPARED = {
     ("docs/architecture.md", "CLI (src/cli"): "a diagram of the code, not an output",
     ("docs/fix.md", "halo-doctor fix [--root DIR]"): "the command's synopsis, not an output",
+    ("docs/fixtures.md", "exit\t1"):
+        "an excerpt of a verdict table (tests/fixtures/*/verdicts.tsv), which cli.golden compares with the real run",
     ("docs/hsa.md", "halo-doctor facts | grep"): "two commands to run on a ROCm machine; no output shown",
     ("docs/policy.md", "halo-doctor: error: /etc/halo-doctor/policy.json:14"):
         "messages about a policy file of the reader's machine (tests/unit/test_policy.cpp checks them)",
