@@ -126,7 +126,11 @@ if iconv -f UTF-8 -t UTF-8 "$tmp/evil.prometheus" >/dev/null; then ok "prometheu
 for f in "$tmp/evil.text" "$tmp/evil-facts.txt" "$tmp/evil.npd" "$tmp/evil.prometheus"; do
   if LC_ALL=C grep -q $'[\001-\010\013-\037\177]' "$f"; then bad "$(basename "$f") holds control characters"; else ok "$(basename "$f") has no control characters"; fi
 done
-if grep -qF 'amdgpu.x=\xFF\xA0 \x1B]0;pwned\x07' "$tmp/evil.text"; then ok "text shows the bytes as \\xNN"; else bad "text lost the bytes"; fi
+# The default text report shows only the facts that decided a verdict; -v shows every fact a rule read,
+# the command line among them (wide, so the escaped value is not wrapped).
+COLUMNS=1000 timeout -s KILL 20 "$bin" check -v --root "$evil" --no-runtime >"$tmp/evil-v.text" 2>/dev/null
+if LC_ALL=C grep -q $'[\001-\010\013-\037\177]' "$tmp/evil-v.text"; then bad "evil-v.text holds control characters"; else ok "evil-v.text has no control characters"; fi
+if grep -qF 'amdgpu.x=\xFF\xA0 \x1B]0;pwned\x07' "$tmp/evil-v.text"; then ok "text -v shows the bytes as \\xNN"; else bad "text -v lost the bytes"; fi
 if [ "$(wc -l <"$tmp/evil.npd")" = 1 ]; then ok "npd: one line"; else bad "npd: $(wc -l <"$tmp/evil.npd") lines"; fi
 "$bin" check --root "$evil" --no-runtime --color always >"$tmp/evil-color.txt"
 if grep -q $'\033\\[2J\\|\033]0' "$tmp/evil-color.txt"; then bad "escape sequences from facts reach a colour terminal"; else ok "--color always: only the reporter's colours"; fi

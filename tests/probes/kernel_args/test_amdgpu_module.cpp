@@ -13,7 +13,7 @@ TEST_CASE("amdgpu module probe: live DKMS module with its parameters", "[probe][
   CHECK(f.get<std::string>("amdgpu.initstate") == std::string("live"));
   CHECK(f.get<std::string>("amdgpu.version") == std::string("6.16.6"));
   CHECK(f.get<bool>("amdgpu.dkms") == true);
-  CHECK(f.get<std::string>("amdgpu.param.gttsize") == std::string("-1"));
+  CHECK(f.get<std::int64_t>("amdgpu.param.gttsize") == -1);
   auto names = f.get<std::vector<std::string>>("amdgpu.param_names");
   REQUIRE(names);
   CHECK(std::find(names->begin(), names->end(), "gtt_size") == names->end());
