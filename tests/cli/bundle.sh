@@ -69,9 +69,11 @@ check_root() { # name root [probe options...]
   compare "$tmp/$name.facts.json" "$tmp/$name.red.facts.json" "^(host|user|env)\\.|^framework\\.(python_env|torch\\.path)\$${HALO_VOLATILE:+|$HALO_VOLATILE}" || bad "$name: redaction changed facts beyond host/user/env and the venv's path"
   local host
   host=$(cat "$root/proc/sys/kernel/hostname" 2>/dev/null)
-  # Fact keys (framework.torch.version) are not the host name, even on a host called "framework".
+  # Fact keys (framework.torch.version) and the probe ids facts name ("probe": "framework") are not
+  # the host name, even on a host called "framework".
   if [ -n "$host" ] && [ ${#host} -ge 3 ] &&
-    tar -xzOf "$tmp/$name.red.tar.gz" | sed -E 's/framework\.[a-z_.]+//g' | grep -aq -- "$host"; then
+    tar -xzOf "$tmp/$name.red.tar.gz" | sed -E 's/framework\.[a-z_.]+//g; s/"probe": ?"[a-z0-9_]+"//g' |
+    grep -aq -- "$host"; then
     bad "$name: host name '$host' is in the redacted bundle"
   fi
   mkdir -p "$tmp/$name.red"
