@@ -37,7 +37,10 @@ root_re=$(printf '%s' "$PWD" | sed 's/[][\.*^$+?(){}|]/\\&/g')
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0
-run-clang-tidy -p "$build" -quiet -j "$(nproc)" "^${root_re}/(src|checks)/" >"$log" 2>&1 || rc=$?
+# The build's flags are g++'s; one of them, -Wno-restrict (GCC 12's false positive, CMakeLists.txt),
+# is unknown to clang, which with -Werror would stop every translation unit: clang is told so.
+run-clang-tidy -p "$build" -quiet -j "$(nproc)" -extra-arg=-Wno-unknown-warning-option \
+  "^${root_re}/(src|checks)/" >"$log" 2>&1 || rc=$?
 findings=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' |
   sort -u || true)
 if [ "$rc" -ne 0 ] || [ -n "$findings" ]; then
