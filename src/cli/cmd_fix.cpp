@@ -87,6 +87,7 @@ int run_bash(const std::filesystem::path& file, const std::vector<std::string>& 
   for (const auto& x : extra)
     env_strings.push_back(x);
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings)
     envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -216,7 +217,7 @@ std::string user_modprobe_file(const fix::ModprobeFile& m, const FactSet& facts)
     const Fact* f = facts.find(keys::modprobe_option(m.module, k));
     if (f == nullptr || !f->ok()) continue;
     const auto colon = f->source.rfind(':');
-    const std::string path = f->source.substr(0, colon);
+    std::string path = f->source.substr(0, colon);
     constexpr std::string_view dir = "/etc/modprobe.d/";
     if (path.rfind(dir, 0) != 0 || path.size() <= dir.size() + 5 ||
         path.find('/', dir.size()) != std::string::npos || !path.ends_with(".conf") ||
