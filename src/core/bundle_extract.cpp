@@ -67,8 +67,9 @@ bool link_leaves_tree_walk(int dirfd, const std::string& rel) {
   std::vector<std::string> todo; // components still to visit, the next one last
   auto push_front = [&todo](std::string_view path) {
     auto parts = split(path, '/');
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it)
-      if (!it->empty()) todo.push_back(std::move(*it));
+    std::reverse(parts.begin(), parts.end()); // the next component to visit goes last
+    for (auto& part : parts)
+      if (!part.empty()) todo.push_back(std::move(part));
   };
   push_front(rel);
   std::vector<std::string> done;

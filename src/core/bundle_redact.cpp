@@ -17,8 +17,7 @@
 #include <optional>
 #include <set>
 
-namespace halo {
-namespace bundle_detail {
+namespace halo::bundle_detail {
 
 /// The environment allow-list: every variable some probe declares it reads (Probe::env_reads).
 std::vector<std::string> env_allow_list(const ProbeRegistry& reg) {
@@ -280,6 +279,4 @@ std::string FileRedactor::kfd_properties(const std::string& text) {
   return out;
 }
 
-} // namespace bundle_detail
-
-} // namespace halo
+} // namespace halo::bundle_detail
