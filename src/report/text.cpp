@@ -390,11 +390,14 @@ std::string without_trailing_remarks(std::string s) {
   return s;
 }
 
-/// One line cut to `width` columns, "..." marking the cut.
+/// One line cut to `width` columns, "..." marking the cut: at the last space when that keeps more
+/// than half the line, so no word is cut in two ("6.17.4-200.f...").
 std::string fit(const std::string& line, std::size_t width) {
   if (visible_width(line) <= width) return line;
   std::string out;
   std::size_t col = 0;
+  std::size_t space_at = std::string::npos; // bytes of `out` before the last space
+  std::size_t space_col = 0;
   for (std::size_t i = 0; i < line.size(); ++i) {
     const auto c = static_cast<unsigned char>(line[i]);
     if (c == 0x1B && i + 1 < line.size() && line[i + 1] == '[') {
@@ -409,7 +412,16 @@ std::string fit(const std::string& line, std::size_t width) {
       if (col + 3 >= width) break;
       ++col;
     }
+    if (c == ' ') {
+      space_at = out.size();
+      space_col = col;
+    }
     out += line[i];
+  }
+  if (space_at != std::string::npos && space_col > width / 2) {
+    out.resize(space_at);
+    while (!out.empty() && (out.back() == ',' || out.back() == ':' || out.back() == ';'))
+      out.pop_back();
   }
   return out + "...";
 }

@@ -390,7 +390,8 @@ std::vector<Evidence> collect_evidence(const Rule& r, const FactSet& facts,
 /// a fact that could not be read). A fact that is not ok in any other leaf left that leaf unknown,
 /// so the verdict did not rest on it. Where one child alone decides a group (the first false child
 /// of a false `all`, the first true child of a true `any` or of a false `none`: evaluation stops
-/// there), only that child's facts are the proof; the branches it made moot are not.
+/// there), only that child's facts are the proof; the branches it made moot are not. An
+/// `exists: true` leaf on an absent fact only rules its branch out and is left out.
 void proof_keys(const Condition& c, const FactSet& facts, const Params& params,
                 std::vector<std::string>& keys) {
   if (c.kind != Condition::Kind::leaf) {
@@ -412,6 +413,12 @@ void proof_keys(const Condition& c, const FactSet& facts, const Params& params,
     }
     return;
   }
+  // An `exists: true` leaf that is false (the fact is absent) only rules out the branch it guards
+  // (an Ubuntu kernel's ABI field on Fedora): the verdict rests on the branches that were judged,
+  // so the absent fact is not shown as proof (issue 46 item 3: no `<missing>` noise).
+  if (c.op == Op::exists && c.operand.literal && c.operand.literal->is_boolean() &&
+      c.operand.literal->get<bool>() && eval_leaf(c, facts, params, nullptr) == false)
+    return;
   const bool any_state = c.op == Op::exists || c.op == Op::status;
   auto add = [&](const std::string& key) {
     if (key.empty()) return;

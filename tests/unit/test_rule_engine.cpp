@@ -253,3 +253,52 @@ TEST_CASE("a forged gpu.count cannot make a per-GPU rule loop without bound", "[
   CHECK(results.size() == 1024);
   CHECK(results.back().gpu->index == 1023);
 }
+
+TEST_CASE("a finding's proof names the facts that decided it, not the branches ruled out",
+          "[engine]") {
+  // The shape of kernel_has_gfx1151_fixes: a fixed version, or an Ubuntu kernel (its flavor
+  // exists) at a fixed ABI. On Fedora the flavor is absent: that only rules the Ubuntu branch
+  // out, so the proof shows the version and not "kernel.ubuntu_flavor = <missing>" (issue 46).
+  FactSet f = sample();
+  f.put_status("kernel.ubuntu_flavor", Status::missing, "osrelease", "not an Ubuntu release");
+  f.put_ok("amdgpu.dkms", false, "/sys/module/amdgpu/version");
+  Rule r;
+  r.id = "demo";
+  r.title = "demo";
+  r.area = "kernel";
+  r.pass_message = "fine";
+  const Condition fixed =
+      group(Condition::Kind::any,
+            {leaf("kernel.version", Op::version_ge, "6.18.4"),
+             group(Condition::Kind::all, {leaf("kernel.ubuntu_flavor", Op::exists, true),
+                                          leaf("kernel.ubuntu_flavor", Op::eq, "generic")})});
+  r.fail.push_back(FailCase{Severity::warning,
+                            group(Condition::Kind::all, {leaf("amdgpu.dkms", Op::eq, false),
+                                                         group(Condition::Kind::none, {fixed})}),
+                            "old", nullptr});
+  RuleSet rs;
+  rs.rules.push_back(r);
+  auto keys = [&] {
+    auto res = evaluate(rs, f, {});
+    REQUIRE(res.size() == 1);
+    REQUIRE(res[0].status == Outcome::fail);
+    std::vector<std::string> k;
+    for (const auto& e : res[0].proof)
+      k.push_back(e.key);
+    return k;
+  };
+  CHECK(keys() == std::vector<std::string>{"amdgpu.dkms", "kernel.version"});
+
+  // `exists: false` that holds on an absent fact is the finding's own proof ("not configured").
+  rs.rules[0].fail[0].when =
+      group(Condition::Kind::all, {leaf("ttm.configured.pages_limit_bytes", Op::exists, false),
+                                   leaf("ttm.pages_limit_bytes", Op::lt, 1e11)});
+  CHECK(keys() ==
+        std::vector<std::string>{"ttm.configured.pages_limit_bytes", "ttm.pages_limit_bytes"});
+
+  // On an Ubuntu kernel whose ABI is too old the flavor is ok and part of the proof.
+  f.put_ok("kernel.ubuntu_flavor", std::string("oem"), "/proc/sys/kernel/osrelease");
+  rs.rules[0].fail[0].when = r.fail[0].when;
+  CHECK(keys() ==
+        std::vector<std::string>{"amdgpu.dkms", "kernel.version", "kernel.ubuntu_flavor"});
+}
