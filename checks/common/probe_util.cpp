@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "probe_util.hpp"
 
+#include <halo/probe.hpp>
 #include <halo/text.hpp>
 
 #include <fmt/format.h>
@@ -109,6 +110,26 @@ std::vector<EnvironEntry> environ_entries(std::string_view text) {
     if (!seen.insert(entry.substr(0, eq)).second) continue;
     out.push_back(EnvironEntry{entry.substr(0, eq), entry.substr(eq + 1)});
   }
+  return out;
+}
+
+std::optional<std::string> EnvironRead::get(std::string_view name) const {
+  auto it = vars.find(name);
+  if (it == vars.end()) return std::nullopt;
+  return it->second;
+}
+
+EnvironRead read_environ(const Root& root, std::span<const std::string> names) {
+  EnvironRead out;
+  ReadResult r = root.read("/proc/self/environ", kMaxEnvironBytes);
+  out.source = r.path;
+  if (!r.ok()) {
+    out.status = r.status;
+    out.reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
+    return out;
+  }
+  for (const auto& [name, value] : environ_entries(r.text))
+    if (env_name_matches(name, names)) out.vars.emplace(std::string(name), std::string(value));
   return out;
 }
 

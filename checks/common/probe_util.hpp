@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,29 @@ struct EnvironEntry {
 /// returns the first match and CPython fills os.environ with PyDict_SetDefault
 /// (Modules/posixmodule.c convertenviron). Views into `text`.
 std::vector<EnvironEntry> environ_entries(std::string_view text);
+
+/// The environment training will see, as every probe reads it (issue 42 item 3: one reader, one
+/// bound, one rule for a repeated name): the variables of `/proc/self/environ` read through a
+/// root whose names match one of `names` (exact names or `PREFIX*`, env_name_matches), each
+/// name's first entry (environ_entries), keyed by name.
+struct EnvironRead {
+  std::string source;         ///< the path read (Root's view of /proc/self/environ)
+  Status status = Status::ok; ///< not ok: the file could not be read (reason says why)
+  std::string reason;         ///< why it could not be read; empty when it was
+  std::map<std::string, std::string, std::less<>> vars; ///< the matching variables
+  bool ok() const { return status == Status::ok; }
+  /// The variable's value, or std::nullopt when it is not set.
+  std::optional<std::string> get(std::string_view name) const;
+};
+
+/// /proc/self/environ is read up to 1 MiB: Linux passes at most MAX_ARG_STRLEN (32 pages) per
+/// string and a quarter of the stack limit in all (execve(2), "Limits on size of arguments and
+/// environment"), far above any environment a training shell has; more is cut, not trusted.
+inline constexpr std::size_t kMaxEnvironBytes = std::size_t{1024} * 1024;
+
+/// Reads `/proc/self/environ` through `root` (at most kMaxEnvironBytes) and keeps the variables
+/// whose names match `names`. Never throws: an unreadable file is a status with its reason.
+EnvironRead read_environ(const Root& root, std::span<const std::string> names);
 
 /// Joins an absolute directory and a relative tail without a doubled '/' ("/a/" + "b" -> "/a/b").
 std::string join_path(std::string_view dir, std::string_view tail);

@@ -34,33 +34,27 @@ const std::vector<std::string>& env_names() {
   return names;
 }
 
-bool wanted(const std::string& name) {
-  return env_name_matches(name, env_names());
-}
-
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  ReadResult r = ctx.root.read("/proc/self/environ", std::size_t{1024} * 1024);
-  if (!r.ok()) {
-    facts.put_status("env.names", r.status, r.path, r.reason);
+  const EnvironRead env = read_environ(ctx.root, env_names());
+  if (!env.ok()) {
+    facts.put_status("env.names", env.status, env.source, env.reason);
     return;
   }
   std::vector<std::string> names;
-  for (const auto& [name_view, value] : environ_entries(r.text)) {
-    const std::string name(name_view);
-    if (!wanted(name)) continue;
+  for (const auto& [name, value] : env.vars) {
     std::string key = name;
     std::transform(key.begin(), key.end(), key.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     names.push_back(name);
-    facts.put_ok("env." + key, std::string(value), r.path);
+    facts.put_ok("env." + key, value, env.source);
   }
   std::sort(names.begin(), names.end());
-  facts.put_ok("env.names", names, r.path);
+  facts.put_ok("env.names", names, env.source);
   if (auto v = facts.get<std::string>("env.hsa_override_gfx_version")) {
     if (auto g = gfx_from_override(*v))
-      facts.put_ok("env.hsa_override_gfx_target", *g, r.path);
+      facts.put_ok("env.hsa_override_gfx_target", *g, env.source);
     else
-      facts.put_status("env.hsa_override_gfx_target", Status::error, r.path,
+      facts.put_status("env.hsa_override_gfx_target", Status::error, env.source,
                        "HSA_OVERRIDE_GFX_VERSION is not MAJOR.MINOR.STEPPING: '" + *v + "'");
   }
 }

@@ -54,17 +54,28 @@ constexpr std::string_view kEnvPythonUserBase = "PYTHONUSERBASE";
 constexpr std::string_view kEnvPythonNoUserSite = "PYTHONNOUSERSITE";
 constexpr std::string_view kEnvBnbRocmVersion = "BNB_ROCM_VERSION";
 
+/// The variables this probe reads: the interpreter's resolution (python_env.hpp) and the site
+/// directories' own.
+const std::vector<std::string>& framework_env_reads() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = python_env_reads();
+    for (const auto name : {kEnvVirtualEnv, kEnvCondaPrefix, kEnvPath, kEnvLdLibraryPath, kEnvHome,
+                            kEnvPythonUserBase, kEnvPythonNoUserSite, kEnvBnbRocmVersion})
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+    return out;
+  }();
+  return names;
+}
+
 PythonEnvVars read_env(const Root& root) {
   PythonEnvVars out;
-  ReadResult r = root.read("/proc/self/environ", std::size_t{1024} * 1024);
-  out.source = r.path;
-  if (!r.ok()) {
-    out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
+  const EnvironRead env = read_environ(root, framework_env_reads());
+  out.source = env.source;
+  if (!env.ok()) {
+    out.read_reason = env.reason;
     return out;
   }
-  for (const EnvironEntry& entry : environ_entries(r.text)) {
-    const std::string_view name = entry.name;
-    const std::string_view value = entry.value;
+  for (const auto& [name, value] : env.vars) {
     // Only absolute paths name a directory the doctor can resolve inside the root.
     auto take = [&](std::string_view want, std::string& dst) {
       if (name == want && !value.empty() && value.front() == '/') dst = std::string(value);
@@ -417,13 +428,7 @@ std::unique_ptr<Probe> make_framework_probe() {
           "SITE/torchaudio/version.py",
           "SITE/torch{vision,audio}-*.dist-info/METADATA"},
       framework_files::collect);
-  // The interpreter's resolution (checks/framework/python_env.hpp) and the site directories' own.
-  std::vector<std::string> env_reads = python_env_reads();
-  for (const auto name : {kEnvVirtualEnv, kEnvCondaPrefix, kEnvPath, kEnvLdLibraryPath, kEnvHome,
-                          kEnvPythonUserBase, kEnvPythonNoUserSite, kEnvBnbRocmVersion})
-    if (std::find(env_reads.begin(), env_reads.end(), name) == env_reads.end())
-      env_reads.emplace_back(name);
-  probe->set_env_reads(std::move(env_reads));
+  probe->set_env_reads(framework_files::framework_env_reads());
   return probe;
 }
 

@@ -256,23 +256,6 @@ void derive_framework_companions(FactSet& facts) {
                "framework.torchaudio.version");
 }
 
-/// The processors each AMDGPU generic target runs on: LLVM's AMDGPUUsage "Generic Processor
-/// Versions" table (https://llvm.org/docs/AMDGPUUsage.html#generic-processor-versions). A code
-/// object built for gfx11-generic loads on gfx1151 (ROCm 6.4+ runtimes load generic code objects).
-const std::map<std::string, std::vector<std::string>, std::less<>>& generic_targets() {
-  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
-      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
-      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}},
-      {"gfx10-1-generic", {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
-      {"gfx10-3-generic",
-       {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
-      {"gfx11-generic",
-       {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}},
-      {"gfx12-generic", {"gfx1200", "gfx1201"}},
-  };
-  return table;
-}
-
 /// framework.torch.kernel_targets: the gfx processors a ROCm PyTorch has GPU code for, both its own
 /// (libtorch_hip.so's offload bundles: framework.torch.offload_targets) and its BLAS kernels
 /// (rocBLAS/hipBLASLt file names: framework.torch.gfx_targets); a GPU needs both, so it is the
@@ -292,12 +275,8 @@ void derive_framework_kernel_targets(FactSet& facts) {
                                                         : f->reason));
       continue;
     }
-    std::set<std::string> expanded;
-    for (const auto& t : *list) {
-      expanded.insert(t);
-      if (auto g = generic_targets().find(t); g != generic_targets().end())
-        expanded.insert(g->second.begin(), g->second.end());
-    }
+    const std::vector<std::string> with_generic = with_generic_processors(*list);
+    std::set<std::string> expanded(with_generic.begin(), with_generic.end());
     if (targets) {
       std::set<std::string> both;
       std::set_intersection(targets->begin(), targets->end(), expanded.begin(), expanded.end(),
@@ -316,6 +295,30 @@ void derive_framework_kernel_targets(FactSet& facts) {
   facts.put_ok(std::string(kKey), std::vector<std::string>(targets->begin(), targets->end()),
                fmt::format("derived: {}{}", fmt::join(used, " and "),
                            used.size() == 2 ? " (both needed: the intersection)" : ""));
+}
+
+/// framework.flash_attn.kernel_targets and framework.bitsandbytes.kernel_targets: the gfx
+/// processors a companion library has GPU code for, its listed targets with each generic target's
+/// processors added (a flash_attn or bitsandbytes built only for gfx11-generic runs on gfx1151).
+/// A listed fact that is not ok passes its status and reason on.
+void derive_companion_kernel_targets(FactSet& facts) {
+  for (const auto& [from, to] :
+       {std::pair<std::string_view, std::string_view>{"framework.flash_attn.offload_targets",
+                                                      "framework.flash_attn.kernel_targets"},
+        std::pair<std::string_view, std::string_view>{"framework.bitsandbytes.library_targets",
+                                                      "framework.bitsandbytes.kernel_targets"}}) {
+    const Fact* f = facts.find(from);
+    if (f == nullptr) continue;
+    const auto list = facts.get<std::vector<std::string>>(from);
+    if (f->status != Status::ok || !list) {
+      facts.put_status(std::string(to), f->status == Status::ok ? Status::error : f->status,
+                       kDerived,
+                       f->status == Status::ok ? fmt::format("{} is not a list", from) : f->reason);
+      continue;
+    }
+    facts.put_ok(std::string(to), with_generic_processors(*list),
+                 fmt::format("derived: {}, generic targets expanded (LLVM AMDGPUUsage)", from));
+  }
 }
 
 /// framework.torch.rocm_version: the ROCm release (MAJOR.MINOR) a ROCm wheel was built on and
@@ -399,14 +402,16 @@ std::unique_ptr<Probe> make_framework_env_derivation() {
 std::unique_ptr<Probe> make_framework_torch_derivation() {
   return std::make_unique<BasicDerivation>(
       "framework_torch",
-      std::vector<std::string>{"framework.torch.version", "framework.torch.build",
-                               "framework.torchvision.version", "framework.torchvision.build",
-                               "framework.torchaudio.version", "framework.torchaudio.build",
-                               "framework.torch.offload_targets", "framework.torch.gfx_targets",
-                               "framework.torch.hip_version"},
+      std::vector<std::string>{
+          "framework.torch.version", "framework.torch.build", "framework.torchvision.version",
+          "framework.torchvision.build", "framework.torchaudio.version",
+          "framework.torchaudio.build", "framework.torch.offload_targets",
+          "framework.torch.gfx_targets", "framework.torch.hip_version",
+          "framework.flash_attn.offload_targets", "framework.bitsandbytes.library_targets"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_framework_companions(facts);
         derive_framework_kernel_targets(facts);
+        derive_companion_kernel_targets(facts);
         derive_framework_rocm_version(facts);
       });
 }

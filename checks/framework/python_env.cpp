@@ -37,8 +37,6 @@ constexpr std::string_view kPwd = "PWD";
 constexpr std::string_view kHome = "HOME";
 constexpr std::string_view kUvProjectEnvironment = "UV_PROJECT_ENVIRONMENT";
 
-/// /proc/self/environ is bounded like checks/framework/framework.cpp reads it.
-constexpr std::size_t kMaxEnvironBytes = std::size_t{1024} * 1024;
 /// A shim script is a few hundred bytes; only its head is read.
 constexpr std::size_t kMaxShimBytes = 4096;
 /// pyenv-version-file-read cuts each line at 1024 bytes; a version file of more than this is
@@ -66,16 +64,13 @@ struct Env {
 
 Env read_env(const Root& root) {
   Env out;
-  ReadResult r = root.read("/proc/self/environ", kMaxEnvironBytes);
-  out.source = r.path;
-  if (!r.ok()) {
-    out.read_reason = r.reason.empty() ? std::string(to_string(r.status)) : r.reason;
+  EnvironRead env = read_environ(root, python_env_reads());
+  out.source = env.source;
+  if (!env.ok()) {
+    out.read_reason = env.reason;
     return out;
   }
-  const auto& wanted = python_env_reads();
-  for (const auto& [name, value] : environ_entries(r.text))
-    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end())
-      out.vars.emplace(std::string(name), std::string(value));
+  out.vars = std::move(env.vars);
   return out;
 }
 

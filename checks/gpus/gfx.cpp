@@ -5,6 +5,8 @@
 
 #include <array>
 #include <charconv>
+#include <map>
+#include <set>
 
 namespace halo::probes {
 
@@ -133,6 +135,26 @@ bool is_instinct(const std::optional<std::string>& gfx, std::optional<std::int64
 bool is_mi300_series(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id) {
   if (gfx && (*gfx == "gfx940" || *gfx == "gfx941" || *gfx == "gfx942")) return true;
   return device_id && *device_id >= 0x74a0 && *device_id <= 0x74a5;
+}
+
+std::vector<std::string> with_generic_processors(const std::vector<std::string>& targets) {
+  // LLVM AMDGPUUsage, "Generic Processor Versions": each generic target and its processors.
+  static const std::map<std::string, std::vector<std::string>, std::less<>> table = {
+      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
+      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}},
+      {"gfx10-1-generic", {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+      {"gfx10-3-generic",
+       {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
+      {"gfx11-generic",
+       {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}},
+      {"gfx12-generic", {"gfx1200", "gfx1201"}},
+  };
+  std::set<std::string> out;
+  for (const auto& t : targets) {
+    out.insert(t);
+    if (auto g = table.find(t); g != table.end()) out.insert(g->second.begin(), g->second.end());
+  }
+  return {out.begin(), out.end()};
 }
 
 } // namespace halo::probes

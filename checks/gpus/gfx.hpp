@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace halo::probes {
 
@@ -40,5 +41,14 @@ bool is_instinct(const std::optional<std::string>& gfx, std::optional<std::int64
 
 /// True for the MI300 series (MI300X/A, MI308X, MI325X: gfx940-942, ids 0x74a0-0x74a5).
 bool is_mi300_series(const std::optional<std::string>& gfx, std::optional<std::int64_t> device_id);
+
+/// `targets` (gfx names as a build lists them: offload-bundle entries, library file names) with
+/// each AMDGPU generic target's processors added, sorted and once each: {"gfx11-generic"} gives
+/// gfx11-generic, gfx1100 ... gfx1153. A code object built for a generic target loads on each of
+/// its processors (LLVM AMDGPUUsage, "Generic Processor Versions",
+/// https://llvm.org/docs/AMDGPUUsage.html#generic-processor-versions; ROCm 6.4+ runtimes load
+/// them). The one home of that table: torch's, flash_attn's and bitsandbytes' kernel targets all
+/// come through it (issue 42 item 3).
+std::vector<std::string> with_generic_processors(const std::vector<std::string>& targets);
 
 } // namespace halo::probes

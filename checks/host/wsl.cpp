@@ -80,17 +80,13 @@ const std::vector<std::string>& env_names() {
   return names;
 }
 
-/// The variables of env_names() in /proc/self/environ; nullopt when it cannot be read.
-std::optional<std::map<std::string, std::string>> read_env(const Root& root, ReadResult& r) {
-  r = root.read("/proc/self/environ", std::size_t{1024} * 1024);
+/// The variables of env_names() in /proc/self/environ (the one reader, probe_util.hpp
+/// read_environ); nullopt when it cannot be read (`r` says why).
+std::optional<std::map<std::string, std::string, std::less<>>> read_env(const Root& root,
+                                                                        EnvironRead& r) {
+  r = read_environ(root, env_names());
   if (!r.ok()) return std::nullopt;
-  std::map<std::string, std::string> out;
-  for (const auto& [name_view, value] : environ_entries(r.text)) {
-    const std::string name(name_view);
-    if (std::find(env_names().begin(), env_names().end(), name) != env_names().end())
-      out[name] = std::string(value);
-  }
-  return out;
+  return r.vars;
 }
 
 void push_unique(std::vector<std::string>& v, std::string s) {
@@ -199,18 +195,18 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     else if (r.text.find('\n') == std::string::npos && r.text.ends_with("-Microsoft"))
       wsl1_release = true;
   }
-  ReadResult env_read;
+  EnvironRead env_read;
   const auto env = read_env(root, env_read);
   if (env) {
     for (const char* v : {"WSL_INTEROP", "WSL_DISTRO_NAME"})
       if (env->contains(v)) evidence.push_back(fmt::format("{} in the environment", v));
     if (auto it = env->find("HSA_ENABLE_DXG_DETECTION"); it != env->end())
-      facts.put_ok("wsl.env.hsa_enable_dxg_detection", it->second.substr(0, 64), env_read.path);
+      facts.put_ok("wsl.env.hsa_enable_dxg_detection", it->second.substr(0, 64), env_read.source);
     else
-      facts.put_status("wsl.env.hsa_enable_dxg_detection", Status::missing, env_read.path,
+      facts.put_status("wsl.env.hsa_enable_dxg_detection", Status::missing, env_read.source,
                        "HSA_ENABLE_DXG_DETECTION is not set");
   } else {
-    facts.put_status("wsl.env.hsa_enable_dxg_detection", env_read.status, env_read.path,
+    facts.put_status("wsl.env.hsa_enable_dxg_detection", env_read.status, env_read.source,
                      env_read.reason);
   }
   for (const char* p :

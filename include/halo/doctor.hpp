@@ -3,7 +3,8 @@
 // file), derive, load the rules, evaluate them, apply the site policy, and describe the run for
 // the reports. Every command that judges a machine calls into it; only src/cli knows the command
 // line (src/cli/common.cpp maps its options onto DoctorOptions). Library halo_doctor
-// (src/doctor/), above the probes (halo_checks) and the core (halo_core).
+// (src/doctor/), above the core (halo_core); it is handed the probes (a ProbeRegistry) by the
+// program's top, which alone links halo_checks (issue 42 item 4).
 #pragma once
 
 #include <halo/fact.hpp>
@@ -69,12 +70,14 @@ struct Evaluation {
 /// every loaded rule and the policy (nullptr without one).
 using DefaultOnly = std::function<std::vector<std::string>(const RuleSet&, const Policy*)>;
 
-/// The whole pipeline over the built-in probes: loads the policy (its reserve_gib applies unless
+/// The whole pipeline over `probes` (the program's top builds the built-in set, halo/checks.hpp,
+/// and passes it; the doctor never names checks/): loads the policy (its reserve_gib applies unless
 /// --reserve was given) and checks its rule ids, loads the rules with --only/--skip (or
 /// `default_only` when --only is empty; without a training run the plan rules are left out unless
 /// --only names them), gathers the facts, evaluates and applies the policy. Throws InputError for
 /// bad input.
-Evaluation run_checks(DoctorOptions o, const DefaultOnly& default_only = {});
+Evaluation run_checks(const ProbeRegistry& probes, DoctorOptions o,
+                      const DefaultOnly& default_only = {});
 
 /// What the facts were read from, as the reports name it: the bundle, else the facts file, else
 /// the root.

@@ -293,7 +293,4 @@ struct IncompleteProbe {
 /// everything: `halo-doctor slurm` leaves the node alone then, docs/slurm.md).
 std::vector<IncompleteProbe> incomplete_probes(const FactSet& facts);
 
-/// Builds the registry of built-in probes (checks/common/registry.cpp: one line per probe).
-ProbeRegistry builtin_probes();
-
 } // namespace halo

@@ -30,7 +30,8 @@ enum class Op {
   not_in,  // value is (not) one of a literal list
   exists,  // operand true: the fact is ok; false: it is not ok (never unknown)
   status,  // the fact's status equals the operand ("missing", "denied", ...)
-  matches, // string fully matches an ECMAScript regular expression
+  matches, // string fully matches an RE2 regular expression (RE2::FullMatch: linear time, no
+           // backreferences; src/rules/engine.cpp)
   contains,
   contains_any, // a list holds the string / any of the strings; a string holds a substring
   empty,        // operand true: the list or string is empty

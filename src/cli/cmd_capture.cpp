@@ -62,7 +62,7 @@ std::string expand_output(const std::string& pattern) {
 int run(const CaptureCliOptions& opts) {
   CaptureCliOptions o = opts;
   o.output = expand_output(o.output);
-  const ProbeRegistry reg = builtin_probes();
+  const ProbeRegistry& reg = probe_set();
   const FactSet facts = gather_facts(doctor_options(o.common), reg);
   const Root root(o.common.root);
   CaptureOptions opt;

@@ -130,7 +130,7 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
     DoctorOptions d = doctor_options(one); // refuses a --python that names no file (exit 2)
     d.policy_file = o.policy_file;
     d.reserve_given = reserve_flag->count() > 0;
-    evs.push_back(run_checks(d));
+    evs.push_back(run_checks(probe_set(), d));
     ctxs.push_back(report_context(evs.back(), d, parse_fail_on(o.fail_on)));
   }
   const double seconds =

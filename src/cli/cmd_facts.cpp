@@ -35,7 +35,7 @@ Runner add_facts_command(CLI::App& app) {
   });
   return [sub, o]() {
     if (!*sub) return -1;
-    const ProbeRegistry reg = builtin_probes();
+    const ProbeRegistry& reg = probe_set();
     if (o->declared) {
       // docs/facts.md is this output (tests/unit/test_fact_declarations.cpp checks it is current).
       write_output(o->output,

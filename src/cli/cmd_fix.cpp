@@ -281,7 +281,7 @@ int run(const FixOptions& o) {
           "facts file); write the script with -o and run it on the machine it is for",
           o.common.facts_file.empty() ? o.common.root : o.common.facts_file));
   }
-  const ProbeRegistry reg = builtin_probes();
+  const ProbeRegistry& reg = probe_set();
   const DoctorOptions d = doctor_options(o.common);
   const RuleSet rules = load_rule_set(d, reg);
   const FactSet facts = gather_facts(d, reg);

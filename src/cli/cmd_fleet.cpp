@@ -34,7 +34,7 @@ bool is_bundle(const std::string& path) {
 int run(const Options& o) {
   if (o.inputs.size() < 2)
     throw InputError("fleet compare needs the facts files or bundles of at least two nodes");
-  const ProbeRegistry reg = builtin_probes();
+  const ProbeRegistry& reg = probe_set();
   // The quantities are data (rules/fleet.json's `compare` list), built into the binary. Each node
   // is read, reduced to its values of them, and let go before the next (issue 35: a fleet of
   // 1,000 8-GPU nodes in bounded memory).

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
@@ -110,7 +111,7 @@ int run(Options& o, const CLI::Option* reserve_flag) {
   DoctorOptions d = doctor_options(o.common);
   d.policy_file = o.policy_file;
   d.reserve_given = reserve_flag->count() > 0;
-  const Evaluation ev = run_checks(d, plan_rules);
+  const Evaluation ev = run_checks(probe_set(), d, plan_rules);
   const plan::Plan& p = *o.common.plan;
   PlanReportData data{p, ev.facts, ev.results, std::nullopt};
   if (auto cap = ev.facts.get_int(keys::plan_capacity_bytes))

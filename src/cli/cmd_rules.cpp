@@ -32,7 +32,7 @@ Runner add_rules_command(CLI::App& app) {
   });
   return [sub, o, test, format]() {
     if (!*sub) return -1;
-    const ProbeRegistry reg = builtin_probes();
+    const ProbeRegistry& reg = probe_set();
     o->rule_examples = *test;
     const RuleSet rs = load_rule_set(doctor_options(*o), reg);
     if (!*test) {
@@ -70,7 +70,7 @@ Runner add_explain_command(CLI::App& app) {
   });
   return [sub, o, id]() {
     if (!*sub) return -1;
-    const ProbeRegistry reg = builtin_probes();
+    const ProbeRegistry& reg = probe_set();
     const DoctorOptions d = doctor_options(*o);
     const RuleSet rs = load_rule_set(d, reg);
     const Rule* r = rs.find(*id);

@@ -92,7 +92,7 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
     DoctorOptions d = doctor_options(o.common);
     d.policy_file = o.policy_file;
     d.reserve_given = reserve_given;
-    const Evaluation ev = run_checks(d, default_only);
+    const Evaluation ev = run_checks(probe_set(), d, default_only);
     const FailOn fail_on = parse_fail_on(o.fail_on);
     ReportContext ctx;
     ctx.tool_version = kVersion;

@@ -70,6 +70,10 @@ std::shared_ptr<const plan::Plan> build_plan(const PlanOptions& o);
 /// (every comparison with NaN is false), and "inf" or "1e999" are no durations either.
 CLI::Validator finite_number();
 
+/// The built-in probes, built once by the program's top (src/cli/main.cpp, from
+/// halo/checks.hpp) and handed to the doctor by every command that reads a machine.
+const ProbeRegistry& probe_set();
+
 /// Adds --root, --facts, --add-facts, --reserve, --no-runtime, --hsa-library, --runtime-timeout.
 void add_probe_options(CLI::App* sub, CommonOptions& o);
 /// Adds --rules, --only, --skip.

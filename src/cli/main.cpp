@@ -2,7 +2,9 @@
 // The halo-doctor command line: registers the subcommands (src/cli/cmd_*.cpp) and maps errors
 // to exit codes. Exceptions stop here.
 #include "commands.hpp"
+#include "common.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/result.hpp>
@@ -134,6 +136,17 @@ int exit_with(const CLI::App& app, const CLI::Error& e) {
   return rc;
 }
 } // namespace
+
+namespace halo::cli {
+
+// The top of the program assembles the probe set (issue 42 item 4): the one place that names
+// checks/, built on first use (a `rules` or `--help` run never builds it).
+const ProbeRegistry& probe_set() {
+  static const ProbeRegistry probes = builtin_probes();
+  return probes;
+}
+
+} // namespace halo::cli
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(

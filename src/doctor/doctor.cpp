@@ -93,8 +93,7 @@ Params rule_params(const DoctorOptions& o) {
   return default_params(o.probe.reserve_gib);
 }
 
-Evaluation run_checks(DoctorOptions o, const DefaultOnly& default_only) {
-  const ProbeRegistry reg = builtin_probes();
+Evaluation run_checks(const ProbeRegistry& reg, DoctorOptions o, const DefaultOnly& default_only) {
   std::optional<Policy> policy;
   std::optional<RuleSet> all;
   auto all_rules = [&]() -> const RuleSet& {

@@ -4,6 +4,7 @@
 // and operand, every fact some probe provides, the examples' syntax) and writes their compiled
 // form (src/rules/compiled.cpp) as a C++ array the binary loads at start-up without lexing JSON.
 // An invalid rule fails the build with the loader's "FILE:LINE: rule 'ID': ..." message.
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/io.hpp>
 #include <halo/probe.hpp>

@@ -7,6 +7,7 @@
 #include "fuzz_common.hpp"
 #include "gpus/gpus.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/doctor.hpp>
 #include <halo/error.hpp>
 #include <halo/fact.hpp>

@@ -3,6 +3,7 @@
 #include "fuzz_common.hpp"
 #include "probes.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>

@@ -2,6 +2,7 @@
 // halo-bench facts merged into a machine's facts (what `check --add-facts bench.json` does).
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/rules.hpp>
 
 #include <catch2/catch.hpp>

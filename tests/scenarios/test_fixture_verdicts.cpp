@@ -3,6 +3,7 @@
 // rely on, asserted rule by rule (the goldens in tests/fixtures/*/expected.* pin the full output).
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/rules.hpp>
 

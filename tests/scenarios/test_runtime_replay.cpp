@@ -4,6 +4,7 @@
 // the runtime rules are checked. Variants that hang and crash prove the time limit and isolation.
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
+
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>

@@ -3,6 +3,7 @@
 // declarations (Probe::env_reads) and nothing else, URL credentials are masked. The byte search
 // over a real bundle unpacked by tar is tests/cli/bundle_secrets.sh; here the pieces.
 #include <halo/bundle.hpp>
+#include <halo/checks.hpp>
 #include <halo/probe.hpp>
 #include <halo/units.hpp>
 

@@ -7,6 +7,7 @@
 #include "fixture_tree.hpp"
 #include "probes.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/plan.hpp>
 #include <halo/probe.hpp>
 

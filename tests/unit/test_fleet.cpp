@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor fleet compare: which node differs from the majority (include/halo/fleet.hpp).
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/fleet.hpp>
 #include <halo/probe.hpp>

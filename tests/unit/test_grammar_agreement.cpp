@@ -6,6 +6,7 @@
 // parameter refused by the loader), except for the checks a JSON Schema cannot express, listed
 // in kSemantic. They mutate real documents, every built-in rule and docs/examples/policy.json,
 // node by node: remove a member, add an unknown one, give a value another type.
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/policy.hpp>
 #include <halo/probe.hpp>

@@ -2,6 +2,7 @@
 // The probe registry orders probes by the facts they declare they read (Probe::inputs), refuses
 // an input nobody provides, a duplicate id and a cycle, and reports a probe that reads a fact it
 // did not declare (issue 10, "declared, typed facts").
+#include <halo/checks.hpp>
 #include <halo/fact.hpp>
 #include <halo/probe.hpp>
 

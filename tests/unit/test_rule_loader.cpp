@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>

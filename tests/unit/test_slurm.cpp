@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // halo-doctor slurm: parsing scontrol's node lines, drain reasons, the drain/resume decision and
 // the bounded command runner. The real Slurm end to end is tests/cli/slurm.sh.
+#include <halo/checks.hpp>
 #include <halo/policy.hpp>
 #include <halo/probe.hpp>
 #include <halo/rules.hpp>

@@ -2,6 +2,7 @@
 // The text report a person reads (issue 46 §3): the facts that decided a verdict, one finding per
 // cause, "could not be checked" as its own class, the next step, -q as one line per finding, and
 // lines wrapped to the terminal's width.
+#include <halo/checks.hpp>
 #include <halo/probe.hpp>
 #include <halo/report.hpp>
 #include <halo/rules.hpp>

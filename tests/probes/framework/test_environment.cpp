@@ -52,3 +52,31 @@ TEST_CASE("environment probe: a variable set twice counts once, as its first ent
   CHECK(f.get<std::vector<std::string>>("env.names") ==
         std::vector<std::string>{"HSA_OVERRIDE_GFX_VERSION"});
 }
+
+TEST_CASE("every probe that reads the environment reads it through one reader, first entry wins",
+          "[probe][env]") {
+  // Issue 42 item 3: the environment, framework, python_env and wsl probes each read
+  // /proc/self/environ with their own bound and their own rule for a repeated name (two took
+  // the last entry). Through probe_util's read_environ they agree with getenv(3): the first.
+  FixtureTree t;
+  t.file("/proc/self/environ",
+         environ_text({"VIRTUAL_ENV=/home/dev/first", "HSA_ENABLE_DXG_DETECTION=1",
+                       "HSA_ENABLE_DXG_DETECTION=0", "VIRTUAL_ENV=/home/dev/second",
+                       "HOME=/home/dev"}));
+  t.file("/home/dev/first/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/first/bin/python", "");
+  t.file("/home/dev/second/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/second/bin/python", "");
+  FactSet env = probe_one(t.path(), "environment");
+  CHECK(env.get<std::string>("env.hsa_enable_dxg_detection") == std::string("1"));
+  FactSet wsl = probe_one(t.path(), "wsl");
+  CHECK(wsl.get<std::string>("wsl.env.hsa_enable_dxg_detection") == std::string("1"));
+  FactSet fw = probe_one(t.path(), "framework");
+  const Fact* py = fw.find("framework.python_env");
+  REQUIRE(py != nullptr);
+  const std::string seen =
+      fw.get<std::string>("framework.python_env").value_or("") + " " + py->reason;
+  INFO(seen);
+  CHECK(seen.find("/home/dev/first") != std::string::npos);
+  CHECK(seen.find("/home/dev/second") == std::string::npos);
+}

@@ -3,6 +3,8 @@
 // ROCm release.
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
+
 #include <catch2/catch.hpp>
 
 using namespace halo;
@@ -133,4 +135,32 @@ TEST_CASE("derived: the ROCm release a wheel bundles is torch.version.hip's majo
   reg.rederive(opt, cpu);
   CHECK(cpu.find("framework.torch.rocm_version")->status == Status::missing);
   CHECK(cpu.find("framework.torch.rocm_version")->reason == "not a ROCm build");
+}
+
+TEST_CASE("derived: flash_attn's and bitsandbytes' kernel targets expand generic targets as "
+          "torch's do",
+          "[probe][derived][framework]") {
+  // Issue 42 item 3: a flash_attn or bitsandbytes built only for gfx11-generic has code for
+  // gfx1151 (LLVM AMDGPUUsage, generic processor versions); their rules judge kernel_targets.
+  using List = std::vector<std::string>;
+  const FactSet f = probe_root(fixture("strix-halo-torch-therock-gfx1151"));
+  const ProbeRegistry reg = builtin_probes();
+  ProbeOptions opt;
+  opt.no_runtime = true;
+  FactSet g = f;
+  g.put_ok("framework.flash_attn.offload_targets", List{"gfx11-generic", "gfx942"}, "test");
+  g.put_ok("framework.bitsandbytes.library_targets", List{"gfx12-generic"}, "test");
+  reg.rederive(opt, g);
+  CHECK(g.get<List>("framework.flash_attn.kernel_targets") ==
+        List{"gfx11-generic", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
+             "gfx1152", "gfx1153", "gfx942"});
+  CHECK(g.get<List>("framework.bitsandbytes.kernel_targets") ==
+        List{"gfx12-generic", "gfx1200", "gfx1201"});
+  // A list that could not be read passes its status and reason on.
+  g.put_status("framework.bitsandbytes.library_targets", Status::error, "test", "not an ELF file");
+  reg.rederive(opt, g);
+  const Fact* k = g.find("framework.bitsandbytes.kernel_targets");
+  REQUIRE(k != nullptr);
+  CHECK(k->status == Status::error);
+  CHECK(k->reason == "not an ELF file");
 }

@@ -3,6 +3,8 @@
 // ROCR/HIP_VISIBLE_DEVICES.
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
+
 #include <catch2/catch.hpp>
 
 using namespace halo;
