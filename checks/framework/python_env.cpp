@@ -51,6 +51,8 @@ constexpr std::size_t kMaxVersionFileBytes = std::size_t{64} * 1024;
 constexpr std::size_t kMaxPathEntries = 64;
 constexpr std::size_t kMaxVersions = 16;
 constexpr int kMaxDirDepth = 128;
+/// A pyproject.toml is a few kilobytes; only its head is searched for the workspace table.
+constexpr std::size_t kMaxPyprojectBytes = std::size_t{256} * 1024;
 
 struct Env {
   std::map<std::string, std::string, std::less<>> vars;
@@ -246,6 +248,15 @@ struct UvProject {
   std::string via;      ///< "the working directory D" or "UV_PROJECT=D"
 };
 
+/// Whether DIR's pyproject.toml declares a uv workspace (a `[tool.uv.workspace]` table line; the
+/// file's first kMaxPyprojectBytes read).
+bool is_uv_workspace_root(const Root& root, const std::string& dir) {
+  const ReadResult r = root.read(join(dir, "pyproject.toml"), kMaxPyprojectBytes);
+  if (!r.ok()) return false;
+  static const RE2 kTable(R"re((?m)^\s*\[\s*tool\s*\.\s*uv\s*\.\s*workspace\s*\]\s*(#.*)?$)re");
+  return RE2::PartialMatch(r.text, kTable);
+}
+
 std::optional<UvProject> find_uv_project(const Root& root, const Env& env) {
   if (auto no = env.get(kUvNoProject); no && !no->empty() && *no != "0" && *no != "false")
     return std::nullopt;
@@ -271,7 +282,10 @@ std::optional<UvProject> find_uv_project(const Root& root, const Env& env) {
     if (root.exists(join(dir, "pyproject.toml"))) {
       if (p.dir.empty()) p.dir = dir;
       if (root.exists(join(dir, "uv.lock"))) {
-        p.lock_dir = dir;
+        // Above the project, only a workspace root owns it: a pyproject.toml with a
+        // [tool.uv.workspace] table (uv docs: concepts/projects/workspaces); any other project
+        // above is a separate one, and the nearest project has no lockfile of its own.
+        if (dir == p.dir || is_uv_workspace_root(root, dir)) p.lock_dir = dir;
         break;
       }
     }

@@ -472,8 +472,13 @@ TEST_CASE("framework probe: a uv project's .venv is what uv run uses and is judg
          version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
   CHECK(str(run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul),
             "framework.torch.version") == "2.10.0+rocm7.1");
-  // A workspace member (its own pyproject.toml, no uv.lock) uses the workspace root's environment.
+  // A project below another locked project that is no workspace root is a project of its own,
+  // without a lockfile: only named.
   t.file("/home/dev/proj/pkgs/model/pyproject.toml", "[project]\nname = \"model\"\n");
+  CHECK(str(run("PWD=/home/dev/proj/pkgs/model" + nul), "framework.torch.version") == "1.13.0a0");
+  // A workspace member (its own pyproject.toml, no uv.lock) uses the workspace root's environment.
+  t.file("/home/dev/proj/pyproject.toml",
+         "[project]\nname = \"train\"\n\n[tool.uv.workspace]\nmembers = [\"pkgs/*\"]\n");
   {
     const FactSet f = run("PWD=/home/dev/proj/pkgs/model" + nul);
     CHECK(str(f, "framework.torch.version") == "2.9.1+rocm6.4");
