@@ -194,8 +194,10 @@ SearchPlan plan_search(const Root& root, const PythonEnvVars& env, const PythonC
   // The interpreter checks/framework/python_env.cpp resolves, the one --framework-deep runs:
   // --python, an activated venv or conda environment, else python3 on PATH (a pyenv shim resolved
   // as pyenv does).
+  // A uv project environment is told from its interpreter's place like --python: its pyvenv.cfg.
   const bool by_interpreter = choice.kind == PythonKind::given ||
-                              choice.kind == PythonKind::pyenv || choice.kind == PythonKind::path;
+                              choice.kind == PythonKind::pyenv || choice.kind == PythonKind::path ||
+                              choice.kind == PythonKind::uv_project;
   const std::string python = by_interpreter ? choice.python : std::string();
   const std::string& label = choice.basis;
   bool system = true;

@@ -36,6 +36,10 @@ constexpr std::string_view kPyenvDir = "PYENV_DIR";
 constexpr std::string_view kPwd = "PWD";
 constexpr std::string_view kHome = "HOME";
 constexpr std::string_view kUvProjectEnvironment = "UV_PROJECT_ENVIRONMENT";
+/// uv's environment twins of `--project DIR` (uv 0.4.4) and `--no-project` (uv 0.11.8):
+/// crates/uv-static/src/env_vars.rs ("Equivalent to the `--project` command-line argument").
+constexpr std::string_view kUvProject = "UV_PROJECT";
+constexpr std::string_view kUvNoProject = "UV_NO_PROJECT";
 
 /// A shim script is a few hundred bytes; only its head is read.
 constexpr std::size_t kMaxShimBytes = 4096;
@@ -45,6 +49,8 @@ constexpr std::size_t kMaxVersionFileBytes = std::size_t{64} * 1024;
 constexpr std::size_t kMaxPathEntries = 64;
 constexpr std::size_t kMaxVersions = 16;
 constexpr int kMaxDirDepth = 128;
+/// A pyproject.toml is a few kilobytes; only its head is searched for the workspace table.
+constexpr std::size_t kMaxPyprojectBytes = std::size_t{256} * 1024;
 
 struct Env {
   std::map<std::string, std::string, std::less<>> vars;
@@ -219,30 +225,87 @@ std::vector<std::string> start_dirs(const Root& root, const Env& env, bool with_
   return starts;
 }
 
-/// A uv project environment the interpreter found is not: uv finds the project as the nearest
-/// directory with a pyproject.toml from the working directory up, and `uv run` uses its `.venv`,
-/// or UV_PROJECT_ENVIRONMENT (absolute, or relative to the project)
-/// (https://docs.astral.sh/uv/concepts/projects/config/#project-environment-path). uv does not
-/// activate it, so a plain `python3` does not get it: the doctor names it and does not judge it.
-/// Empty when there is none or it is `python`'s own.
-std::string uv_note(const Root& root, const Env& env, const std::string& python) {
+/// A uv project as `uv run` finds it: the project directory, the directory holding uv.lock (the
+/// workspace root: uv writes one lockfile, beside the root's pyproject.toml), and the project
+/// environment. uv finds the project as the nearest directory with a pyproject.toml from the
+/// working directory up, or from `--project` / UV_PROJECT (relative to the working directory)
+/// (https://docs.astral.sh/uv/concepts/projects/layout/, https://docs.astral.sh/uv/reference/cli/
+/// `--project`); the environment is the workspace root's `.venv`, or UV_PROJECT_ENVIRONMENT
+/// (absolute, or relative to the workspace root)
+/// (https://docs.astral.sh/uv/concepts/projects/config/#project-environment-path). UV_NO_PROJECT
+/// (`--no-project`) turns discovery off.
+struct UvProject {
+  std::string dir;      ///< the nearest directory with a pyproject.toml
+  std::string lock_dir; ///< the directory with uv.lock (dir or a workspace root above it); empty
+                        ///< when none: a project uv has never locked
+  std::string venv;     ///< the project environment's directory
+  bool venv_ok = false; ///< it holds a pyvenv.cfg (a venv uv has created)
+  std::string via;      ///< "the working directory D" or "UV_PROJECT=D"
+};
+
+/// Whether DIR's pyproject.toml declares a uv workspace (a `[tool.uv.workspace]` table line; the
+/// file's first kMaxPyprojectBytes read).
+bool is_uv_workspace_root(const Root& root, const std::string& dir) {
+  const ReadResult r = root.read(join(dir, "pyproject.toml"), kMaxPyprojectBytes);
+  if (!r.ok()) return false;
+  static const RE2 kTable(R"re((?m)^\s*\[\s*tool\s*\.\s*uv\s*\.\s*workspace\s*\]\s*(#.*)?$)re");
+  return RE2::PartialMatch(r.text, kTable);
+}
+
+std::optional<UvProject> find_uv_project(const Root& root, const Env& env) {
+  if (auto no = env.get(kUvNoProject); no && !no->empty() && *no != "0" && *no != "false")
+    return std::nullopt;
   const auto starts = start_dirs(root, env, false);
-  if (starts.empty()) return {};
-  std::string dir = starts.front();
+  std::string dir;
+  std::string via;
+  if (auto proj = env.get(kUvProject); proj && !proj->empty()) {
+    if (proj->front() == '/')
+      dir = normal(*proj);
+    else if (!starts.empty())
+      dir = normal(join(starts.front(), *proj));
+    else
+      return std::nullopt;
+    via = fmt::format("UV_PROJECT={}", *proj);
+  } else {
+    if (starts.empty()) return std::nullopt;
+    dir = starts.front();
+    via = fmt::format("the working directory {}", dir);
+  }
+  UvProject p;
+  p.via = via;
   for (int n = 0; n < kMaxDirDepth && !dir.empty(); ++n) {
-    if (const UniqueFd fd(root.open_regular(join(dir, "pyproject.toml"))); fd) {
-      std::string venv = join(dir, ".venv");
-      if (auto v = env.get(kUvProjectEnvironment); v && !v->empty())
-        venv = v->front() == '/' ? normal(*v) : normal(join(dir, *v));
-      if (!root.exists(join(venv, "pyvenv.cfg")) || python.starts_with(venv + "/")) return {};
-      return fmt::format("; not judged: {}, the project environment `uv run` uses in {} (uv does "
-                         "not activate it: activate it or pass --python {}/bin/python)",
-                         venv, dir, venv);
+    if (root.exists(join(dir, "pyproject.toml"))) {
+      if (p.dir.empty()) p.dir = dir;
+      if (root.exists(join(dir, "uv.lock"))) {
+        // Above the project, only a workspace root owns it: a pyproject.toml with a
+        // [tool.uv.workspace] table (uv docs: concepts/projects/workspaces); any other project
+        // above is a separate one, and the nearest project has no lockfile of its own.
+        if (dir == p.dir || is_uv_workspace_root(root, dir)) p.lock_dir = dir;
+        break;
+      }
     }
     if (dir == "/") break;
     dir = parent_dir(dir);
   }
-  return {};
+  if (p.dir.empty()) return std::nullopt;
+  const std::string base = p.lock_dir.empty() ? p.dir : p.lock_dir;
+  p.venv = join(base, ".venv");
+  if (auto v = env.get(kUvProjectEnvironment); v && !v->empty())
+    p.venv = v->front() == '/' ? normal(*v) : normal(join(base, *v));
+  p.venv_ok = root.exists(join(p.venv, "pyvenv.cfg"));
+  return p;
+}
+
+/// A uv project environment the interpreter found is not, which the doctor names and does not
+/// judge: one uv has not locked (no uv.lock: the project may not be uv's, and a plain `python3`
+/// is what its owner runs). Empty when there is none, it is `python`'s own, or it was chosen.
+std::string uv_note(const Root& root, const Env& env, const std::string& python) {
+  const auto p = find_uv_project(root, env);
+  if (!p || !p->venv_ok || python.starts_with(p->venv + "/")) return {};
+  return fmt::format("; not judged: {}, the environment `uv run` would use in {} (no uv.lock: "
+                     "uv has not managed this project; activate it or pass --python {}/bin/python "
+                     "to judge it)",
+                     p->venv, p->dir, p->venv);
 }
 
 PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim) {
@@ -355,7 +418,9 @@ const std::vector<std::string>& python_env_reads() {
                                               std::string(kPyenvDir),
                                               std::string(kPwd),
                                               std::string(kHome),
-                                              std::string(kUvProjectEnvironment)};
+                                              std::string(kUvProjectEnvironment),
+                                              std::string(kUvProject),
+                                              std::string(kUvNoProject)};
   return names;
 }
 
@@ -394,6 +459,27 @@ PythonChoice resolve_python(const Root& root, const std::string& given) {
                           name && !name->empty() ? fmt::format(" (conda environment {})", *name)
                                                  : std::string(),
                           env.source);
+    return c;
+  }
+  // No environment is active: a uv project (pyproject.toml and uv.lock upward from the working
+  // directory, or from UV_PROJECT) with its environment is what `uv run python train.py` runs in,
+  // without activating it (https://docs.astral.sh/uv/concepts/projects/run/: "uv run ... ensures
+  // that the command is run in the project environment"). The python3 on PATH is named beside it.
+  if (const auto uv = find_uv_project(root, env); uv && !uv->lock_dir.empty() && uv->venv_ok) {
+    c.kind = PythonKind::uv_project;
+    c.prefix = uv->venv;
+    c.python = join(join(uv->venv, "bin"), "python");
+    const auto on_path = pythons_on_path(root, env.get(kPath).value_or(""), "");
+    c.basis = fmt::format(
+        "the uv project environment {}: no VIRTUAL_ENV or CONDA_PREFIX, and `uv run` from {} runs "
+        "in the project {} (pyproject.toml{}, uv.lock in {}){} without activating it{}",
+        uv->venv, uv->via, uv->dir, uv->lock_dir == uv->dir ? "" : " of a workspace member",
+        uv->lock_dir,
+        env.get(kUvProjectEnvironment).value_or("").empty()
+            ? std::string()
+            : fmt::format(", UV_PROJECT_ENVIRONMENT={}", *env.get(kUvProjectEnvironment)),
+        on_path.empty() ? std::string()
+                        : fmt::format("; a plain python3 would be {}", on_path.front().path));
     return c;
   }
   const auto all = pythons_on_path(root, env.get(kPath).value_or(""), "");

@@ -17,6 +17,7 @@ enum class PythonKind {
   given,       ///< `--python PATH`
   virtual_env, ///< $VIRTUAL_ENV/bin/python (an activated venv, uv's included)
   conda,       ///< $CONDA_PREFIX/bin/python (an activated conda environment)
+  uv_project,  ///< no environment active: the uv project environment `uv run` uses (its .venv)
   pyenv,       ///< a pyenv shim on PATH, resolved to $PYENV_ROOT/versions/V/bin/python3
   path,        ///< the first python3 on PATH that is an interpreter (pyenv's `system` included)
   none,        ///< no interpreter found (`basis` says where the doctor looked)
@@ -29,7 +30,8 @@ struct PythonChoice {
   /// even when that file is absent (the environment, not the file, decides).
   std::string python;
   PythonKind kind = PythonKind::none;
-  /// The environment directory for virtual_env ($VIRTUAL_ENV) and conda ($CONDA_PREFIX).
+  /// The environment directory for virtual_env ($VIRTUAL_ENV), conda ($CONDA_PREFIX) and
+  /// uv_project (the project environment).
   std::string prefix;
   /// A sentence for a fact's source: "pyenv version 3.11.7 (set by /home/u/proj/.python-version),
   /// through the shim /home/u/.pyenv/shims/python3".
@@ -38,7 +40,7 @@ struct PythonChoice {
 
 /// The environment variables the resolution reads (a probe's env_reads): VIRTUAL_ENV,
 /// CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, PYENV_VERSION, PYENV_ROOT, PYENV_DIR, PWD, HOME,
-/// UV_PROJECT_ENVIRONMENT.
+/// UV_PROJECT_ENVIRONMENT, UV_PROJECT, UV_NO_PROJECT.
 const std::vector<std::string>& python_env_reads();
 
 /// Resolves the interpreter of the environment training will see, from `/proc/self/environ`
@@ -50,7 +52,13 @@ const std::vector<std::string>& python_env_reads();
 /// 3. CONDA_PREFIX: `$CONDA_PREFIX/bin/python` ("CONDA_PREFIX: the path of the active
 ///    environment", CONDA_DEFAULT_ENV its name: https://docs.conda.io/projects/conda/en/latest/
 ///    user-guide/tasks/manage-environments.html#activating-an-environment);
-/// 4. the first `python3` on PATH (execvp(3)). A pyenv shim there (a `#!` script that execs
+/// 4. uv_project: with neither, a uv project found from $PWD (or UV_PROJECT) up, whose
+///    pyproject.toml has a uv.lock beside it or in a workspace root above, and whose environment
+///    (the `.venv` there, or UV_PROJECT_ENVIRONMENT) holds a pyvenv.cfg: `uv run python train.py`
+///    runs that environment's python without activating it
+///    (https://docs.astral.sh/uv/concepts/projects/run/); UV_NO_PROJECT turns this off. A project
+///    without uv.lock (uv never managed it) is named in `basis` ("not judged: ...") instead;
+/// 5. the first `python3` on PATH (execvp(3)). A pyenv shim there (a `#!` script that execs
 ///    `pyenv exec`, pyenv's libexec/pyenv-rehash) is resolved as pyenv does: the version from
 ///    PYENV_VERSION, else the first `.python-version` from $PYENV_DIR (else $PWD) up to /
 ///    (libexec/pyenv-version-file), else `$PYENV_ROOT/version`, else `system`; each file's
@@ -61,10 +69,6 @@ const std::vector<std::string>& python_env_reads();
 ///    pyenv-version-name). PYENV_ROOT: the one the shim exports, else the shim directory's
 ///    parent, else $PYENV_ROOT, else $HOME/.pyenv. Another `#!` script (an asdf shim) is passed
 ///    over and named in `basis`.
-/// uv does not activate its project environment: `uv run` uses `.venv` (or
-/// UV_PROJECT_ENVIRONMENT) of the nearest pyproject.toml's directory, which a plain `python3`
-/// does not; such an environment is judged only when activated (VIRTUAL_ENV) or named with
-/// --python, and otherwise named in `basis` ("not judged: ...") (docs/framework.md).
 /// PWD under --root is the recorded process's, resolved inside the root.
 PythonChoice resolve_python(const Root& root, const std::string& given);
 

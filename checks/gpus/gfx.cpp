@@ -157,4 +157,22 @@ std::vector<std::string> with_generic_processors(const std::vector<std::string>&
   return {out.begin(), out.end()};
 }
 
+std::string instinct_series(const std::optional<std::string>& gfx,
+                            std::optional<std::int64_t> device_id) {
+  if (gfx) {
+    if (*gfx == "gfx950") return "MI350";
+    if (*gfx == "gfx940" || *gfx == "gfx941" || *gfx == "gfx942") return "MI300";
+    if (*gfx == "gfx90a") return "MI200";
+    if (*gfx == "gfx908") return "MI100";
+    return "none";
+  }
+  if (!device_id) return "none";
+  const std::int64_t id = *device_id;
+  if (id == 0x75a0 || id == 0x75a3) return "MI350";
+  if ((id >= 0x74a0 && id <= 0x74a5) || id == 0x74b5) return "MI300";
+  if (id >= 0x7408 && id <= 0x740f) return "MI200";
+  if (id == 0x738c || id == 0x7388) return "MI100";
+  return "none";
+}
+
 } // namespace halo::probes

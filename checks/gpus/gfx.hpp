@@ -51,4 +51,14 @@ bool is_mi300_series(const std::optional<std::string>& gfx, std::optional<std::i
 /// come through it (issue 42 item 3).
 std::vector<std::string> with_generic_processors(const std::vector<std::string>& targets);
 
+/// The Instinct series of a GPU, the unit AMD's host-tuning and acceptance guides are written per:
+/// "MI350" (MI350X 0x75a0, MI355X 0x75a3: gfx950, CDNA4), "MI300" (MI300A 0x74a0, MI300X 0x74a1,
+/// MI308X 0x74a2, MI325X 0x74a5, the MI300X VF 0x74b5: gfx940-942, CDNA3), "MI200" (gfx90a),
+/// "MI100" (gfx908), else "none". The gfx target decides when it is known (KFD's
+/// gfx_target_version); the PCI id otherwise. Ids: pci.ids (vendor 1002) and AMD's system
+/// acceptance guides (ROCm/system-acceptance-docs docs/gpus/mi325x.md `lspci -d 1002:74a5`,
+/// docs/gpus/mi355x.md `lspci -d 1002:75a3`, docs/network/topology-mapping.md for 75a0).
+std::string instinct_series(const std::optional<std::string>& gfx,
+                            std::optional<std::int64_t> device_id);
+
 } // namespace halo::probes

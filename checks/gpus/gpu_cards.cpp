@@ -57,8 +57,8 @@ void derive_link_and_thermal_per_gpu(FactSet& facts) {
 }
 
 /// XGMI per GPU (checks/gpus/xgmi.cpp) and for the host: xgmi.expected_members, the physical
-/// MI300-series GPUs here (an MI300X or MI325X board joins its eight OAMs in one hive), and
-/// xgmi.main_hive_id, the hive most of them are in.
+/// MI300- and MI350-series GPUs here (an MI300X, MI325X or MI355X board joins its eight OAMs in one
+/// hive), and xgmi.main_hive_id, the hive most of them are in.
 void derive_xgmi(FactSet& facts) {
   const std::int64_t n = bounded_gpu_count(facts);
   std::int64_t members = 0;
@@ -69,11 +69,15 @@ void derive_xgmi(FactSet& facts) {
                  {"member", "hive_id", "hive_size", "far_peers", "physical_id"},
                  "no amdgpu DRM card for this GPU, so no XGMI facts");
     if (facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
-    if (facts.get<bool>(keys::gpu(i, "mi300_series")) == true) ++members;
+    // MI300- and MI350-series boards alike join their eight OAMs in one fully connected hive (AMD's
+    // system acceptance guides, docs/gpus/mi325x.md and mi355x.md: UBB 2.0, "fully-meshed Infinity
+    // Fabric connectivity between accelerators").
+    const auto series = facts.get<std::string>(keys::gpu(i, "instinct_series"));
+    if (series == "MI300" || series == "MI350") ++members;
     if (auto h = facts.get<std::string>(keys::gpu(i, "xgmi.hive_id")); h && *h != "0") ++hives[*h];
   }
   facts.put_ok("xgmi.expected_members", members,
-               "derived: physical MI300-series GPUs (gpu.*.mi300_series)");
+               "derived: physical MI300- and MI350-series GPUs (gpu.*.instinct_series)");
   if (hives.empty()) {
     facts.put_status("xgmi.main_hive_id", Status::missing, kDerived, "no GPU is in an XGMI hive");
     return;
@@ -212,7 +216,7 @@ std::unique_ptr<Probe> make_gpu_cards_derivation() {
   return std::make_unique<BasicDerivation>(
       "gpu_cards",
       std::vector<std::string>{"gpu.count", "gpu.*.card", "gpu.*.partition_index",
-                               "gpu.*.mi300_series", "gpu.*.device_id", "gpu.*.render_minor",
+                               "gpu.*.instinct_series", "gpu.*.device_id", "gpu.*.render_minor",
                                "gpu.*.pci_slot", "ras.*.*", "drm.*.pcie.*", "drm.*.temp.*",
                                "drm.*.power.*", "drm.*.perf_level", "xgmi.*.*", "gpu_metrics.*.*",
                                "fw.*.*", "access.render.*.*", "libdrm.dev.*.*", "libdrm.status"},

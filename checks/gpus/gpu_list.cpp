@@ -109,6 +109,9 @@ void derive_gpus(FactSet& facts) {
     facts.put_ok(pre + ".mi300_series", is_mi300_series(gfx, device_id),
                  "derived: the gfx target and PCI id in the MI300-series table (LLVM AMDGPUUsage, "
                  "pci.ids)");
+    facts.put_ok(pre + ".instinct_series", instinct_series(gfx, device_id),
+                 "derived: the gfx target, else the PCI id, in the Instinct series table (LLVM "
+                 "AMDGPUUsage, pci.ids, AMD's system acceptance guides)");
   };
 
   // A partition of an MI300-class GPU (DPX..CPX) is a KFD node of its own whose render node

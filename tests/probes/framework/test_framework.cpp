@@ -408,10 +408,12 @@ TEST_CASE("framework probe: a pyenv shim on PATH judges pyenv's version, as pyen
   }
 }
 
-// uv does not activate its project environment (`uv run` uses the nearest pyproject.toml's .venv,
-// or UV_PROJECT_ENVIRONMENT): the environment judged is still python3 on PATH's, and the source
-// names the uv environment that was not judged and how to judge it.
-TEST_CASE("framework probe: a uv project's .venv is named, not judged, unless activated",
+// uv does not activate its project environment, but `uv run python train.py` runs in it: with no
+// environment active, a uv project (pyproject.toml with uv.lock, from the working directory up, or
+// from UV_PROJECT) whose .venv (or UV_PROJECT_ENVIRONMENT) exists is the environment judged, and
+// the source says why and names the python3 a plain command would get. A project uv never locked
+// (no uv.lock) is only named.
+TEST_CASE("framework probe: a uv project's .venv is what uv run uses and is judged",
           "[probe][framework][uv]") {
   FixtureTree t;
   const std::string nul(1, '\0');
@@ -428,21 +430,68 @@ TEST_CASE("framework probe: a uv project's .venv is named, not judged, unless ac
     t.file("/proc/self/environ", "PATH=/usr/bin:/bin" + nul + vars);
     return probe_one(t.path(), "framework");
   };
+  // No uv.lock: uv never managed the project; python3 on PATH is judged and the .venv named.
   {
     const FactSet f = run("PWD=/home/dev/proj/src" + nul);
     CHECK(str(f, "framework.torch.version") == "1.13.0a0");
     CHECK(f.find("framework.python_env")->source ==
-          "python3 on PATH, /usr/bin/python3; not judged: /home/dev/proj/.venv, the project "
-          "environment `uv run` uses in /home/dev/proj (uv does not activate it: activate it or "
-          "pass --python /home/dev/proj/.venv/bin/python) (the system site directories)");
+          "python3 on PATH, /usr/bin/python3; not judged: /home/dev/proj/.venv, the environment "
+          "`uv run` would use in /home/dev/proj (no uv.lock: uv has not managed this project; "
+          "activate it or pass --python /home/dev/proj/.venv/bin/python to judge it) (the system "
+          "site directories)");
   }
-  // UV_PROJECT_ENVIRONMENT moves it (relative to the project); without a pyvenv.cfg there, none.
-  CHECK(run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul)
-            .find("framework.python_env")
-            ->source.find("not judged") == std::string::npos);
-  // Activated (VIRTUAL_ENV), it is the environment judged.
-  CHECK(str(run("PWD=/home/dev/proj" + nul + "VIRTUAL_ENV=/home/dev/proj/.venv" + nul),
-            "framework.torch.version") == "2.9.1+rocm6.4");
+  t.file("/home/dev/proj/uv.lock", "version = 1\nrequires-python = \">=3.11\"\n");
+  {
+    const FactSet f = run("PWD=/home/dev/proj/src" + nul);
+    CHECK(str(f, "framework.torch.version") == "2.9.1+rocm6.4");
+    const std::string src = f.find("framework.python_env")->source;
+    CHECK_THAT(src,
+               Catch::StartsWith("the uv project environment /home/dev/proj/.venv: no "
+                                 "VIRTUAL_ENV or CONDA_PREFIX, and `uv run` from the working "
+                                 "directory /home/dev/proj/src runs in the project "
+                                 "/home/dev/proj (pyproject.toml, uv.lock in /home/dev/proj)"));
+    CHECK_THAT(src, Catch::Contains("a plain python3 would be /usr/bin/python3"));
+  }
+  // Outside the project (PWD elsewhere), python3 on PATH.
+  CHECK(str(run("PWD=/home/dev" + nul), "framework.torch.version") == "1.13.0a0");
+  // UV_PROJECT (uv's --project) points at it from elsewhere, relative to the working directory.
+  CHECK(str(run("PWD=/home/dev" + nul + "UV_PROJECT=proj" + nul), "framework.torch.version") ==
+        "2.9.1+rocm6.4");
+  // UV_NO_PROJECT turns discovery off.
+  CHECK(str(run("PWD=/home/dev/proj" + nul + "UV_NO_PROJECT=1" + nul), "framework.torch.version") ==
+        "1.13.0a0");
+  // UV_PROJECT_ENVIRONMENT moves it (relative to the project); without a pyvenv.cfg there, the
+  // project has no environment yet and python3 on PATH is judged, with nothing named.
+  {
+    const FactSet f = run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul);
+    CHECK(str(f, "framework.torch.version") == "1.13.0a0");
+    CHECK(f.find("framework.python_env")->source.find("not judged") == std::string::npos);
+  }
+  t.file("/home/dev/proj/envs/x/pyvenv.cfg", "home = /usr/bin\n");
+  t.file("/home/dev/proj/envs/x/lib/python3.12/site-packages/torch/version.py",
+         version_py("2.10.0+rocm7.1", "None", "'7.1.25424'"));
+  CHECK(str(run("PWD=/home/dev/proj" + nul + "UV_PROJECT_ENVIRONMENT=envs/x" + nul),
+            "framework.torch.version") == "2.10.0+rocm7.1");
+  // A project below another locked project that is no workspace root is a project of its own,
+  // without a lockfile: only named.
+  t.file("/home/dev/proj/pkgs/model/pyproject.toml", "[project]\nname = \"model\"\n");
+  CHECK(str(run("PWD=/home/dev/proj/pkgs/model" + nul), "framework.torch.version") == "1.13.0a0");
+  // A workspace member (its own pyproject.toml, no uv.lock) uses the workspace root's environment.
+  t.file("/home/dev/proj/pyproject.toml",
+         "[project]\nname = \"train\"\n\n[tool.uv.workspace]\nmembers = [\"pkgs/*\"]\n");
+  {
+    const FactSet f = run("PWD=/home/dev/proj/pkgs/model" + nul);
+    CHECK(str(f, "framework.torch.version") == "2.9.1+rocm6.4");
+    CHECK_THAT(
+        f.find("framework.python_env")->source,
+        Catch::Contains("(pyproject.toml of a workspace member, uv.lock in /home/dev/proj)"));
+  }
+  // Activated (VIRTUAL_ENV), another environment wins over the project's.
+  t.file("/home/dev/venv/pyvenv.cfg", "include-system-site-packages = false\n");
+  t.file("/home/dev/venv/lib/python3.11/site-packages/torch/version.py",
+         version_py("2.8.0+rocm6.4", "None", "'6.4.43482'"));
+  CHECK(str(run("PWD=/home/dev/proj" + nul + "VIRTUAL_ENV=/home/dev/venv" + nul),
+            "framework.torch.version") == "2.8.0+rocm6.4");
 }
 
 // site.py (https://docs.python.org/3/library/site.html): the user site directory

@@ -47,3 +47,18 @@ TEST_CASE("Instinct and MI300-series identification", "[gfx]") {
   CHECK_FALSE(is_mi300_series(std::string("gfx90a"), std::nullopt));
   CHECK_FALSE(is_instinct(std::string("gfx1151"), 0x1586));
 }
+
+TEST_CASE("Instinct series: MI350 (gfx950) is a series of its own, not MI300", "[gfx]") {
+  CHECK(instinct_series(std::string("gfx950"), 0x75a3) == "MI350");
+  CHECK(instinct_series(std::nullopt, 0x75a0) == "MI350");          // MI350X never reached KFD
+  CHECK(instinct_series(std::nullopt, 0x75a3) == "MI350");          // MI355X
+  CHECK(instinct_series(std::string("gfx942"), 0x74a0) == "MI300"); // MI300A
+  CHECK(instinct_series(std::nullopt, 0x74a5) == "MI300");          // MI325X
+  CHECK(instinct_series(std::nullopt, 0x74b5) == "MI300");          // MI300X VF
+  CHECK(instinct_series(std::string("gfx90a"), 0x740c) == "MI200");
+  CHECK(instinct_series(std::string("gfx908"), std::nullopt) == "MI100");
+  // The gfx target decides over the id: an R9700 (gfx1201) is no Instinct whatever its id reads.
+  CHECK(instinct_series(std::string("gfx1201"), 0x75a3) == "none");
+  CHECK(instinct_series(std::nullopt, 0x7551) == "none");
+  CHECK(instinct_series(std::nullopt, std::nullopt) == "none");
+}
