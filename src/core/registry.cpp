@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <halo/probe.hpp>
+#include <halo/rederive.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -375,6 +377,108 @@ void ProbeRegistry::rederive(const ProbeOptions& options, FactSet& facts) const 
     const auto* d = dynamic_cast<const Derivation*>(probes_[i].get());
     if (d == nullptr) continue; // reads the machine: its replayed facts stand
     run_one(*d, keys_[i].allowed, facts, [&] { d->derive(ctx, facts); });
+  }
+}
+
+/// A pattern's segments as a tree: each node's literal segments, its `*` segment, whether a
+/// pattern ends here and whether one ends here in a trailing `**` (key_matches' grammar).
+struct RederivePlan::Index {
+  std::map<std::string, Index, std::less<>> literal;
+  std::unique_ptr<Index> star;
+  bool end = false;
+  bool tail = false;
+
+  void add(std::string_view pattern) {
+    const std::size_t dot = pattern.find('.');
+    const std::string_view seg = pattern.substr(0, dot);
+    if (dot == std::string_view::npos && seg == "**") {
+      tail = true;
+      return;
+    }
+    Index* next = nullptr;
+    if (seg == "*") {
+      if (!star) star = std::make_unique<Index>();
+      next = star.get();
+    } else {
+      next = &literal.try_emplace(std::string(seg)).first->second;
+    }
+    if (dot == std::string_view::npos)
+      next->end = true;
+    else
+      next->add(pattern.substr(dot + 1));
+  }
+
+  /// key_matches(some pattern below this node, `key`), `key` the key's segments left
+  /// (`key_left`: whether any is; an empty last segment is one).
+  bool match(std::string_view key, bool key_left) const {
+    if (tail && key_left && !key.empty()) return true;
+    if (!key_left) return false;
+    const std::size_t dot = key.find('.');
+    const std::string_view seg = key.substr(0, dot);
+    const bool more = dot != std::string_view::npos;
+    const std::string_view rest = more ? key.substr(dot + 1) : std::string_view();
+    auto down = [&](const Index& n) { return more ? n.match(rest, true) : n.end; };
+    if (const auto it = literal.find(seg); it != literal.end() && down(it->second)) return true;
+    return star && down(*star);
+  }
+};
+
+bool RederivePlan::reads_key(std::string_view key) const {
+  // A key holding a `*` (a hostile file's) matches as key_matches lets it: any segment.
+  if (index == nullptr || key.find('*') != std::string_view::npos)
+    return std::ranges::any_of(reads, [&](const std::string& p) { return key_matches(p, key); });
+  return index->match(key, true);
+}
+
+RederivePlan plan_rederive(const ProbeRegistry& registry, const std::vector<std::string>& wanted) {
+  RederivePlan plan;
+  plan.reads = wanted;
+  const auto& probes = registry.probes();
+  std::vector<bool> planned(probes.size(), false);
+  auto read = [&](std::string_view pattern) {
+    return std::ranges::any_of(plan.reads,
+                               [&](const std::string& r) { return patterns_overlap(r, pattern); });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      const Probe& p = *probes[i];
+      if (planned[i] || !p.is_derivation()) continue;
+      const std::vector<std::string> provided = p.provides();
+      if (!read(keys::probe_status(p.id())) && !std::ranges::any_of(provided, read)) continue;
+      planned[i] = grew = true;
+      for (auto& in : p.inputs())
+        plan.reads.push_back(std::move(in));
+      plan.reads.insert(plan.reads.end(), provided.begin(), provided.end());
+      plan.reads.push_back(keys::probe_status(p.id()));
+    }
+  }
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (!planned[i]) continue;
+    // The read audit's list as ProbeRegistry::add builds it: the inputs, then the declarations.
+    std::vector<std::string> allowed = probes[i]->inputs();
+    for (auto& p : probes[i]->provides())
+      allowed.push_back(std::move(p));
+    plan.derivations.push_back(i);
+    plan.allowed.push_back(std::move(allowed));
+  }
+  std::ranges::sort(plan.reads);
+  const auto [first, last] = std::ranges::unique(plan.reads);
+  plan.reads.erase(first, last);
+  auto index = std::make_shared<RederivePlan::Index>();
+  for (const auto& r : plan.reads)
+    index->add(r);
+  plan.index = std::move(index);
+  return plan;
+}
+
+void rederive(const ProbeRegistry& registry, const ProbeOptions& options, FactSet& facts,
+              const RederivePlan& plan) {
+  const DeriveContext ctx{options};
+  for (std::size_t k = 0; k < plan.derivations.size(); ++k) {
+    const auto* d = dynamic_cast<const Derivation*>(registry.probes()[plan.derivations[k]].get());
+    if (d == nullptr) continue;
+    run_one(*d, plan.allowed[k], facts, [&] { d->derive(ctx, facts); });
   }
 }
 

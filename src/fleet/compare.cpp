@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace halo::fleet {
@@ -71,11 +72,27 @@ std::vector<Group> Row::groups() const {
 Accumulator::Accumulator(std::vector<FleetQuantity> quantities)
     : quantities_(std::move(quantities)), values_(quantities_.size()) {}
 
+std::vector<std::string> values_of(const FactSet& facts,
+                                   const std::vector<FleetQuantity>& quantities) {
+  std::vector<std::string> out;
+  out.reserve(quantities.size());
+  for (const auto& q : quantities)
+    out.push_back(value_of(facts, q.pattern));
+  return out;
+}
+
 void Accumulator::add(std::string name, const std::string& origin, const FactSet& facts) {
+  add_values(std::move(name), origin, values_of(facts, quantities_));
+}
+
+void Accumulator::add_values(std::string name, const std::string& origin,
+                             std::vector<std::string> values) {
+  if (values.size() != quantities_.size())
+    throw std::logic_error("Accumulator::add_values: one value per quantity");
   nodes_.push_back(std::move(name));
   origins_.push_back(origin);
   for (std::size_t q = 0; q < quantities_.size(); ++q)
-    values_[q].push_back(value_of(facts, quantities_[q].pattern));
+    values_[q].push_back(std::move(values[q]));
 }
 
 void Accumulator::add_unreadable(std::string name, const std::string& origin, std::string reason) {
