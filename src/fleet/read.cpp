@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 namespace halo::fleet {
 namespace {
@@ -157,6 +158,28 @@ bool read_fact(std::string_view key, od::value v, bool keep, FactSet& facts) {
   return true;
 }
 
+/// A hash of strings that finds by std::string_view.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+/// plan.reads_key(key), remembered for this thread: a fleet's files share their keys, so after the
+/// first node each of its 2,000 keys costs one hash lookup. At most 65,536 keys are remembered
+/// (a hostile file's random keys do not grow the memory).
+bool keeps(const RederivePlan& plan, std::string_view key) {
+  thread_local const RederivePlan* memo_plan = nullptr;
+  thread_local std::unordered_map<std::string, bool, StringHash, std::equal_to<>> memo;
+  if (memo_plan != &plan) {
+    memo.clear();
+    memo_plan = &plan;
+  }
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  const bool keep = plan.reads_key(key);
+  if (memo.size() < 65536) memo.emplace(key, keep);
+  return keep;
+}
+
 /// The subset reader on `padded` (the text, followed by at least SIMDJSON_PADDING bytes).
 std::optional<FactSet> read_subset(simdjson::padded_string_view padded, const RederivePlan& plan) {
   // One parser per thread, reused: its buffers grow to the largest file read and stay.
@@ -194,7 +217,7 @@ std::optional<FactSet> read_subset(simdjson::padded_string_view padded, const Re
         od::field ff;
         std::string_view key;
         if (std::move(fr).get(ff) || ff.unescaped_key().get(key)) return std::nullopt;
-        if (!read_fact(key, ff.value(), plan.reads_key(key), out)) return std::nullopt;
+        if (!read_fact(key, ff.value(), keeps(plan, key), out)) return std::nullopt;
       }
     } else {
       return std::nullopt;
