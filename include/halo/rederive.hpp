@@ -37,6 +37,8 @@ struct RederivePlan {
   /// The tree of `reads`, built by plan_rederive (reads_key() scans `reads` without it).
   struct Index;
   std::shared_ptr<const Index> index;
+  /// Per entry of `allowed`: its tree, for the read audit (one lookup per key read).
+  std::vector<std::shared_ptr<const Index>> allowed_index;
 };
 
 /// The plan for `wanted` (fact key patterns, `*` = one segment). The closure: a derivation is
