@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -268,4 +269,59 @@ TEST_CASE("fleet compare: a malformed or hostile file is that node's error, the 
     CHECK(dump_json(fleet::comparison_json(many), 2) == dump_json(fleet::comparison_json(one), 2));
     CHECK(fleet::comparison_text(many, true) == fleet::comparison_text(one, true));
   }
+}
+
+TEST_CASE("fleet fast reader: on mutated facts files it accepts only what the full reader "
+          "accepts, with its values",
+          "[fleet][fleet-reader]") {
+  if (!fleet::fast_reader()) return;
+  const RederivePlan& plan = reader().plan();
+  // A small node file with every kind of value, mutated byte by byte (a deterministic stand-in for
+  // tests/fuzz/fuzz_fleet_reader, which CI runs longer).
+  const std::string base =
+      R"({"schema_version": 1, "tool": {"name": "halo-doctor", "version": "0.1"},
+ "facts": {
+  "host.name": {"status": "ok", "value": "node01", "source": "/proc/sys/kernel/hostname"},
+  "kernel.release": {"status": "ok", "value": "6.8.0-45-generic", "source": "s", "probe": "kernel"},
+  "kfd.gpu_nodes": {"status": "ok", "value": ["1", "2"], "source": "s"},
+  "pci.amd_gpu_count": {"status": "ok", "value": 2, "source": "s"},
+  "numa.balancing": {"status": "ok", "value": 0.5e1, "source": "s"},
+  "os.pretty_name": {"status": "ok", "value": "Debian \u00e9 \"12\"", "source": "s"},
+  "hsa.rocm_version": {"status": "missing", "value": null, "source": "s", "reason": "no ROCm"},
+  "host.thp_enabled": {"status": "ok", "value": true, "source": "s"},
+  "unwanted.fact": {"status": "ok", "value": -12, "source": "s"}
+ }})";
+  REQUIRE(fleet::read_facts_subset(base, plan));
+  std::minstd_rand rng(42);
+  const std::string_view alphabet = "\"\\{}[],:09e.-u nt\x01\xff\x7f";
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = base;
+    for (int m = 0; m < 1 + static_cast<int>(rng() % 3); ++m) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+      case 0:
+        text[at] = alphabet[rng() % alphabet.size()];
+        break;
+      case 1:
+        text.erase(at, 1 + rng() % 4);
+        break;
+      default:
+        text.insert(at, text.substr(rng() % text.size(), 1 + rng() % 12));
+      }
+    }
+    INFO(text);
+    const auto fast = fleet::read_facts_subset(text, plan);
+    std::optional<FactSet> full;
+    try {
+      full = facts_from_json_text(text, "f");
+    } catch (const InputError&) {
+    }
+    if (!fast) continue;
+    ++accepted;
+    REQUIRE(full);
+    check_same_facts(kept(*full, plan), fast->all());
+  }
+  // Most mutations break the file; enough of them leave it valid to test the values.
+  CHECK(accepted > 100);
 }
