@@ -29,6 +29,9 @@ build_packages=(
   nettle-dev
   libdrm-dev libhsa-runtime-dev libpugixml-dev libarchive-dev libre2-dev
   libyaml-cpp-dev libkmod-dev
+  # src/fleet/read.cpp: `fleet compare` reads the nodes' facts files with simdjson's On Demand API
+  # (issue 42; the portable release build, without a static archive of it, goes without)
+  libsimdjson-dev
   # checks/framework/offload_bundle.cpp: the ELF section and compressed offload bundles of libtorch_hip.so
   libelf-dev libzstd-dev zlib1g-dev
 )

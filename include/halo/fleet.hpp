@@ -10,10 +10,19 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace halo {
+class ProbeRegistry;
+struct RederivePlan;
+} // namespace halo
 
 namespace halo::fleet {
 
@@ -74,6 +83,8 @@ public:
   /// Adds a node named `name` (its host name) read from the file `origin`; finish() makes the
   /// names unique (Comparison::nodes).
   void add(std::string name, const std::string& origin, const FactSet& facts);
+  /// Adds a node by its values of the quantities, in their order (values_of()).
+  void add_values(std::string name, const std::string& origin, std::vector<std::string> values);
   /// Adds an input that could not be replayed, with why (Comparison::unreadable).
   void add_unreadable(std::string name, const std::string& origin, std::string reason);
   /// The comparison of the nodes added so far (majorities, differing nodes, unread rows dropped).
@@ -86,8 +97,79 @@ private:
   /// For each unreadable input: its index among all inputs and the reason.
   std::vector<std::pair<std::size_t, std::string>> unreadable_;
   std::vector<std::pair<std::string, std::string>> unreadable_names_; ///< name and file of each
-  std::vector<std::vector<std::string>> values_;                      ///< [quantity][node]
+  /// One quantity's values: each distinct value once, and per node the index of its value (a
+  /// fleet's nodes mostly share their values: 10,000 nodes cost 4 bytes each per quantity).
+  struct Column {
+    std::vector<std::string> distinct;
+    std::map<std::string, std::uint32_t, std::less<>> index;
+    std::vector<std::uint32_t> ids; ///< [node]
+  };
+  std::vector<Column> values_; ///< [quantity]
 };
+
+/// A node's value of each quantity as text, in their order: what Accumulator::add keeps. A quantity
+/// with a `*` is the node's matching facts' values in key order, joined with ", ", or "VALUE xN"
+/// when all N are equal; an unread fact is "(STATUS)", an absent one "(not collected)" or "(none)".
+std::vector<std::string> values_of(const FactSet& facts,
+                                   const std::vector<FleetQuantity>& quantities);
+
+/// One input of `fleet compare`, read and reduced to its values of the quantities.
+struct NodeValues {
+  bool readable = false;
+  std::string name;   ///< host.name, else the file name (readable), or the file name (unreadable)
+  std::string reason; ///< why it could not be replayed (not readable)
+  std::vector<std::string> values; ///< values_of() (readable)
+};
+
+/// Reads the inputs of `fleet compare` (docs/fleet.md). A capture bundle (`.tar.gz`) is replayed as
+/// `check --bundle` replays it; a facts file as `check --facts` does (gather_facts), except that
+/// when the fast reader is built (fast_reader()) and the file lies in its strict subset of the
+/// facts format (read_facts_subset), only the facts the quantities can depend on are kept and only
+/// the derivations producing them run again (plan_rederive): the values are the same. read() is
+/// const and may run on several threads at once.
+class Reader {
+public:
+  Reader(const ProbeRegistry& registry, std::vector<FleetQuantity> quantities);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+  Reader(Reader&&) = delete;
+  Reader& operator=(Reader&&) = delete;
+  /// One input: unreadable (a file that cannot be read or replayed, InputError, or whose
+  /// gpu.count is an error: a count beyond what hardware has, checks/gpus/gpus.hpp) with its
+  /// reason, or its host name and values. Other exceptions (programming errors) propagate.
+  [[nodiscard]] NodeValues read(const std::string& path) const;
+  /// The plan of the derivations the quantities depend on (with gpu.count and host.name).
+  [[nodiscard]] const RederivePlan& plan() const { return *plan_; }
+  [[nodiscard]] const std::vector<FleetQuantity>& quantities() const { return quantities_; }
+
+private:
+  const ProbeRegistry& registry_;
+  std::vector<FleetQuantity> quantities_;
+  std::unique_ptr<RederivePlan> plan_;
+};
+
+/// True when the fast facts reader is built in (simdjson found at configure time; the portable
+/// release build has no static simdjson archive and reads every file with nlohmann json).
+bool fast_reader();
+
+/// The fast reader (simdjson's On Demand API) of a facts file's text: the facts whose keys
+/// `plan.reads_key()`, as facts_from_json_text reads them. It accepts only a strict subset of
+/// what facts_from_json_text accepts (one top-level object of "schema_version": 1, "tool" an
+/// object of strings and "facts"; each fact an object of "status" (a known status), "value" (null,
+/// bool, an integer within int64, a decimal number, a string, a list of strings), and "source",
+/// "reason", "probe" strings; no key twice in an object but "facts"'s; nothing after the
+/// document) and reads every string of it (escapes and UTF-8 checked), so any file it accepts
+/// facts_from_json_text accepts with the same values. Anything else, a malformed file included,
+/// is std::nullopt: the caller reads it with facts_from_json_text, whose message names the
+/// error. Always std::nullopt without fast_reader().
+std::optional<FactSet> read_facts_subset(std::string_view text, const RederivePlan& plan);
+
+/// Reads `inputs` with `reader` on up to `threads` threads (at least one), a bounded window of
+/// files ahead of the one added next, and adds them to an Accumulator in input order: the
+/// comparison is the one reading them one by one gives, and no fact set outlives its file.
+Comparison compare_files(const std::vector<std::string>& inputs, const Reader& reader,
+                         unsigned threads);
 
 /// Compares the nodes on `quantities` (RuleSet::fleet_compare: rules/fleet.json's `compare` list),
 /// in their order. A quantity with a `*` is the node's matching facts' values in key order, joined

@@ -13,8 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
+#include <algorithm>
 #include <memory>
+#include <thread>
 
 namespace halo::cli {
 namespace {
@@ -26,44 +27,17 @@ struct Options {
   bool all = false;
 };
 
-bool is_bundle(const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
-  return name.size() > 7 && name.compare(name.size() - 7, 7, ".tar.gz") == 0;
-}
-
 int run(const Options& o) {
   if (o.inputs.size() < 2)
     throw InputError("fleet compare needs the facts files or bundles of at least two nodes");
   const ProbeRegistry& reg = probe_set();
   // The quantities are data (rules/fleet.json's `compare` list), built into the binary. Each node
-  // is read, reduced to its values of them, and let go before the next (issue 35: a fleet of
-  // 1,000 8-GPU nodes in bounded memory).
+  // is read, reduced to its values of them, and let go (issue 35: a fleet of 1,000 8-GPU nodes in
+  // bounded memory), on every core the machine has (issue 42: the files are independent).
   const RuleSet rules = load_builtin_rules(nullptr, /*examples=*/false);
-  fleet::Accumulator acc(rules.fleet_compare);
-  for (const auto& in : o.inputs) {
-    DoctorOptions c;
-    (is_bundle(in) ? c.bundle : c.facts_file) = in;
-    c.probe.no_runtime = true;
-    const std::string file = std::filesystem::path(in).filename().string();
-    FactSet facts;
-    try {
-      facts = gather_facts(c, reg);
-    } catch (const InputError& e) {
-      // One node's bad file is that node's error; the others are still compared (issue 44).
-      acc.add_unreadable(file, in, e.what());
-      continue;
-    }
-    // A count beyond what hardware has (checks/gpus/gpus.hpp) leaves gpu.count an error: the
-    // node is named unreadable with that reason rather than compared on a made-up GPU list.
-    if (const Fact* n = facts.find(keys::gpu_count); n != nullptr && n->status == Status::error) {
-      acc.add_unreadable(file, in, fmt::format("{}: {}", in, n->reason));
-      continue;
-    }
-    std::string name = facts.get<std::string>(keys::host_name).value_or("");
-    if (name.empty()) name = file;
-    acc.add(std::move(name), in, facts);
-  }
-  const fleet::Comparison c = acc.finish();
+  const fleet::Reader reader(reg, rules.fleet_compare);
+  const fleet::Comparison c =
+      fleet::compare_files(o.inputs, reader, std::max(1U, std::thread::hardware_concurrency()));
   if (o.format == "json")
     write_output(o.output, dump_json(fleet::comparison_json(c), 2) + "\n");
   else // the fleet report has no colours: every escape sequence in it came from a node's file

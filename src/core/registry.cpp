@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <halo/probe.hpp>
+#include <halo/rederive.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -69,6 +71,49 @@ std::vector<FactDecl> ProbeRegistry::registry_declarations() {
            "`ok` when the probe ran to the end; else an `error` fact with the reason (it threw, or "
            "its runtime child hung, crashed or could not start)"}};
 }
+
+/// A pattern's segments as a tree: each node's literal segments, its `*` segment, whether a
+/// pattern ends here and whether one ends here in a trailing `**` (key_matches' grammar).
+struct RederivePlan::Index {
+  std::map<std::string, Index, std::less<>> literal;
+  std::unique_ptr<Index> star;
+  bool end = false;
+  bool tail = false;
+
+  void add(std::string_view pattern) {
+    const std::size_t dot = pattern.find('.');
+    const std::string_view seg = pattern.substr(0, dot);
+    if (dot == std::string_view::npos && seg == "**") {
+      tail = true;
+      return;
+    }
+    Index* next = nullptr;
+    if (seg == "*") {
+      if (!star) star = std::make_unique<Index>();
+      next = star.get();
+    } else {
+      next = &literal.try_emplace(std::string(seg)).first->second;
+    }
+    if (dot == std::string_view::npos)
+      next->end = true;
+    else
+      next->add(pattern.substr(dot + 1));
+  }
+
+  /// key_matches(some pattern below this node, `key`), `key` the key's segments left
+  /// (`key_left`: whether any is; an empty last segment is one).
+  bool match(std::string_view key, bool key_left) const {
+    if (tail && key_left && !key.empty()) return true;
+    if (!key_left) return false;
+    const std::size_t dot = key.find('.');
+    const std::string_view seg = key.substr(0, dot);
+    const bool more = dot != std::string_view::npos;
+    const std::string_view rest = more ? key.substr(dot + 1) : std::string_view();
+    auto down = [&](const Index& n) { return more ? n.match(rest, true) : n.end; };
+    if (const auto it = literal.find(seg); it != literal.end() && down(it->second)) return true;
+    return star && down(*star);
+  }
+};
 
 void ProbeRegistry::add(std::unique_ptr<Probe> p) {
   Keys keys{p->inputs(), 0};
@@ -298,8 +343,10 @@ private:
 
 /// Runs `body` (the probe's collect or derive) under the read audit and records
 /// `probe.<id>.status`. `allowed`: the probe's inputs, then the patterns it provides.
+/// `index`, when given, is `allowed` as a tree (RederivePlan::Index): one lookup per key read.
 template <class Body>
-void run_one(const Probe& p, std::span<const std::string> allowed, FactSet& facts, Body&& body) {
+void run_one(const Probe& p, std::span<const std::string> allowed, FactSet& facts, Body&& body,
+             const RederivePlan::Index* index = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string key = keys::probe_status(p.id());
   // The probe may read its own facts and its declared inputs. Another read is a programming
@@ -311,7 +358,12 @@ void run_one(const Probe& p, std::span<const std::string> allowed, FactSet& fact
   std::unordered_set<std::string, StringHash, std::equal_to<>> seen;
   std::string undeclared;
   const FactSet::ReadGuard guard = [&](std::string_view k) {
-    if (!undeclared.empty() || seen.contains(k)) return;
+    if (!undeclared.empty()) return;
+    if (index != nullptr && k.find('*') == std::string_view::npos) {
+      if (index->match(k, true)) return;
+    } else if (seen.contains(k)) {
+      return;
+    }
     if (std::ranges::any_of(allowed, [&](const std::string& pat) { return key_matches(pat, k); })) {
       seen.emplace(k);
       return;
@@ -375,6 +427,70 @@ void ProbeRegistry::rederive(const ProbeOptions& options, FactSet& facts) const 
     const auto* d = dynamic_cast<const Derivation*>(probes_[i].get());
     if (d == nullptr) continue; // reads the machine: its replayed facts stand
     run_one(*d, keys_[i].allowed, facts, [&] { d->derive(ctx, facts); });
+  }
+}
+
+bool RederivePlan::reads_key(std::string_view key) const {
+  // A key holding a `*` (a hostile file's) matches as key_matches lets it: any segment.
+  if (index == nullptr || key.find('*') != std::string_view::npos)
+    return std::ranges::any_of(reads, [&](const std::string& p) { return key_matches(p, key); });
+  return index->match(key, true);
+}
+
+RederivePlan plan_rederive(const ProbeRegistry& registry, const std::vector<std::string>& wanted) {
+  RederivePlan plan;
+  plan.reads = wanted;
+  const auto& probes = registry.probes();
+  std::vector<bool> planned(probes.size(), false);
+  auto read = [&](std::string_view pattern) {
+    return std::ranges::any_of(plan.reads,
+                               [&](const std::string& r) { return patterns_overlap(r, pattern); });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      const Probe& p = *probes[i];
+      if (planned[i] || !p.is_derivation()) continue;
+      const std::vector<std::string> provided = p.provides();
+      if (!read(keys::probe_status(p.id())) && !std::ranges::any_of(provided, read)) continue;
+      planned[i] = grew = true;
+      for (auto& in : p.inputs())
+        plan.reads.push_back(std::move(in));
+      plan.reads.insert(plan.reads.end(), provided.begin(), provided.end());
+      plan.reads.push_back(keys::probe_status(p.id()));
+    }
+  }
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (!planned[i]) continue;
+    // The read audit's list as ProbeRegistry::add builds it: the inputs, then the declarations.
+    std::vector<std::string> allowed = probes[i]->inputs();
+    for (auto& p : probes[i]->provides())
+      allowed.push_back(std::move(p));
+    auto tree = std::make_shared<RederivePlan::Index>();
+    for (const auto& a : allowed)
+      tree->add(a);
+    plan.derivations.push_back(i);
+    plan.allowed.push_back(std::move(allowed));
+    plan.allowed_index.push_back(std::move(tree));
+  }
+  std::ranges::sort(plan.reads);
+  const auto [first, last] = std::ranges::unique(plan.reads);
+  plan.reads.erase(first, last);
+  auto index = std::make_shared<RederivePlan::Index>();
+  for (const auto& r : plan.reads)
+    index->add(r);
+  plan.index = std::move(index);
+  return plan;
+}
+
+void rederive(const ProbeRegistry& registry, const ProbeOptions& options, FactSet& facts,
+              const RederivePlan& plan) {
+  const DeriveContext ctx{options};
+  for (std::size_t k = 0; k < plan.derivations.size(); ++k) {
+    const auto* d = dynamic_cast<const Derivation*>(registry.probes()[plan.derivations[k]].get());
+    if (d == nullptr) continue;
+    run_one(
+        *d, plan.allowed[k], facts, [&] { d->derive(ctx, facts); }, plan.allowed_index[k].get());
   }
 }
 

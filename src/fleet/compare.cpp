@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace halo::fleet {
@@ -71,11 +72,36 @@ std::vector<Group> Row::groups() const {
 Accumulator::Accumulator(std::vector<FleetQuantity> quantities)
     : quantities_(std::move(quantities)), values_(quantities_.size()) {}
 
+std::vector<std::string> values_of(const FactSet& facts,
+                                   const std::vector<FleetQuantity>& quantities) {
+  std::vector<std::string> out;
+  out.reserve(quantities.size());
+  for (const auto& q : quantities)
+    out.push_back(value_of(facts, q.pattern));
+  return out;
+}
+
 void Accumulator::add(std::string name, const std::string& origin, const FactSet& facts) {
+  add_values(std::move(name), origin, values_of(facts, quantities_));
+}
+
+void Accumulator::add_values(std::string name, const std::string& origin,
+                             std::vector<std::string> values) {
+  if (values.size() != quantities_.size())
+    throw std::logic_error("Accumulator::add_values: one value per quantity");
   nodes_.push_back(std::move(name));
   origins_.push_back(origin);
-  for (std::size_t q = 0; q < quantities_.size(); ++q)
-    values_[q].push_back(value_of(facts, quantities_[q].pattern));
+  for (std::size_t q = 0; q < quantities_.size(); ++q) {
+    Column& col = values_[q];
+    auto it = col.index.find(values[q]);
+    if (it == col.index.end()) {
+      if (col.distinct.size() >= UINT32_MAX)
+        throw std::length_error("fleet compare: too many values");
+      it = col.index.emplace(values[q], static_cast<std::uint32_t>(col.distinct.size())).first;
+      col.distinct.push_back(std::move(values[q]));
+    }
+    col.ids.push_back(it->second);
+  }
 }
 
 void Accumulator::add_unreadable(std::string name, const std::string& origin, std::string reason) {
@@ -150,7 +176,9 @@ Comparison Accumulator::finish() const {
     row.label = quantities_[q].label;
     row.pattern = quantities_[q].pattern;
     row.severity = quantities_[q].severity;
-    row.values = values_[q];
+    row.values.reserve(values_[q].ids.size());
+    for (const std::uint32_t id : values_[q].ids)
+      row.values.push_back(values_[q].distinct[id]);
     if (std::all_of(row.values.begin(), row.values.end(), unread)) continue;
     std::map<std::string, std::size_t, std::less<>> count;
     for (const auto& v : row.values)

@@ -62,6 +62,7 @@ for fx in strix-halo-default-ttm mi300x-numa-4021 kfd-no-access; do
   "$build/halo-doctor" capture --root "$src/tests/fixtures/$fx" --no-runtime -o "$work/$fx.tar.gz" >/dev/null
   seed fuzz_facts "$work/$fx.facts.json"
   seed fuzz_fact_counts "$work/$fx.facts.json"
+  seed fuzz_fleet_reader "$work/$fx.facts.json"
   seed fuzz_bundle "$work/$fx.tar.gz"
 done
 # fuzz_fact_counts: the fixtures' facts with a count beyond any machine (issue 44 item 4).
@@ -79,7 +80,7 @@ export TMPDIR=$work/tmp # the bundle target extracts here
 mkdir -p "$TMPDIR"
 status=0
 for target in fuzz_values fuzz_modprobe fuzz_facts fuzz_rules fuzz_policy fuzz_bundle fuzz_hsa_child fuzz_plan \
-  fuzz_offload_bundle fuzz_elf fuzz_fix fuzz_bundle_links fuzz_fact_counts; do
+  fuzz_offload_bundle fuzz_elf fuzz_fix fuzz_bundle_links fuzz_fact_counts fuzz_fleet_reader; do
   echo "== $target: $seconds s"
   mkdir -p "$work/corpus/$target"
   # -timeout: one input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB is unbounded.

@@ -5,6 +5,7 @@
 #include <halo/checks.hpp>
 #include <halo/fact.hpp>
 #include <halo/probe.hpp>
+#include <halo/rederive.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -334,4 +335,73 @@ TEST_CASE("no built-in probe or derivation reads a ** pattern, and every derivat
   CHECK(derivations >= 10);
   CHECK(std::none_of(reg.probes().begin(), reg.probes().end(),
                      [](const auto& p) { return p->id() == "derived"; }));
+}
+
+TEST_CASE("a rederive plan runs the derivations the wanted facts depend on, audited, with the "
+          "full rederive's values",
+          "[registry][fleet-reader]") {
+  ProbeRegistry r;
+  // raw.* are replayed facts; a.n <- raw.a; b.n <- a.n and raw.b.*; c.n <- raw.c (not wanted);
+  // sneaky.n reads raw.c, which it does not declare.
+  r.add(std::make_unique<TestProbe>("raw", std::vector<std::string>{"raw.a", "raw.b.*", "raw.c"},
+                                    std::vector<std::string>{}));
+  r.add(std::make_unique<TestDerivation>(
+      "a", std::vector<std::string>{"a.n"}, std::vector<std::string>{"raw.a"},
+      [](const DeriveContext&, FactSet& f) {
+        f.put_ok("a.n", f.get_int("raw.a").value_or(0) * 10, "derived");
+      }));
+  r.add(std::make_unique<TestDerivation>(
+      "b", std::vector<std::string>{"b.n"}, std::vector<std::string>{"a.n", "raw.b.*"},
+      [](const DeriveContext&, FactSet& f) {
+        f.put_ok("b.n",
+                 f.get_int("a.n").value_or(0) +
+                     static_cast<std::int64_t>(f.match("raw.b.*").size()),
+                 "derived");
+      }));
+  r.add(std::make_unique<TestDerivation>("c", std::vector<std::string>{"c.n"},
+                                         std::vector<std::string>{"raw.c"},
+                                         [](const DeriveContext&, FactSet& f) {
+                                           f.put_ok("c.n", f.get_int("raw.c").value_or(0), "d");
+                                         }));
+  r.add(std::make_unique<TestDerivation>(
+      "sneaky", std::vector<std::string>{"sneaky.n"}, std::vector<std::string>{"raw.a"},
+      [](const DeriveContext&, FactSet& f) {
+        f.put_ok("sneaky.n", f.get_int("raw.c").value_or(-1), "d");
+      }));
+  r.resolve();
+  FactSet replayed;
+  replayed.put_ok("raw.a", std::int64_t{4}, "f");
+  replayed.put_ok("raw.b.x", std::int64_t{1}, "f");
+  replayed.put_ok("raw.b.y", std::int64_t{1}, "f");
+  replayed.put_ok("raw.c", std::int64_t{7}, "f");
+  replayed.put_ok("b.n", std::int64_t{999}, "a stale value in the file");
+
+  const RederivePlan plan = plan_rederive(r, {"b.n", "sneaky.n"});
+  // b.n needs b and, through a.n, a; sneaky.n needs sneaky; c is left out, and so is raw.c.
+  std::vector<std::string> ids;
+  for (const auto i : plan.derivations)
+    ids.emplace_back(r.probes()[i]->id());
+  CHECK(ids == std::vector<std::string>{"a", "b", "sneaky"});
+  CHECK(plan.reads_key("raw.a"));
+  CHECK(plan.reads_key("raw.b.zz"));
+  CHECK(plan.reads_key("probe.b.status"));
+  CHECK_FALSE(plan.reads_key("raw.c"));
+  CHECK_FALSE(plan.reads_key("c.n"));
+  CHECK_FALSE(plan.reads_key("raw.b"));
+  CHECK_FALSE(plan.reads_key("raw.b.x.y"));
+
+  FactSet subset;
+  for (const auto& [k, f] : replayed.all())
+    if (plan.reads_key(k)) subset.put(f);
+  rederive(r, ProbeOptions{}, subset, plan);
+  FactSet full = replayed;
+  r.rederive(ProbeOptions{}, full);
+  CHECK(subset.get_int("b.n") == 42);
+  CHECK(full.get_int("b.n") == 42);
+  // The planned run audits reads as the full one does: sneaky's undeclared read is reported.
+  const Fact* sneaky = subset.find("probe.sneaky.status");
+  REQUIRE(sneaky != nullptr);
+  CHECK(sneaky->status == Status::error);
+  CHECK(sneaky->reason == full.find("probe.sneaky.status")->reason);
+  CHECK(subset.find("c.n") == nullptr);
 }
