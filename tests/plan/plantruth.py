@@ -26,12 +26,13 @@ LOW, HIGH = -5.0, 10.0
 MEASURED = "measured/h200-2026-11-27.jsonl"
 EXPANDABLE = "measured/h200-2026-11-27-expandable-segments.jsonl"
 DEPTH = "measured/depth-h200-2026-11-27.jsonl"
-# Cases the estimate is known to miss, with the reason and the looser bound they must still meet
-# (docs/plan.md "Checked against measurements"). Keep this list short and explained.
+# Cases the estimate is known to miss, with the reason and the looser bounds (low %, high %) they must
+# still meet (docs/plan.md "Checked against measurements"). Keep this list short and explained.
 KNOWN = {
-    "c03-qwen2.5-0.5b-full-b4-s2048": (
-        15.0, "the allocator reused the loss path's cached blocks here (reserved only 2 % over "
-        "allocated); the reserve item counts one fp32 logits block"),
+    "c04-qwen2.5-0.5b-full-b4-s2048-eager": (
+        -10.0, HIGH, "the allocator replay matches step 1 (61.10 vs 61.18 GiB reserved) but not step 2, "
+        "where the real run asked for one more fp32 loss block (4.64 GiB): a request inside an op that "
+        "the replay does not see split a cached block; the band's high end covers it"),
 }
 
 
@@ -112,15 +113,15 @@ def main():
         est = p["memory"]["required_bytes"]
         err = (est - real) / real * 100
         lo, hi = p["memory"]["low_bytes"], p["memory"]["high_bytes"]
-        high = KNOWN.get(name, (HIGH, ""))[0]
+        low, high = KNOWN.get(name, (LOW, HIGH, ""))[:2]
         if name not in expandable:
             print(f"FAIL {name}: no expandable_segments measurement")
             fail = 1
             continue
         real_x = expandable[name]["peak_device_estimate"]
-        ok = LOW <= err <= high and lo <= real <= hi and lo <= real_x <= hi
+        ok = low <= err <= high and lo <= real <= hi and lo <= real_x <= hi
         rows += 1
-        note = f"  known: {KNOWN[name][1]}" if name in KNOWN else ""
+        note = f"  known: {KNOWN[name][2]}" if name in KNOWN else ""
         print(f"{'' if ok else 'FAIL '}{name:44s} {est / gib:9.2f} {real / gib:9.2f} {err:+7.1f} "
               f"{p['memory']['allocated_bytes'] / gib:9.2f} {m['peak_allocated'] / gib:7.2f}  "
               f"{lo / gib:.2f} .. {hi / gib:.2f} (width {(hi - lo) / gib:.2f}; expandable {real_x / gib:.2f})"
