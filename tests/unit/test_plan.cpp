@@ -596,3 +596,22 @@ TEST_CASE("the band is on the total and widens for what no measurement checked",
   CHECK_THAT(q.unmeasured[0], Catch::Contains("4-bit"));
   CHECK(q.high_bytes - q.required_bytes > dense.high_bytes - dense.required_bytes);
 }
+
+TEST_CASE("plan --measure refuses what one GPU cannot reproduce, with the reason", "[plan]") {
+  auto pl = plan::make_plan(kPlan + "/models/llama-3.2-1b", {}, {});
+  pl.settings.num_processes.value = 4;
+  pl.settings.shard_stage.value = 3;
+  // Refused before any interpreter is looked for: /nonexistent is never run.
+  const auto z = plan::measure(pl, "/nonexistent/python", 5.0);
+  CHECK(z.status == "not_measured");
+  CHECK_THAT(z.reason, Catch::Contains("ZeRO/FSDP") && Catch::Contains("different run"));
+  pl.settings.num_processes.value = 1;
+  pl.settings.shard_stage.value = 0;
+  pl.settings.method.value = plan::Method::lora;
+  pl.settings.modules_to_save.value = {"lm_head"};
+  CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
+             Catch::Contains("modules_to_save"));
+  pl.settings.modules_to_save.value.clear();
+  CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
+             Catch::Contains("not an executable"));
+}
