@@ -205,11 +205,11 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
         lora += static_cast<double>(l.count) *
                 (lora_in * static_cast<double>(l.in) + (autocast ? 2 : 4) * r_rank);
         ++adapted_count;
-        for (std::int64_t c = 0; c < l.count; ++c) {
-          if (s.lora_dropout.value > 0) lora_tensors.push_back(static_cast<double>(l.in));
-          lora_tensors.push_back((autocast ? 2 : 4) * static_cast<double>(l.in));
-          lora_tensors.push_back((autocast ? 2 : 4) * r_rank);
-        }
+        // (a layer's experts as one request each: their sum, as the MoE item is not audited)
+        const auto c = static_cast<double>(l.count);
+        if (s.lora_dropout.value > 0) lora_tensors.push_back(c * static_cast<double>(l.in));
+        lora_tensors.push_back(c * (autocast ? 2 : 4) * static_cast<double>(l.in));
+        lora_tensors.push_back(c * (autocast ? 2 : 4) * r_rank);
       }
   }
   r.per_token += lora;
@@ -981,17 +981,20 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
                          : s.load_in_8bit.value && !full ? 1.0
                                                          : wb;
     const double norms = (m.model_type == "gemma2" || m.model_type == "gemma3_text") ? 4 : 2;
-    for (const auto& l : layer_linears(m))
-      for (std::int64_t c = 0; c < l.count; ++c) {
-        const double ne = static_cast<double>(l.in) * static_cast<double>(l.out);
-        k.layer_weights.push_back(ne * lin_b);
-        if (full) {
-          k.layer_trainable.push_back(ne * pb);
-        } else if (all_linear || adapted.contains(l.name)) {
-          k.layer_trainable.push_back(4 * static_cast<double>(s.lora_r.value * l.in));
-          k.layer_trainable.push_back(4 * static_cast<double>(s.lora_r.value * l.out));
-        }
+    // A layer's experts are one request per projection: transformers 5 keeps them as one 3-D
+    // parameter (E x out x in) per projection in its MoE experts modules, and the replay stays
+    // linear in the layer count rather than in layers x experts.
+    for (const auto& l : layer_linears(m)) {
+      const auto c = static_cast<double>(l.count);
+      const double ne = static_cast<double>(l.in) * static_cast<double>(l.out);
+      k.layer_weights.push_back(c * ne * lin_b);
+      if (full) {
+        k.layer_trainable.push_back(c * ne * pb);
+      } else if (all_linear || adapted.contains(l.name)) {
+        k.layer_trainable.push_back(c * 4 * static_cast<double>(s.lora_r.value * l.in));
+        k.layer_trainable.push_back(c * 4 * static_cast<double>(s.lora_r.value * l.out));
       }
+    }
     for (int i = 0; i < static_cast<int>(norms); ++i) {
       k.layer_weights.push_back(h * wb);
       if (full) k.layer_trainable.push_back(h * pb);
