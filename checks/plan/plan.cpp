@@ -111,8 +111,9 @@ void collect(const DeriveContext& ctx, FactSet& facts) {
     facts.put_ok("plan.memory.required_low_bytes", p->estimate.low_bytes,
                  "derived: allocated at the peak + the smallest GPU context (docs/plan.md)");
     facts.put_ok("plan.memory.required_high_bytes", p->estimate.high_bytes,
-                 "derived: the estimate + one more block of the largest transient + the largest "
-                 "context (docs/plan.md)");
+                 "derived: the estimate + the larger replayed allocator reserve, one more segment "
+                 "of the largest request, the largest context and the regimes not measured "
+                 "(docs/plan.md \"The allocator model\")");
     facts.put_ok("plan.memory.allocated_bytes", p->estimate.allocated_bytes,
                  "derived: torch.cuda.max_memory_allocated() at the peak (docs/plan.md)");
   }

@@ -48,6 +48,25 @@ std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
 plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
   plan::Measurement m;
   m.layers = p.model.num_layers;
+  // What one process on one GPU cannot reproduce is refused with the reason, never measured as a
+  // different run (issue 47 §5): ZeRO/FSDP sharding and offload spread the states, gradients or
+  // weights over processes or the host; plan_measure.py builds no modules_to_save copies.
+  const plan::TrainSettings& rs = p.settings;
+  if ((rs.num_processes.value > 1 && rs.shard_stage.value > 0) || rs.offload_optimizer.value ||
+      rs.offload_params.value) {
+    m.status = "not_measured";
+    m.reason = fmt::format("ZeRO/FSDP sharding or offload (stage {}, {} processes) cannot be "
+                           "reproduced by one process on one GPU; measuring it would measure a "
+                           "different run",
+                           rs.shard_stage.value, rs.num_processes.value);
+    return m;
+  }
+  if (!rs.modules_to_save.value.empty()) {
+    m.status = "not_measured";
+    m.reason = "modules_to_save is not reproduced by the measuring script; measuring without it "
+               "would measure a different run";
+    return m;
+  }
   const auto chosen = choose_python(given);
   const std::string& python = chosen.first;
   const std::string& how = chosen.second;

@@ -157,6 +157,10 @@ struct TrainSettings {
   /// module keeps a dropout mask of its input for the backward (torch native_dropout).
   Setting<double> lora_dropout;
   Setting<std::vector<std::string>> lora_targets; ///< module names, or {"all-linear"}
+  /// PEFT's modules_to_save (axolotl lora_modules_to_save): modules trained in full beside the
+  /// adapters; embed_tokens and lm_head are counted (peft/utils/other.py ModulesToSaveWrapper: a
+  /// trainable copy in the base dtype, with its gradient and optimizer states). Default empty.
+  Setting<std::vector<std::string>> modules_to_save;
   Setting<Attention> attention;
   Setting<std::int64_t> dataloader_workers;
   Setting<bool> pin_memory;
@@ -224,12 +228,18 @@ struct Item {
 struct Estimate {
   std::vector<Item> items;
   std::int64_t required_bytes = 0;
-  /// The band: low = what PyTorch allocates at the peak plus the smallest context (the caching
-  /// allocator frees every unsplit cached block and retries before it reports out of memory,
-  /// CUDACachingAllocator.cpp); high = the estimate plus one more block of the largest transient
-  /// and the largest context.
+  /// The band of `required_bytes` (the total): low = what PyTorch allocates at the peak plus the
+  /// smallest context (the caching allocator frees its cached blocks and retries before it
+  /// reports out of memory, CUDACachingAllocator.cpp); high = the larger replayed reserve of the
+  /// default allocator and expandable segments, one more segment of the largest request, the
+  /// largest context, the K/V repeat of a padded batch, and once more each item of a regime no
+  /// measurement checked (`unmeasured`).
   std::int64_t low_bytes = 0;
   std::int64_t high_bytes = 0;
+  /// The regimes of this run that no measurement in tests/plan/plantruth checked ("MoE routing
+  /// and experts", "ZeRO/FSDP sharding", "8-bit, 4-bit or paged optimizer states", "Adafactor",
+  /// "4-bit or 8-bit weights", "an unknown model_type"), each with the items that widen the band.
+  std::vector<std::string> unmeasured;
   /// torch.cuda.max_memory_allocated() at the peak (the items less reserve and context).
   std::int64_t allocated_bytes = 0;
   std::string peak_phase; ///< "the loss backward of step 2", ...

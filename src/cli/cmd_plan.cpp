@@ -86,6 +86,7 @@ struct Options {
   std::string policy_file;
   std::string output;
   bool measure = false;
+  bool verbose = false;
   double measure_timeout_s = 600.0;
 };
 
@@ -126,7 +127,7 @@ int run(Options& o, const CLI::Option* reserve_flag) {
   else
     write_text_output(o.output, plan_text_report(data, ctx,
                                                  TextOptions{o.output.empty() && use_color(o.color),
-                                                             false, false}));
+                                                             false, o.verbose}));
   return ctx.exit_code;
 }
 
@@ -152,6 +153,9 @@ Runner add_plan_command(CLI::App& app) {
     sub->add_option("--color", o->color, "Colour the text report (auto honours NO_COLOR and TTYs)")
         ->check(CLI::IsMember({"auto", "always", "never"}));
     sub->add_option("--policy", o->policy_file, "Site policy FILE (docs/policy.md)");
+    sub->add_flag("-v,--verbose", o->verbose,
+                  "Also list the rules that passed or were skipped, and why each finding matters "
+                  "(as check -v)");
     sub->add_flag("--measure", o->measure,
                   "Also run the training run for a few steps on this machine's GPU with the "
                   "interpreter --python names (random weights, nothing downloaded) and judge the "

@@ -94,14 +94,15 @@ Plan make_plan(const std::string& model_path, const std::vector<std::string>& co
 
 Limits find_limits(const Plan& plan, std::int64_t budget_bytes) {
   // The largest value in [0, hi] of one setting whose estimate stays within the budget: the
-  // estimate grows with the micro-batch and the sequence, so bisect.
+  // estimate grows with the micro-batch and the sequence, so bisect. The high end of the band is
+  // held to the budget, as the verdict "fits" holds it (rules/plan.json plan-memory-fit).
   auto largest = [&](Setting<std::int64_t> TrainSettings::*field, std::int64_t hi) {
     TrainSettings s = plan.settings;
     std::int64_t lo = 0;
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo + 1) / 2;
       (s.*field).value = mid;
-      if (estimate_memory(plan.model, plan.params, s).required_bytes <= budget_bytes)
+      if (estimate_memory(plan.model, plan.params, s).high_bytes <= budget_bytes)
         lo = mid;
       else
         hi = mid - 1;

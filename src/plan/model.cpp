@@ -13,9 +13,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 namespace halo::plan {
 namespace fs = std::filesystem;
@@ -67,15 +71,62 @@ std::string read_contained(const fs::path& root, const fs::path& file, std::size
   return read_input_file(cfile.string(), max_bytes);
 }
 
+/// The Hugging Face hub caches to look in, in huggingface_hub's order (constants.py): HF_HUB_CACHE
+/// (and its older name HUGGINGFACE_HUB_CACHE), else HF_HOME/hub, else
+/// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+std::vector<fs::path> hub_caches() {
+  std::vector<fs::path> out;
+  const auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? std::string(v) : std::string();
+  };
+  for (const char* k : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"})
+    if (const auto v = env(k); !v.empty()) out.emplace_back(v);
+  if (const auto v = env("HF_HOME"); !v.empty())
+    out.push_back(fs::path(v) / "hub");
+  else if (const auto x = env("XDG_CACHE_HOME"); !x.empty())
+    out.push_back(fs::path(x) / "huggingface" / "hub");
+  if (const auto home = env("HOME"); !home.empty())
+    out.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
+  return out;
+}
+
+/// A hub repository id, ORG/NAME or NAME (huggingface_hub validate_repo_id: letters, digits,
+/// '-', '_', '.', no '--' or '..', at most one '/'), as its cache directory models--ORG--NAME in
+/// the first cache that holds it; nothing is downloaded.
+std::optional<fs::path> cached_repo(const std::string& id) {
+  if (id.empty() || id.size() > 96 || id.front() == '/' || id.back() == '/' ||
+      id.find("--") != std::string::npos || id.find("..") != std::string::npos ||
+      std::count(id.begin(), id.end(), '/') > 1 || id.front() == '.' || id.front() == '-')
+    return std::nullopt;
+  for (const char c : id)
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_' && c != '.' &&
+        c != '/')
+      return std::nullopt;
+  std::string dir = "models--" + id;
+  if (const auto slash = dir.find('/'); slash != std::string::npos) dir.replace(slash, 1, "--");
+  std::error_code ec;
+  for (const auto& cache : hub_caches())
+    if (fs::is_directory(cache / dir / "snapshots", ec)) return cache / dir;
+  return std::nullopt;
+}
+
 /// Resolves MODEL to (config.json, containment root): a file, a directory with config.json, a
-/// hub cache repository directory (refs/main names the snapshot), or one of its snapshots.
+/// hub cache repository directory (refs/main names the snapshot), one of its snapshots, or a hub
+/// repository id (ORG/NAME) found in the local hub cache.
 std::pair<fs::path, fs::path> locate(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
-  if (!fs::exists(p, ec))
-    throw InputError(fmt::format("{}: no such file or directory (--model takes a model "
-                                 "directory or its config.json; nothing is downloaded)",
-                                 path));
+  if (!fs::exists(p, ec)) {
+    if (const auto repo = cached_repo(path)) return locate(repo->string());
+    std::string tried;
+    for (const auto& c : hub_caches())
+      tried += (tried.empty() ? "" : ", ") + c.string();
+    throw InputError(fmt::format("{}: no such file or directory, and no such ORG/NAME in the "
+                                 "Hugging Face cache ({}) (--model takes a model directory, its "
+                                 "config.json or a cached ORG/NAME; nothing is downloaded)",
+                                 path, tried.empty() ? "none set" : tried));
+  }
   if (!fs::is_directory(p, ec))
     return {p, containment_root(p.parent_path().empty() ? "." : p.parent_path())};
   if (fs::exists(p / "config.json", ec)) return {p / "config.json", containment_root(p)};
@@ -256,8 +307,22 @@ ModelConfig load_model(const std::string& path) {
   m.num_experts = first_int(*j, {"num_local_experts", "num_experts", "n_routed_experts"}, 0,
                             kMaxExperts, origin, pos, prefix)
                       .value_or(0);
-  m.experts_per_token = first_int(*j, {"num_experts_per_tok"}, 0, kMaxExperts, origin, pos, prefix)
-                            .value_or(m.num_experts > 0 ? 2 : 0);
+  // Without num_experts_per_tok the model class's default applies (transformers
+  // configuration_<model_type>.py): MixtralConfig 2, Qwen2MoeConfig 4, Qwen3MoeConfig 8. For
+  // another model_type no default is known here, so every expert is counted as active (the upper
+  // bound).
+  {
+    std::int64_t fallback = m.num_experts;
+    if (m.model_type == "mixtral")
+      fallback = 2;
+    else if (m.model_type == "qwen2_moe")
+      fallback = 4;
+    else if (m.model_type == "qwen3_moe")
+      fallback = 8;
+    m.experts_per_token =
+        first_int(*j, {"num_experts_per_tok"}, 0, kMaxExperts, origin, pos, prefix)
+            .value_or(m.num_experts > 0 ? std::min(fallback, m.num_experts) : 0);
+  }
   m.moe_intermediate_size =
       first_int(*j, {"moe_intermediate_size"}, 1, kMaxHidden * 16, origin, pos, prefix)
           .value_or(m.intermediate_size);

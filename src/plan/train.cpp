@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string_view>
@@ -251,9 +252,14 @@ std::string near_miss(const std::string& k, const std::set<std::string, std::les
 /// `local_rank`), which the doctor cannot know: there a near miss is listed with its suggestion,
 /// not refused.
 void check_keys(const Doc& doc, const YAML::Node& map, std::string_view format,
-                const std::string& prefix, std::vector<std::string>& ignored) {
-  const auto keys = known_keys(format);
+                const std::string& prefix, std::vector<std::string>& ignored,
+                std::initializer_list<std::string_view> also_read = {}) {
+  auto keys = known_keys(format);
   if (keys.empty()) return;
+  // Keys of a neighbouring format that this reader reads too (TRL's SFTConfig fields in a
+  // TrainingArguments file) are known: they are not "not read".
+  for (const auto k : also_read)
+    keys.emplace(k);
   const bool refuse = format != "transformers";
   for (const auto& kv : map) {
     if (!kv.first.IsScalar()) doc.fail(kv.first, "a key that is not a string");
@@ -301,7 +307,10 @@ std::string normal_dtype(const Doc& doc, const YAML::Node& n, std::string_view k
 /// plus the TRL SFTConfig keys for sequence length and model loading.
 void read_transformers(const Doc& d, TrainSettings& s) {
   const YAML::Node& r = d.root;
-  check_keys(d, r, "transformers", "", s.ignored_keys);
+  // TRL's SFTConfig (trl/trainer/sft_config.py) adds max_length (max_seq_length before TRL
+  // 0.20) and model_init_kwargs, which this reader reads below.
+  check_keys(d, r, "transformers", "", s.ignored_keys,
+             {"max_length", "max_seq_length", "model_init_kwargs"});
   if (auto n = child(r, "per_device_train_batch_size"); present(n))
     s.micro_batch = {as_int(d, n, "per_device_train_batch_size", 1, kMaxBatch), d.origin(n)};
   if (auto n = child(r, "per_device_eval_batch_size"); present(n))
@@ -373,6 +382,8 @@ void read_axolotl(const Doc& d, TrainSettings& s) {
     s.lora_r = {as_int(d, n, "lora_r", 1, kMaxRank), d.origin(n)};
   if (auto n = child(r, "lora_target_modules"); present(n))
     s.lora_targets = {string_list(d, n, "lora_target_modules"), d.origin(n)};
+  if (auto n = child(r, "lora_modules_to_save"); present(n))
+    s.modules_to_save = {string_list(d, n, "lora_modules_to_save"), d.origin(n)};
   if (auto n = child(r, "lora_dropout"); present(n))
     s.lora_dropout = {as_probability(d, n, "lora_dropout"), d.origin(n)};
   if (auto n = child(r, "lora_target_linear"); present(n) && as_bool(d, n, "lora_target_linear"))
@@ -521,6 +532,8 @@ void read_peft(const Doc& d, TrainSettings& s) {
     s.lora_targets = {string_list(d, n, "target_modules"), d.origin(n)};
   if (auto n = child(r, "lora_dropout"); present(n))
     s.lora_dropout = {as_probability(d, n, "lora_dropout"), d.origin(n)};
+  if (auto n = child(r, "modules_to_save"); present(n))
+    s.modules_to_save = {string_list(d, n, "modules_to_save"), d.origin(n)};
 }
 
 /// DeepSpeed's config JSON: the micro-batch, accumulation and precision when they are numbers;
@@ -634,6 +647,7 @@ TrainSettings load_train_settings(const std::vector<std::string>& paths, const O
   s.lora_dropout = {0.0, from_default("PEFT LoraConfig.lora_dropout default (0.0)")};
   s.lora_targets = {{"q_proj", "v_proj"},
                     from_default("PEFT's default target modules for Llama-style models")};
+  s.modules_to_save = {{}, from_default("PEFT LoraConfig.modules_to_save default (None)")};
   s.attention = {Attention::sdpa, from_default("transformers' default attn_implementation "
                                                "(sdpa)")};
   s.dataloader_workers = {0, from_default("dataloader_num_workers default (0)")};

@@ -110,6 +110,13 @@ std::vector<Row> setting_rows(const plan::TrainSettings& s) {
                 {"lora_r", fmt::format("{}", s.lora_r.value), s.lora_r.value, &s.lora_r.origin});
     rows.insert(rows.begin() + 2,
                 {"lora_target_modules", targets, s.lora_targets.value, &s.lora_targets.origin});
+    if (!s.modules_to_save.value.empty()) {
+      std::string mts;
+      for (const auto& t : s.modules_to_save.value)
+        mts += (mts.empty() ? "" : ",") + t;
+      rows.insert(rows.begin() + 3,
+                  {"modules_to_save", mts, s.modules_to_save.value, &s.modules_to_save.origin});
+    }
     if (s.method.value == plan::Method::lora)
       rows.insert(rows.begin() + 3, {"load_in_8bit", b(s.load_in_8bit.value), s.load_in_8bit.value,
                                      &s.load_in_8bit.origin});
@@ -129,6 +136,9 @@ std::string plan_verdict(const std::vector<Result>& results) {
   const Result* r = fit_result(results);
   if (r == nullptr) return "unknown";
   if (r->status == Outcome::pass) return "fits";
+  // A measured out-of-memory (plan --measure) is its own verdict, never the estimate's.
+  if (r->status == Outcome::fail && r->message.rfind("does not fit (measured)", 0) == 0)
+    return "does not fit (measured)";
   if (r->status == Outcome::fail) return r->severity == Severity::error ? "does not fit" : "tight";
   return "unknown";
 }
@@ -186,11 +196,13 @@ std::string plan_text_report(const PlanReportData& d, const ReportContext& ctx,
     line(fmt::format("  {:<52} {:>9.2f} GiB  {}", it.what, gib(it.bytes), it.basis));
     if (!it.source.empty()) line(fmt::format("  {:<52} {:>13}  source: {}", "", "", it.source));
   }
-  line(fmt::format("  {:<52} {:>9.2f} GiB  peak: {}", "total", gib(p.estimate.required_bytes),
-                   p.estimate.peak_phase));
-  line(fmt::format("  {:<52} {:>9.2f} GiB  low {:.2f} .. high {:.2f} GiB", "allocated by PyTorch",
-                   gib(p.estimate.allocated_bytes), gib(p.estimate.low_bytes),
-                   gib(p.estimate.high_bytes)));
+  line(fmt::format("  {:<52} {:>9.2f} GiB  band {:.2f} .. {:.2f} GiB; peak: {}", "total",
+                   gib(p.estimate.required_bytes), gib(p.estimate.low_bytes),
+                   gib(p.estimate.high_bytes), p.estimate.peak_phase));
+  line(fmt::format("  {:<52} {:>9.2f} GiB", "allocated by PyTorch",
+                   gib(p.estimate.allocated_bytes)));
+  for (const auto& u : p.estimate.unmeasured)
+    line(fmt::format("  band widened, not measured: {}", u));
   if (const auto& mm = p.measured) {
     line("");
     if (mm->status == "ok") {
@@ -308,6 +320,7 @@ nlohmann::json plan_json_report(const PlanReportData& d, const ReportContext& ct
                  {"low_bytes", p.estimate.low_bytes},
                  {"high_bytes", p.estimate.high_bytes},
                  {"allocated_bytes", p.estimate.allocated_bytes},
+                 {"unmeasured", p.estimate.unmeasured},
                  {"peak_phase", p.estimate.peak_phase}};
   if (const auto& mm = p.measured)
     j["memory"]["measured"] = {{"status", mm->status},

@@ -189,4 +189,16 @@ other = rule(sys.argv[2])
 assert other["status"] == "skip" and "another model" in other["message"], other
 print("ok plan --add-facts bench.json: " + r["message"])
 PY
+
+# Issue 47 §4: -v is accepted (as check -v: the passing rules are listed), and --model ORG/NAME is
+# read from the local Hugging Face cache (HF_HUB_CACHE), never downloaded.
+"$bin" plan -v --root $F/strix-halo-fixed --no-runtime --color never --model $M/llama-3.2-1b >"$tmp/v.txt" 2>&1
+if [ $? = 0 ] && grep -qF "PASS" "$tmp/v.txt"; then echo "ok plan -v lists the passing rules"; else
+  echo "FAIL plan -v:"; head -20 "$tmp/v.txt"; fail=1; fi
+HF_HUB_CACHE="$repo/tests/plan/hubcache" "$bin" plan --root $F/strix-halo-fixed --no-runtime --format json \
+  --model meta-llama/Llama-3.2-1B >"$tmp/hub.json" 2>"$tmp/hub.err"
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['parameters']['total'] == 1235814400 and 'models--meta-llama--Llama-3.2-1B' in d['model']['path'], d['model']" "$tmp/hub.json" 2>"$tmp/hub.py"; then
+  echo "ok --model ORG/NAME from HF_HUB_CACHE"; else echo "FAIL --model ORG/NAME:"; cat "$tmp/hub.err" "$tmp/hub.py"; fail=1; fi
+HF_HUB_CACHE="$tmp/empty" HF_HOME="$tmp/empty" HOME="$tmp" expect_error "uncached ORG/NAME" "Hugging Face cache" \
+  plan --root $F/strix-halo-fixed --no-runtime --model meta-llama/Llama-3.2-1B
 exit $fail

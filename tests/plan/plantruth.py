@@ -4,16 +4,17 @@
 
   plantruth.py HALO_DOCTOR REPO_ROOT [--table]
 
-Runs `halo-doctor plan --format json` for every case under ../shared/plantruth/configs (relative to
-the repository root) and compares its estimate (memory.required_bytes: allocated + allocator reserve
-+ GPU context) with the device-level peak measured for the same run by the real transformers
-Trainer (`peak_device_estimate`, trainer mode, in ../shared/plantruth/measured/h200-2026-11-27.jsonl:
-max_memory_reserved() + what the allocator does not see). The measurements are read here, at test
-time; no number is copied into this file. Each case must be within -5 % .. +10 %, and the measured
-peak must lie inside the estimate's band (low_bytes .. high_bytes).
+Runs `halo-doctor plan --format json` for every case under tests/plan/plantruth/configs (the
+repository's copy of ../shared/plantruth, tests/plan/plantruth/SOURCE.md) and compares its estimate
+(memory.required_bytes: allocated + allocator reserve + GPU context) with the device-level peak
+measured for the same run by the real transformers Trainer (`peak_device_estimate`, trainer mode, in
+measured/h200-2026-11-27.jsonl: max_memory_reserved() + what the allocator does not see). The
+measurements are read here, at test time; no number is copied into this file. Each case must be
+within -5 % .. +10 %, and the measured peak must lie inside the estimate's band (low_bytes ..
+high_bytes), both the default allocator's run and the expandable_segments run of the same case
+(measured/h200-2026-11-27-expandable-segments.jsonl): the band covers both allocator settings.
 
-Skips (exit 77) with the reason when ../shared/plantruth is absent (a checkout without the shared
-measurements).
+Never skips: the files are part of the repository. A missing file or case is a failure.
 """
 import json
 import os
@@ -23,14 +24,31 @@ import tempfile
 
 LOW, HIGH = -5.0, 10.0
 MEASURED = "measured/h200-2026-11-27.jsonl"
+EXPANDABLE = "measured/h200-2026-11-27-expandable-segments.jsonl"
 DEPTH = "measured/depth-h200-2026-11-27.jsonl"
-# Cases the estimate is known to miss, with the reason and the looser bound they must still meet
-# (docs/plan.md "Checked against measurements"). Keep this list short and explained.
+# Cases the estimate is known to miss, with the reason and the looser bounds (low %, high %) they must
+# still meet (docs/plan.md "Checked against measurements"). Keep this list short and explained.
 KNOWN = {
-    "c03-qwen2.5-0.5b-full-b4-s2048": (
-        15.0, "the allocator reused the loss path's cached blocks here (reserved only 2 % over "
-        "allocated); the reserve item counts one fp32 logits block"),
+    "c04-qwen2.5-0.5b-full-b4-s2048-eager": (
+        -10.0, HIGH, "the allocator replay matches step 1 (61.10 vs 61.18 GiB reserved) but not step 2, "
+        "where the real run asked for one more fp32 loss block (4.64 GiB): a request inside an op that "
+        "the replay does not see split a cached block; the band's high end covers it"),
 }
+
+
+def read_measured(path):
+    """The trainer-mode rows of a measurement file by case, and its `_env` line."""
+    rows, env = {}, {}
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if r.get("case") == "_env":
+                env = r
+            elif r.get("mode") == "trainer" and r.get("status") == "ok":
+                rows[r["case"]] = r
+    return rows, env
 
 
 def plan_args(case_dir):
@@ -57,26 +75,15 @@ def main():
         return 2
     binary, repo = sys.argv[1], sys.argv[2]
     table_only = "--table" in sys.argv[3:]
-    truth = os.path.normpath(os.path.join(repo, "..", "shared", "plantruth"))
-    measured_path = os.path.join(truth, MEASURED)
-    if not os.path.isfile(measured_path) or not os.path.isdir(os.path.join(truth, "configs")):
-        print(f"SKIP: {measured_path} or its configs/ are absent (no shared plantruth checkout)")
-        return 77
-    measured = {}
-    env = {}
-    with open(measured_path) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            if r.get("case") == "_env":
-                env = r
-            elif r.get("mode") == "trainer" and r.get("status") == "ok":
-                measured[r["case"]] = r
-    if not measured:
-        print(f"FAIL: no trainer-mode measurement in {measured_path}")
+    truth = os.path.join(repo, "tests", "plan", "plantruth")
+    measured, env = read_measured(os.path.join(truth, MEASURED))
+    expandable, env_x = read_measured(os.path.join(truth, EXPANDABLE))
+    if not measured or not expandable:
+        print(f"FAIL: no trainer-mode measurement in {truth}/measured")
         return 1
-    print("measured on: " + ", ".join(f"{k} {env[k]}" for k in ("device", "torch", "transformers", "peft") if k in env))
+    for e in (env, env_x):
+        print("measured on: " + ", ".join(f"{k} {e[k]}" for k in ("device", "torch", "transformers", "peft",
+                                                                  "alloc_conf") if k in e))
     fixture = os.path.join(repo, "tests", "fixtures", "strix-halo-fixed")
     fail = 0
     rows = 0
@@ -106,13 +113,19 @@ def main():
         est = p["memory"]["required_bytes"]
         err = (est - real) / real * 100
         lo, hi = p["memory"]["low_bytes"], p["memory"]["high_bytes"]
-        high = KNOWN.get(name, (HIGH, ""))[0]
-        ok = LOW <= err <= high and lo <= real <= hi
+        low, high = KNOWN.get(name, (LOW, HIGH, ""))[:2]
+        if name not in expandable:
+            print(f"FAIL {name}: no expandable_segments measurement")
+            fail = 1
+            continue
+        real_x = expandable[name]["peak_device_estimate"]
+        ok = low <= err <= high and lo <= real <= hi and lo <= real_x <= hi
         rows += 1
-        note = f"  known: {KNOWN[name][1]}" if name in KNOWN else ""
+        note = f"  known: {KNOWN[name][2]}" if name in KNOWN else ""
         print(f"{'' if ok else 'FAIL '}{name:44s} {est / gib:9.2f} {real / gib:9.2f} {err:+7.1f} "
               f"{p['memory']['allocated_bytes'] / gib:9.2f} {m['peak_allocated'] / gib:7.2f}  "
-              f"{lo / gib:.2f} .. {hi / gib:.2f}  peak: {p['memory']['peak_phase']}{note}")
+              f"{lo / gib:.2f} .. {hi / gib:.2f} (width {(hi - lo) / gib:.2f}; expandable {real_x / gib:.2f})"
+              f"  peak: {p['memory']['peak_phase']}{note}")
         if not ok and not table_only:
             fail = 1
     print(f"{rows} cases; target {LOW:+.0f} % .. {HIGH:+.0f} % of the measured device-level peak, "
@@ -126,9 +139,6 @@ def depth_check(binary, truth, fixture, measured):
     4-layer runs of measured/depth-h200-2026-11-27.jsonl; plan's extrapolated allocated peak must be
     within 5 % of the full model's measured one (the issue's 0.0 .. -3.3 %)."""
     path = os.path.join(truth, DEPTH)
-    if not os.path.isfile(path):
-        print(f"SKIP depth check: {path} absent")
-        return 0
     depth = {}
     with open(path) as f:
         for line in f:
