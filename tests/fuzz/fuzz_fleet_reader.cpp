@@ -5,6 +5,7 @@
 // compared values and gpu.count as after every derivation. A disagreement is a finding (abort).
 #include "fuzz_common.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/fact.hpp>
 #include <halo/fleet.hpp>

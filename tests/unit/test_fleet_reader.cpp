@@ -5,6 +5,7 @@
 // left to the full replay.
 #include "fixture_tree.hpp"
 
+#include <halo/checks.hpp>
 #include <halo/doctor.hpp>
 #include <halo/error.hpp>
 #include <halo/fleet.hpp>

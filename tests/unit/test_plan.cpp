@@ -2,6 +2,7 @@
 // halo-doctor plan: parameter counts of real public configs against their published totals, the
 // memory estimate against its formulas, and the training-configuration readers against the real
 // files in tests/plan (each with a SOURCE.md naming where it came from).
+#include <halo/checks.hpp>
 #include <halo/error.hpp>
 #include <halo/plan.hpp>
 
