@@ -4,7 +4,8 @@
 # copyright file in Debian's machine-readable format, and an SPDX-License-Identifier line at the
 # top of every C++ source and header (first line) and every shell, Python and CMake file (first
 # line, or the line after the shebang). Generated and embedded texts (fix templates, golden
-# outputs, fixtures, test doubles) are data, not sources, and carry none.
+# outputs, fixtures, test doubles) are data, not sources, and carry none; so is the byte copy of the
+# plan measurements and their harness (tests/plan/plantruth, SOURCE.md there: kept verbatim).
 # Usage: spdx.sh SOURCE_DIR
 set -u
 cd "$1" || exit 2
@@ -24,7 +25,7 @@ while IFS= read -r -d '' f; do
   [ "$(sed -n "${line}p" "$f")" = "$want" ] || { echo "FAIL: $f: line $line is not '$want'"; fail=1; }
 done < <(find src include checks bench tests scripts cmake .ci packaging CMakeLists.txt \
   \( -path tests/fixtures -o -path tests/fix/golden -o -path src/fix/templates -o -path tests/replay/python \
-  -o -path tests/fix/doubles -o -path tests/replay/captures \) -prune -o -type f \
+  -o -path tests/fix/doubles -o -path tests/replay/captures -o -path tests/plan/plantruth \) -prune -o -type f \
   \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.c' -o -name '*.cu' -o -name '*.hip' \
   -o -name '*.hpp.in' -o -name '*.sh' -o -name '*.py' -o -name '*.cmake' -o -name CMakeLists.txt \
   -o -name run -o -name halo-doctor-slurm \) -print0)

@@ -464,7 +464,7 @@ TEST_CASE("an unknown model_type is counted from its weights index when there is
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("--model ORG/NAME resolves from the local Hugging Face cache, offline", "[plan]") {
+TEST_CASE("plan --model ORG/NAME resolves from the local Hugging Face cache, offline", "[plan]") {
   // tests/plan/hubcache holds models--meta-llama--Llama-3.2-1B in huggingface_hub's layout
   // (SOURCE.md there). The environment is restored afterwards.
   const auto keep = [](const char* k) {
