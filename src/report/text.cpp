@@ -430,6 +430,9 @@ std::string fit(const std::string& line, std::size_t width) {
 struct Finding {
   const Result* head;
   std::vector<const Result*> also;
+  /// The same rule's same verdict and message on other GPUs (a per-GPU rule whose cause is the
+  /// host's, such as its ROCm release): one finding for all of them, not one a GPU.
+  std::vector<const Result*> peers;
   int rank; ///< the worst of its results
 };
 
@@ -525,14 +528,28 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
         under[static_cast<std::size_t>(under[i] - results.data())] != nullptr)
       under[i] = nullptr;
   std::vector<Finding> findings;
+  auto same_verdict = [](const Result& a, const Result& b) {
+    return a.id == b.id && a.gpu && b.gpu && a.status == b.status && a.severity == b.severity &&
+           a.message == b.message && a.pending_reboot == b.pending_reboot &&
+           a.waived() == b.waived();
+  };
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (under[i] != nullptr || !shown(results[i])) continue;
-    Finding f{&results[i], {}, rank(results[i])};
+    Finding f{&results[i], {}, {}, rank(results[i])};
     for (std::size_t j = 0; j < results.size(); ++j)
       if (under[j] == &results[i]) {
         f.also.push_back(&results[j]);
         f.rank = std::min(f.rank, rank(results[j]));
       }
+    if (f.also.empty()) {
+      auto peer = std::find_if(findings.begin(), findings.end(), [&](const Finding& g) {
+        return g.also.empty() && same_verdict(*g.head, results[i]);
+      });
+      if (peer != findings.end()) {
+        peer->peers.push_back(&results[i]);
+        continue;
+      }
+    }
     findings.push_back(std::move(f));
   }
 
@@ -558,6 +575,26 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
     return badge(*w, p);
   };
   auto who = [](const Result& r) { return r.gpu ? describe_gpu(*r.gpu) + ": " : std::string(); };
+  // A finding's GPUs: the head's alone, or "GPUs 0-3, 5 (gfx950)" for one with peers.
+  auto who_all = [&](const Finding& f) {
+    if (f.peers.empty()) return who(*f.head);
+    std::vector<std::int64_t> idx{f.head->gpu->index};
+    std::string gfx = f.head->gpu->gfx_target;
+    for (const Result* r : f.peers) {
+      idx.push_back(r->gpu->index);
+      if (r->gpu->gfx_target != gfx) gfx.clear();
+    }
+    std::sort(idx.begin(), idx.end());
+    std::vector<std::string> runs;
+    for (std::size_t i = 0; i < idx.size();) {
+      std::size_t j = i;
+      while (j + 1 < idx.size() && idx[j + 1] == idx[j] + 1)
+        ++j;
+      runs.push_back(j == i ? fmt::format("{}", idx[i]) : fmt::format("{}-{}", idx[i], idx[j]));
+      i = j + 1;
+    }
+    return fmt::format("GPUs {}{}: ", fmt::join(runs, ", "), gfx.empty() ? "" : " (" + gfx + ")");
+  };
   auto reboot_mark = [&](const Result& r) {
     return r.pending_reboot ? p.yellow(" [pending reboot]") : std::string();
   };
@@ -571,7 +608,7 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
       const std::string b = finding_badge(f);
       out += fit(fmt::format("{}{} {}  {}{}{}", b,
                              std::string(7 - std::min<std::size_t>(7, visible_width(b)), ' '), ids,
-                             who(*f.head), headline(f.head->message, true), reboot_mark(*f.head)),
+                             who_all(f), headline(f.head->message, true), reboot_mark(*f.head)),
                  width) +
              "\n";
     }
@@ -584,8 +621,8 @@ std::string text_report(const std::vector<Result>& results, const ReportContext&
       const Result& r = *f.head;
       const bool note = r.status == Outcome::fail && r.severity == Severity::info;
       const bool detail = live_failure(r) || r.status == Outcome::error;
-      block += wrap_line(fmt::format("  {}  {}  {}{}{}", finding_badge(f), r.id, who(r), r.message,
-                                     reboot_mark(r)),
+      block += wrap_line(fmt::format("  {}  {}  {}{}{}", finding_badge(f), r.id, who_all(f),
+                                     r.message, reboot_mark(r)),
                          width, 8);
       for (const Result* a : f.also)
         block += wrap_line(fmt::format("        also {}  {}{}{}", a->id, who(*a),

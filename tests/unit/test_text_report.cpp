@@ -9,6 +9,7 @@
 #include <halo/text.hpp>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -254,4 +255,31 @@ TEST_CASE("rules: subsumes names a rule of the set", "[rules]") {
   const Rule* head = builtin.find("gfx1151-kernel-min");
   REQUIRE(head != nullptr);
   CHECK(head->subsumes == std::vector<std::string>{"gfx1151-cwsr-hang"});
+}
+
+TEST_CASE("text report: one rule's same verdict on several GPUs is one finding naming them",
+          "[report]") {
+  // An eight-GPU MI355X node on ROCm 6.4 fails instinct-rocm-min on every GPU with one message:
+  // one line "GPUs 0-3, 5 (gfx950)", not one a GPU; a different message stays its own finding.
+  std::vector<Result> rs;
+  for (const std::int64_t i : {0, 1, 2, 3, 5}) {
+    rs.push_back(failing("instinct-rocm-min", "instinct", Severity::error,
+                         "ROCm 6.4.3 predates the MI350 series"));
+    rs.back().gpu = GpuRef{i, fmt::format("0000:{:02x}:00.0", i), "gfx950", "", std::nullopt};
+  }
+  rs.push_back(failing("instinct-rocm-min", "instinct", Severity::error,
+                       "ROCm 6.3.1 predates 6.3.2, the first release for the MI325X"));
+  rs.back().gpu = GpuRef{4, "0000:04:00.0", "gfx942", "", std::nullopt};
+  TextOptions q;
+  q.quiet = true;
+  const auto ls = lines_of(text_report(rs, context(1), q));
+  REQUIRE(ls.size() >= 2);
+  CHECK(ls[0] == "FAIL    instinct-rocm-min  GPUs 0-3, 5 (gfx950): ROCm 6.4.3 predates the MI350 "
+                 "series");
+  CHECK(ls[1].starts_with("FAIL    instinct-rocm-min  GPU 4 (0000:04:00.0, gfx942): ROCm 6.3.1"));
+  // Mixed gfx targets: the indices alone.
+  rs.back().message = rs.front().message;
+  const auto mixed = lines_of(text_report(rs, context(1), q));
+  CHECK(mixed[0] == "FAIL    instinct-rocm-min  GPUs 0-5: ROCm 6.4.3 predates the MI350 series");
+  CHECK(mixed[1].starts_with("summary: 6 errors"));
 }
