@@ -26,6 +26,8 @@ public:
   ~CachingAllocatorSim();
   CachingAllocatorSim(const CachingAllocatorSim&) = delete;
   CachingAllocatorSim& operator=(const CachingAllocatorSim&) = delete;
+  CachingAllocatorSim(CachingAllocatorSim&&) = delete;
+  CachingAllocatorSim& operator=(CachingAllocatorSim&&) = delete;
 
   /// Allocates `bytes` (> 0) and returns a handle for free(). A request of 0 bytes returns -1
   /// and allocates nothing (PyTorch returns a null pointer for it).
@@ -49,7 +51,7 @@ private:
   std::int64_t allocated_ = 0;
   std::int64_t peak_allocated_ = 0;
   std::int64_t reserved_ = 0;
-  std::int64_t next_address_ = 0;
+  std::int64_t next_address_ = std::int64_t{1} << 51; ///< past both pools' expandable ranges
   std::int64_t next_handle_ = 0;
   std::unique_ptr<Pool> small_;
   std::unique_ptr<Pool> large_;
@@ -57,7 +59,7 @@ private:
   std::vector<std::unique_ptr<Block>> blocks_;
 
   Block* new_block(Pool* pool, std::int64_t address, std::int64_t size);
-  Block* get_free_block(Pool& pool, std::int64_t size);
+  static Block* get_free_block(Pool& pool, std::int64_t size);
   Block* alloc_block(Pool& pool, std::int64_t size);
   Block* expand(Pool& pool, std::int64_t size);
   void split(Pool& pool, Block* b, std::int64_t size);

@@ -473,9 +473,10 @@ RederivePlan plan_rederive(const ProbeRegistry& registry, const std::vector<std:
     plan.allowed.push_back(std::move(allowed));
     plan.allowed_index.push_back(std::move(tree));
   }
-  std::ranges::sort(plan.reads);
-  const auto [first, last] = std::ranges::unique(plan.reads);
-  plan.reads.erase(first, last);
+  // std::sort/std::unique, not their ranges forms: clang 14 (clang-tidy, the fuzz build) cannot
+  // instantiate libstdc++ 12's ranges::unique.
+  std::sort(plan.reads.begin(), plan.reads.end());
+  plan.reads.erase(std::unique(plan.reads.begin(), plan.reads.end()), plan.reads.end());
   auto index = std::make_shared<RederivePlan::Index>();
   for (const auto& r : plan.reads)
     index->add(r);

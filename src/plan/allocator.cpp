@@ -80,7 +80,6 @@ CachingAllocatorSim::CachingAllocatorSim(bool expandable)
   // Each pool's expandable segment reserves its own address range (ExpandableSegment ctor).
   small_->base = 0;
   large_->base = std::int64_t{1} << 50;
-  next_address_ = std::int64_t{1} << 51;
 }
 
 CachingAllocatorSim::~CachingAllocatorSim() = default;
