@@ -192,8 +192,8 @@ PY
 
 # Issue 47 §4: -v is accepted (as check -v: the passing rules are listed), and --model ORG/NAME is
 # read from the local Hugging Face cache (HF_HUB_CACHE), never downloaded.
-"$bin" plan -v --root $F/strix-halo-fixed --no-runtime --color never --model $M/llama-3.2-1b >"$tmp/v.txt" 2>&1
-if [ $? = 0 ] && grep -qF "PASS" "$tmp/v.txt"; then echo "ok plan -v lists the passing rules"; else
+if "$bin" plan -v --root $F/strix-halo-fixed --no-runtime --color never --model $M/llama-3.2-1b >"$tmp/v.txt" 2>&1 &&
+  grep -qF "PASS" "$tmp/v.txt"; then echo "ok plan -v lists the passing rules"; else
   echo "FAIL plan -v:"; head -20 "$tmp/v.txt"; fail=1; fi
 HF_HUB_CACHE="$repo/tests/plan/hubcache" "$bin" plan --root $F/strix-halo-fixed --no-runtime --format json \
   --model meta-llama/Llama-3.2-1B >"$tmp/hub.json" 2>"$tmp/hub.err"
