@@ -192,17 +192,8 @@ void bundle_signal_handler(int sig) {
 constexpr std::array<int, 9> kCleanupSignals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
                                                 SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
-/// Installs bundle_signal_handler for the fatal signals, on an alternate stack so a stack
-/// overflow (SIGSEGV) can still clean up (sigaltstack(2)).
-void install_cleanup_handlers() {
-  static bool installed = false;
-  if (installed) return;
-  installed = true;
-  static std::array<char, std::size_t{64} * 1024> alt_stack{};
-  stack_t ss{};
-  ss.ss_sp = alt_stack.data();
-  ss.ss_size = alt_stack.size();
-  ::sigaltstack(&ss, nullptr);
+/// The fatal signals' handlers (process-wide), leaving ignored signals ignored.
+void install_cleanup_actions() {
   for (int sig : kCleanupSignals) {
     struct sigaction old {};
     ::sigaction(sig, nullptr, &old);
@@ -213,6 +204,28 @@ void install_cleanup_handlers() {
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
+}
+
+/// Installs bundle_signal_handler for the fatal signals, once per process (a thread-safe static:
+/// `fleet compare` extracts bundles on worker threads). The handlers run on an alternate stack so a
+/// stack overflow (SIGSEGV) can still clean up (sigaltstack(2)); an alternate stack is the calling
+/// thread's own, so it is set only on the main thread, whose stack lives as long as the buffer
+/// (a worker that exits would leave the kernel pointing at a stack no thread owns; AddressSanitizer
+/// unmaps a thread's alternate stack when the thread ends). Elsewhere SA_ONSTACK falls back to
+/// the thread's own stack.
+void install_cleanup_handlers() {
+  static const bool installed = [] {
+    if (::gettid() == ::getpid()) {
+      static std::array<char, std::size_t{64} * 1024> alt_stack{};
+      stack_t ss{};
+      ss.ss_sp = alt_stack.data();
+      ss.ss_size = alt_stack.size();
+      ::sigaltstack(&ss, nullptr);
+    }
+    install_cleanup_actions();
+    return true;
+  }();
+  (void)installed;
 }
 
 /// A reader for gzip/xz/zstd/bzip2-compressed (or plain) tar archives using libarchive's
