@@ -19,10 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -66,26 +63,6 @@ void check_same_facts(const std::map<std::string, Fact, std::less<>>& want,
     CHECK(same(f, it->second));
   }
 }
-
-/// A temporary directory, removed with what it holds.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "halo-fleet-XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-    return (path / name).string();
-  }
-};
 
 } // namespace
 
@@ -212,27 +189,32 @@ TEST_CASE("fleet fast reader: a file it is not sure of is left to the full repla
 TEST_CASE("fleet compare: a malformed or hostile file is that node's error, the others are still "
           "compared, the same on one thread and many",
           "[fleet][fleet-reader]") {
-  const TempDir dir;
+  // The nodes' files in a temporary directory (tests/support FixtureTree: removed afterwards).
+  test::FixtureTree dir;
+  auto write = [&dir](const std::string& name, const std::string& text) {
+    dir.file("/" + name, text);
+    return (dir.path() / name).string();
+  };
   const fs::path fixture = fs::path(HALO_FIXTURES_DIR) / "mi300x-numa-4021";
   nlohmann::json good = facts_to_json(test::probe_root(fixture), "halo-doctor", kVersion);
   std::vector<std::string> inputs;
   for (int i = 1; i <= 6; ++i) {
     good["facts"]["host.name"]["value"] = fmt::format("node{:02d}", i);
     good["facts"]["kernel.release"]["value"] = i == 5 ? "5.15.0-117-generic" : "6.8.0-45-generic";
-    inputs.push_back(dir.write(fmt::format("node{:02d}.json", i), dump_json(good, 2)));
+    inputs.push_back(write(fmt::format("node{:02d}.json", i), dump_json(good, 2)));
   }
   // Malformed: cut off in the middle. Hostile: a PCI function count no machine has
   // (docs/security.md 13), a value that is an object, an unknown status in a fact fleet compare
   // does not compare.
   const std::string text = dump_json(good, 2);
-  inputs.insert(inputs.begin() + 1, dir.write("cut.json", text.substr(0, text.size() / 2)));
+  inputs.insert(inputs.begin() + 1, write("cut.json", text.substr(0, text.size() / 2)));
   nlohmann::json hostile = good;
   hostile["facts"]["pci.amd_gpu_count"] = {{"status", "ok"}, {"value", std::int64_t{1} << 62}};
-  inputs.insert(inputs.begin() + 3, dir.write("count.json", dump_json(hostile, 2)));
+  inputs.insert(inputs.begin() + 3, write("count.json", dump_json(hostile, 2)));
   hostile = good;
   hostile["facts"]["mem.total_bytes"] = {{"status", "fine"}};
-  inputs.push_back(dir.write("status.json", dump_json(hostile, 2)));
-  inputs.push_back((dir.path / "absent.json").string());
+  inputs.push_back(write("status.json", dump_json(hostile, 2)));
+  inputs.push_back((dir.path() / "absent.json").string());
 
   const fleet::Comparison one = fleet::compare_files(inputs, reader(), 1);
   // Each bad file is named with the message the full replay (`check --facts`) gives for it.
