@@ -40,7 +40,7 @@ _halo_doctor() {
   case $cmd in
     "") COMPREPLY=($(compgen -W "$commands --version --debug --help" -- "$cur")) ;;
     check) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --quiet --verbose --help" -- "$cur")) ;;
-    plan) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --measure --measure-timeout --help" -- "$cur")) ;;
+    plan) COMPREPLY=($(compgen -W "$probe $rule $run --format --output --fail-on --color --policy --measure --measure-timeout --verbose --help" -- "$cur")) ;;
     fix) COMPREPLY=($(compgen -W "$probe $rule --stack --ttm-limit --user --output --apply --undo --yes --help" -- "$cur")) ;;
     facts) COMPREPLY=($(compgen -W "$probe --declared --format --output --help" -- "$cur")) ;;
     capture) COMPREPLY=($(compgen -W "--output --root --no-redact --no-runtime --hsa-library --runtime-timeout --help" -- "$cur")) ;;
