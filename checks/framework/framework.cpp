@@ -75,7 +75,9 @@ PythonEnvVars read_env(const Root& root) {
     out.read_reason = env.reason;
     return out;
   }
-  for (const auto& [name, value] : env.vars) {
+  for (const auto& entry : env.vars) {
+    const auto& name = entry.first;
+    const auto& value = entry.second;
     // Only absolute paths name a directory the doctor can resolve inside the root.
     auto take = [&](std::string_view want, std::string& dst) {
       if (name == want && !value.empty() && value.front() == '/') dst = std::string(value);

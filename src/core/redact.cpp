@@ -207,6 +207,10 @@ std::optional<std::string> read_small(const Root& root, std::string_view abs,
 
 /// Where systemd-boot and Boot Loader Specification entries live ($BOOT/loader/entries, as
 /// checks/boot/boot_stack.cpp reads them).
+/// The most read of one text file that may name a host or an identifier (64 KiB: a kernel command
+/// line is at most a few KiB, COMMAND_LINE_SIZE; a KFD properties file under 2 KiB).
+constexpr std::size_t kTextCap = std::size_t{64} * 1024;
+
 constexpr std::array<std::string_view, 3> kEntryDirs = {
     "/boot/loader/entries", "/efi/loader/entries", "/boot/efi/loader/entries"};
 
@@ -241,7 +245,7 @@ void Redactor::learn_root(const Root& root) {
   if (auto names = root.list("/sys/class/kfd/kfd/topology/nodes"))
     for (const auto& n : *names)
       if (auto v = read_small(
-              root, fmt::format("/sys/class/kfd/kfd/topology/nodes/{}/properties", n), 64 * 1024))
+              root, fmt::format("/sys/class/kfd/kfd/topology/nodes/{}/properties", n), kTextCap))
         for (const auto line : split_view(*v, '\n'))
           if (line.starts_with("unique_id "))
             identifier(std::string(line.substr(10)), IdForm::decimal);
@@ -251,11 +255,10 @@ void Redactor::learn_root(const Root& root) {
       for (const auto& n : *names) {
         // Boot Loader Specification: entries named `<machine-id>-<version>.conf`.
         if (n.size() > 33 && n[32] == '-') learn_machine_id(std::string_view(n).substr(0, 32));
-        if (auto text = read_small(root, fmt::format("{}/{}", dir, n), 64 * 1024))
-          learn_text(*text);
+        if (auto text = read_small(root, fmt::format("{}/{}", dir, n), kTextCap)) learn_text(*text);
       }
   for (const char* f : {"/proc/cmdline", "/etc/kernel/cmdline"})
-    if (auto text = read_small(root, f, 64 * 1024)) learn_text(*text);
+    if (auto text = read_small(root, f, kTextCap)) learn_text(*text);
   // People with an account in the passwd file (useradd's UID_MIN..UID_MAX: 1000..59999).
   if (auto pw = read_small(root, "/etc/passwd", 4 << 20))
     for (const auto line : split_view(*pw, '\n')) {
@@ -418,10 +421,10 @@ std::string Redactor::cmdline_hosts(std::string text) const {
   if (hosts_.empty()) return text;
   const auto spans = cmdline_host_spans(text);
   // Right to left, so the earlier offsets hold.
-  for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-    const auto h = hosts_.find(std::string_view(text).substr(it->first, it->second));
-    if (h != hosts_.end()) text.replace(it->first, it->second, h->second);
-  }
+  std::for_each(spans.rbegin(), spans.rend(), [&](const auto& span) {
+    const auto h = hosts_.find(std::string_view(text).substr(span.first, span.second));
+    if (h != hosts_.end()) text.replace(span.first, span.second, h->second);
+  });
   return text;
 }
 

@@ -93,7 +93,8 @@ Params rule_params(const DoctorOptions& o) {
   return default_params(o.probe.reserve_gib);
 }
 
-Evaluation run_checks(const ProbeRegistry& reg, DoctorOptions o, const DefaultOnly& default_only) {
+Evaluation run_checks(const ProbeRegistry& probes, DoctorOptions o,
+                      const DefaultOnly& default_only) {
   std::optional<Policy> policy;
   std::optional<RuleSet> all;
   auto all_rules = [&]() -> const RuleSet& {
@@ -101,7 +102,7 @@ Evaluation run_checks(const ProbeRegistry& reg, DoctorOptions o, const DefaultOn
       DoctorOptions unfiltered = o;
       unfiltered.only.clear();
       unfiltered.skip.clear();
-      all = load_rule_set(unfiltered, reg);
+      all = load_rule_set(unfiltered, probes);
     }
     return *all;
   };
@@ -118,11 +119,11 @@ Evaluation run_checks(const ProbeRegistry& reg, DoctorOptions o, const DefaultOn
     });
   }
   Evaluation ev;
-  ev.rules = load_rule_set(o, reg);
+  ev.rules = load_rule_set(o, probes);
   // Without a training run the plan rules would only skip: leave them out of the report.
   if (!o.probe.plan && o.only.empty())
     std::erase_if(ev.rules.rules, [](const Rule& r) { return r.area == plan::kRuleArea; });
-  ev.facts = gather_facts(o, reg);
+  ev.facts = gather_facts(o, probes);
   Params params = rule_params(o);
   if (policy) add_policy_params(*policy, params);
   ev.results = evaluate(ev.rules, ev.facts, params);

@@ -190,7 +190,7 @@ Plan merge_fixes(const std::vector<Result>& results) {
         auto it = std::find_if(plan.modprobe.begin(), plan.modprobe.end(),
                                [&](const auto& x) { return x.file == file && x.module == module; });
         if (it == plan.modprobe.end()) {
-          plan.modprobe.push_back(ModprobeFile{file, module, {}, {}});
+          plan.modprobe.push_back(ModprobeFile{file, module, {}, {}, {}});
           it = plan.modprobe.end() - 1;
         }
         add_unique(it->rules, id);

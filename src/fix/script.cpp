@@ -303,13 +303,12 @@ void write_summary(detail::ShellWriter& s, const Plan& plan, const ScriptOptions
     if (!m.edit_path.empty()) {
       // The user's file keeps its other lines and options: only these values change there.
       s.comment(fmt::format("  {}. edits {}", n,
-                            m.edit_path +
-                                " (yours; no second file competes with it), setting on "
-                                "its `options " +
-                                m.module + "` line:"));
+                            fmt::format("{} (yours; no second file competes with it), setting on "
+                                        "its `options {}` line:",
+                                        m.edit_path, m.module)));
       std::vector<std::string> kv;
       for (const auto& [k, v] : m.options)
-        kv.push_back(k + "=" + v);
+        kv.emplace_back(fmt::format("{}={}", k, v));
       s.comment("       ", join(kv, " "));
     } else {
       s.comment(fmt::format("  {}. writes {}", n, "/etc/modprobe.d/" + m.file + ":"));
@@ -327,8 +326,8 @@ void write_summary(detail::ShellWriter& s, const Plan& plan, const ScriptOptions
       std::string carry =
           plan.modprobe.empty() ? "a file in /etc/modprobe.d" : "the modprobe.d file";
       s.comment(fmt::format("  {}. runs: {}", n,
-                            join(initramfs_command(opt), " ") +
-                                ", if an initramfs image is older than " + carry));
+                            fmt::format("{}, if an initramfs image is older than {}",
+                                        join(initramfs_command(opt), " "), carry)));
     }
   }
   if (!plan.udev.empty()) {
@@ -353,7 +352,7 @@ void write_summary(detail::ShellWriter& s, const Plan& plan, const ScriptOptions
   s.comment(st.reboot ? "  Then: reboot, and run halo-doctor check."
                       : "  Then: run halo-doctor check.");
   for (const auto& [rule, text] : plan.summaries)
-    s.comment("Why: ", "[" + rule + "] " + text);
+    s.comment("Why: ", fmt::format("[{}] {}", rule, text));
   for (const auto& note : plan.notes)
     s.comment("Note: ", note);
   if (!plan.manual.empty()) {
@@ -366,8 +365,8 @@ void write_summary(detail::ShellWriter& s, const Plan& plan, const ScriptOptions
          "--undo).\n");
   std::vector<std::string> bound;
   if (opt.mem_gib > 0) bound.push_back(fmt::format("MemTotal {} GiB", opt.mem_gib));
-  if (!opt.machine_tag.empty()) bound.push_back("its /etc/machine-id");
-  if (!stack_tool(opt.stack).empty()) bound.push_back(stack_tool(opt.stack) + " installed");
+  if (!opt.machine_tag.empty()) bound.emplace_back("its /etc/machine-id");
+  if (!stack_tool(opt.stack).empty()) bound.emplace_back(stack_tool(opt.stack) + " installed");
   if (!bound.empty())
     s.comment("Only for this machine (" + join(bound, ", ") +
               "): elsewhere it stops, unless run with --force-other-machine.");

@@ -46,9 +46,14 @@ DoctorOptions replay_options(const std::string& path) {
 #ifdef HALO_HAVE_SIMDJSON
 namespace od = simdjson::ondemand;
 
+/// True when a simdjson call failed (its error_code is not SUCCESS).
+bool fails(simdjson::error_code e) {
+  return e != simdjson::SUCCESS;
+}
+
 /// A JSON string's text (escapes and UTF-8 checked by simdjson); false for anything else.
 bool read_string(od::value v, std::string_view& out) {
-  return !v.get_string().get(out);
+  return !fails(v.get_string().get(out));
 }
 
 /// A fact's "value" as value_from_json reads it, into `out` when `out` is given; false for a
@@ -56,17 +61,17 @@ bool read_string(od::value v, std::string_view& out) {
 /// beyond int64 (nlohmann reads one beyond uint64 as a double), a number out of a double's range.
 bool read_value(od::value v, Value* out) {
   od::json_type t{};
-  if (v.type().get(t)) return false;
+  if (fails(v.type().get(t))) return false;
   switch (t) {
   case od::json_type::null: {
     bool null = false;
-    if (v.is_null().get(null) || !null) return false;
+    if (fails(v.is_null().get(null)) || !null) return false;
     if (out != nullptr) *out = std::monostate{};
     return true;
   }
   case od::json_type::boolean: {
     bool b = false;
-    if (v.get_bool().get(b)) return false;
+    if (fails(v.get_bool().get(b))) return false;
     if (out != nullptr) *out = b;
     return true;
   }
@@ -76,11 +81,11 @@ bool read_value(od::value v, Value* out) {
     // rounded, as simdjson's get_double is); one without is an integer.
     if (raw.find_first_of(".eE") != std::string_view::npos) {
       double d = 0;
-      if (v.get_double().get(d)) return false;
+      if (fails(v.get_double().get(d))) return false;
       if (out != nullptr) *out = d;
     } else {
       std::int64_t i = 0;
-      if (v.get_int64().get(i)) return false;
+      if (fails(v.get_int64().get(i))) return false;
       if (out != nullptr) *out = i;
     }
     return true;
@@ -93,12 +98,15 @@ bool read_value(od::value v, Value* out) {
   }
   case od::json_type::array: {
     od::array a;
-    if (v.get_array().get(a)) return false;
+    if (fails(v.get_array().get(a))) return false;
     std::vector<std::string> list;
     for (auto e : a) {
       od::value ev;
       std::string_view s;
-      if (std::move(e).get(ev) || !read_string(ev, s)) return false;
+      // simdjson_result::get is &&-qualified: the move picks it (the type is trivially copyable).
+      if (fails(std::move(e).get(ev)) || // NOLINT(performance-move-const-arg)
+          !read_string(ev, s))
+        return false;
       if (out != nullptr) list.emplace_back(s);
     }
     if (out != nullptr) *out = std::move(list);
@@ -113,13 +121,14 @@ bool read_value(od::value v, Value* out) {
 /// One fact's object; put into `facts` when `keep`. False: not in the fast subset.
 bool read_fact(std::string_view key, od::value v, bool keep, FactSet& facts) {
   od::object e;
-  if (v.get_object().get(e)) return false;
+  if (fails(v.get_object().get(e))) return false;
   Fact f;
   unsigned seen = 0; // a bit per field: no field twice (nlohmann would keep the last)
   for (auto field_r : e) {
     od::field field;
     std::string_view name;
-    if (std::move(field_r).get(field) || field.unescaped_key().get(name)) return false;
+    if (fails(std::move(field_r).get(field)) || fails(field.unescaped_key().get(name)))
+      return false;
     unsigned bit = 0;
     std::string* text = nullptr;
     if (name == "status")
@@ -185,38 +194,40 @@ std::optional<FactSet> read_subset(simdjson::padded_string_view padded, const Re
   // One parser per thread, reused: its buffers grow to the largest file read and stay.
   thread_local od::parser parser;
   od::document doc;
-  if (parser.iterate(padded).get(doc)) return std::nullopt;
+  if (fails(parser.iterate(padded).get(doc))) return std::nullopt;
   od::object top;
-  if (doc.get_object().get(top)) return std::nullopt;
+  if (fails(doc.get_object().get(top))) return std::nullopt;
   FactSet out;
   unsigned seen = 0;
   for (auto field_r : top) {
     od::field field;
     std::string_view name;
-    if (std::move(field_r).get(field) || field.unescaped_key().get(name)) return std::nullopt;
+    if (fails(std::move(field_r).get(field)) || fails(field.unescaped_key().get(name)))
+      return std::nullopt;
     if (name == "schema_version") {
       std::int64_t v = 0;
-      if ((seen & 1) != 0 || field.value().get_int64().get(v) || v != 1) return std::nullopt;
+      if ((seen & 1) != 0 || fails(field.value().get_int64().get(v)) || v != 1) return std::nullopt;
       seen |= 1;
     } else if (name == "tool") {
       od::object tool;
-      if ((seen & 2) != 0 || field.value().get_object().get(tool)) return std::nullopt;
+      if ((seen & 2) != 0 || fails(field.value().get_object().get(tool))) return std::nullopt;
       seen |= 2;
       for (auto t : tool) {
         od::field tf;
         std::string_view k;
         std::string_view s;
-        if (std::move(t).get(tf) || tf.unescaped_key().get(k) || !read_string(tf.value(), s))
+        if (fails(std::move(t).get(tf)) || fails(tf.unescaped_key().get(k)) ||
+            !read_string(tf.value(), s))
           return std::nullopt;
       }
     } else if (name == "facts") {
       od::object facts;
-      if ((seen & 4) != 0 || field.value().get_object().get(facts)) return std::nullopt;
+      if ((seen & 4) != 0 || fails(field.value().get_object().get(facts))) return std::nullopt;
       seen |= 4;
       for (auto fr : facts) {
         od::field ff;
         std::string_view key;
-        if (std::move(fr).get(ff) || ff.unescaped_key().get(key)) return std::nullopt;
+        if (fails(std::move(fr).get(ff)) || fails(ff.unescaped_key().get(key))) return std::nullopt;
         if (!read_fact(key, ff.value(), keeps(plan, key), out)) return std::nullopt;
       }
     } else {

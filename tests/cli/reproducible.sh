@@ -6,9 +6,18 @@
 # directory's path appears in the binary, in the tarball's files or in the wheel's.
 # Each tree is a clone of SRC's commit with SRC's working tree (tracked and untracked, not
 # ignored files, and .deps) laid over it, so what is tested is what would be committed.
-# SOURCE_DATE_EPOCH is left to release.sh (the last commit's time). ccache is off (CCACHE_DISABLE):
-# a cache hit from the other build would hide a compiler output that depends on its directory.
-# Two full release builds: minutes on two cores (labelled slow). Usage: reproducible.sh SRC [KEEP]
+# SOURCE_DATE_EPOCH is left to release.sh (the last commit's time).
+# The two trees live at two fixed paths (HALO_REPRO_DIR, default /var/tmp/halo-doctor-reproducible,
+# held with flock(1) so two runs never share it), and the builds go through ccache where it is
+# installed, with ccache's own keys: no CCACHE_BASEDIR and no CCACHE_NOHASHDIR (the CI exports
+# them for its other builds), so each compile's key holds its tree's absolute paths (the -I and
+# -ffile-prefix-map arguments; ccache(1), "How ccache works": the direct mode hashes the command
+# line, the preprocessor mode the output with its line markers). A hit is then a compile of the
+# same source at the same path, never the other tree's object: an output that depends on the
+# directory still differs between the two builds. What changed since the last run compiles again;
+# the rest is read from the cache (cold, this test is two full portable builds: about 20 minutes
+# on two cores; warm, a few).
+# Usage: reproducible.sh SRC [KEEP]
 # (KEEP: a directory that receives the first build's dist/ for tests/cli/release.sh).
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
@@ -16,9 +25,14 @@ src=$(realpath "$1")
 keep=${2:-}
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
-work=$(mktemp -d)
+work=${HALO_REPRO_DIR:-/var/tmp/halo-doctor-reproducible}
+mkdir -p "$work" || { echo "FAIL: cannot make $work"; exit 1; }
+exec 9>"$work.lock"
+flock 9
+clean() { find "$work" -mindepth 1 -maxdepth 1 -exec rm -rf {} +; }
+clean
 # HALO_KEEP_WORK=1 keeps the two trees and their logs for a look at what differs.
-if [ "${HALO_KEEP_WORK:-0}" = 1 ]; then echo "trees kept in $work"; else trap 'rm -rf "$work"' EXIT; fi
+if [ "${HALO_KEEP_WORK:-0}" = 1 ]; then echo "trees kept in $work"; else trap clean EXIT; fi
 rev=$(git -C "$src" rev-parse HEAD) || { echo "FAIL: $src is not a git checkout"; exit 1; }
 
 # tree DIR: SRC's commit checked out in DIR, SRC's working tree over it.
@@ -32,7 +46,12 @@ b=$work/second-build-in-a-longer-path
 # build DIR: scripts/release.sh in DIR, its output in DIR.log.
 build() {
   local start=$SECONDS
-  env -u CMAKE_CXX_COMPILER_LAUNCHER -u CMAKE_C_COMPILER_LAUNCHER CCACHE_DISABLE=1 JOBS="${JOBS:-2}" \
+  local launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  env -u CMAKE_CXX_COMPILER_LAUNCHER -u CMAKE_C_COMPILER_LAUNCHER -u CCACHE_BASEDIR \
+    -u CCACHE_NOHASHDIR -u CCACHE_DISABLE "${launcher[@]}" JOBS="${JOBS:-2}" \
     bash "$1/scripts/release.sh" "$1/dist" >"$1.log" 2>&1 || return 1
   echo "built in $1 ($((SECONDS - start)) s)"
 }
