@@ -113,11 +113,12 @@ Runner add_capture_command(CLI::App& app) {
         "--no-redact", o->no_redact,
         "Keep the host name, user names, serial numbers, UUIDs and the machine-id as they are "
         "(a warning on stderr says so); secrets are still not stored");
-    sub->add_flag("--no-runtime", o->common.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
-    sub->add_option("--hsa-library", o->common.hsa_library,
+    sub->add_flag("--no-runtime", o->common.probe.no_runtime,
+                  "Do not load ROCr or libdrm (sysfs only)");
+    sub->add_option("--hsa-library", o->common.probe.hsa_library,
                     "ROCr library (libhsa-runtime64.so.1) to load first")
         ->option_text("FILE");
-    sub->add_option("--runtime-timeout", o->common.runtime_timeout_s,
+    sub->add_option("--runtime-timeout", o->common.probe.runtime_timeout_s,
                     "Seconds the ROCr queries may take before they count as hung")
         ->check(finite_number())
         ->check(CLI::Range(0.1, 600.0))

@@ -114,7 +114,7 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
             "--python is given {} times, but --format {} reports one Python environment: give "
             "--python once per run, or use the text or json format",
             o.pythons.size(), out.format));
-  o.common.plan = build_plan(o.plan); // --model: the plan rules join the check
+  o.common.probe.plan = build_plan(o.plan); // --model: the plan rules join the check
 
   // One evaluation per Python environment (the framework probe judges the one --python names);
   // without --python, the environment training will see.
@@ -126,7 +126,7 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
   ctxs.reserve(pythons.size());
   for (const auto& python : pythons) {
     CommonOptions one = o.common;
-    one.python = python;
+    one.probe.python = python;
     DoctorOptions d = doctor_options(one); // refuses a --python that names no file (exit 2)
     d.policy_file = o.policy_file;
     d.reserve_given = reserve_flag->count() > 0;

@@ -199,9 +199,9 @@ int run_apply(const FixOptions& o, const std::string& script) {
 /// toolbox's /run/host), "" for a facts file or bundle or where there is none.
 std::string machine_tag_of(const FixOptions& o, const FactSet& facts) {
   if (!o.common.facts_file.empty()) return "";
-  const Root base(o.common.host_root.empty() ? o.common.root : o.common.host_root);
+  const Root base(o.common.probe.host_root.empty() ? o.common.root : o.common.probe.host_root);
   std::string path = "/etc/machine-id";
-  if (o.common.host_root.empty())
+  if (o.common.probe.host_root.empty())
     if (const auto h = facts.get<std::string>(keys::runenv_host_root);
         h && h->rfind("/run/host", 0) == 0)
       path = "/run/host/etc/machine-id";

@@ -93,14 +93,14 @@ struct Options {
 int run(Options& o, const CLI::Option* reserve_flag) {
   if (o.plan.model.empty())
     throw InputError("plan needs --model (a model directory or config.json)");
-  o.common.plan = build_plan(o.plan);
+  o.common.probe.plan = build_plan(o.plan);
   if (o.measure) {
     // The run on this machine's GPU with the user's own frameworks (include/halo/plan.hpp
     // plan::measure); it never throws: what could not be measured is a status with its reason.
     require_python_exists(o.common);
-    auto measured = std::make_shared<plan::Plan>(*o.common.plan);
-    measured->measured = plan::measure(*measured, o.common.python, o.measure_timeout_s);
-    o.common.plan = measured;
+    auto measured = std::make_shared<plan::Plan>(*o.common.probe.plan);
+    measured->measured = plan::measure(*measured, o.common.probe.python, o.measure_timeout_s);
+    o.common.probe.plan = measured;
   }
   // The plan rules, unless --only names others.
   const auto plan_rules = [](const RuleSet& rs, const Policy*) {
@@ -113,7 +113,7 @@ int run(Options& o, const CLI::Option* reserve_flag) {
   d.policy_file = o.policy_file;
   d.reserve_given = reserve_flag->count() > 0;
   const Evaluation ev = run_checks(probe_set(), d, plan_rules);
-  const plan::Plan& p = *o.common.plan;
+  const plan::Plan& p = *o.common.probe.plan;
   PlanReportData data{p, ev.facts, ev.results, std::nullopt};
   if (auto cap = ev.facts.get_int(keys::plan_capacity_bytes))
     data.limits = plan::find_limits(p, *cap);

@@ -229,11 +229,11 @@ int run(const SlurmOptions& opts, bool reserve_given, bool runtime_timeout_given
     throw InputError(fmt::format("--timeout {:g} s leaves no time for the check after two scontrol "
                                  "calls of --scontrol-timeout {:g} s",
                                  o.timeout_s, o.scontrol_timeout_s));
-  if (o.common.runtime_timeout_s > check_budget * 0.8) {
+  if (o.common.probe.runtime_timeout_s > check_budget * 0.8) {
     if (runtime_timeout_given)
       spdlog::warn("--runtime-timeout {:g} s does not fit in --timeout {:g} s; using {:g} s",
-                   o.common.runtime_timeout_s, o.timeout_s, check_budget * 0.8);
-    o.common.runtime_timeout_s = check_budget * 0.8;
+                   o.common.probe.runtime_timeout_s, o.timeout_s, check_budget * 0.8);
+    o.common.probe.runtime_timeout_s = check_budget * 0.8;
   }
   std::map<std::string, std::string> env;
   if (!o.slurm_conf.empty()) env["SLURM_CONF"] = o.slurm_conf;
@@ -334,7 +334,7 @@ Runner add_mode(CLI::App* slurm, slurm::Mode mode, const char* help, double time
   o->mode = mode;
   o->timeout_s = timeout;
   o->scontrol_timeout_s = scontrol_timeout;
-  o->common.runtime_timeout_s = runtime_timeout;
+  o->common.probe.runtime_timeout_s = runtime_timeout;
   auto* sub = slurm->add_subcommand(std::string(slurm::to_string(mode)), help);
   // The options are built only when this command is the one parsed (commands.hpp).
   sub->preparse_callback([sub, o](std::size_t) {

@@ -45,35 +45,35 @@ void add_probe_options(CLI::App* sub, CommonOptions& o) {
          "--add-facts", o.add_facts,
          "Merge facts from FILE (e.g. `halo-doctor bench --json FILE`) into the probed ones")
       ->option_text("FILE ...");
-  sub->add_option("--reserve", o.reserve_gib,
+  sub->add_option("--reserve", o.probe.reserve_gib,
                   "GiB of memory left to the OS when recommending the TTM limit (0 to 4096; "
                   "default 4)")
       ->check(CLI::Range(0, 4096))
       ->option_text("GiB");
-  sub->add_flag("--no-runtime", o.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
-  sub->add_option("--hsa-library", o.hsa_library,
+  sub->add_flag("--no-runtime", o.probe.no_runtime, "Do not load ROCr or libdrm (sysfs only)");
+  sub->add_option("--hsa-library", o.probe.hsa_library,
                   "ROCr library (libhsa-runtime64.so.1) to load first; with --root DIR, a replay "
                   "library for a fixture (docs/hsa.md)")
       ->option_text("FILE");
-  sub->add_option("--host-root", o.host_root,
+  sub->add_option("--host-root", o.probe.host_root,
                   "The host's / as mounted in this container (docker -v /:/host:ro: --host-root "
                   "/host); toolbox and distrobox are found at /run/host without it")
       ->option_text("DIR");
-  sub->add_option("--runtime-timeout", o.runtime_timeout_s,
+  sub->add_option("--runtime-timeout", o.probe.runtime_timeout_s,
                   "Seconds the ROCr queries may take before they count as hung (0.1 to 600; "
                   "default 10)")
       ->check(finite_number())
       ->check(CLI::Range(0.1, 600.0))
       ->option_text("SECONDS");
-  sub->add_flag("--framework-deep", o.framework_deep,
+  sub->add_flag("--framework-deep", o.probe.framework_deep,
                 "Also ask PyTorch itself: import torch in a child process and query its GPUs "
                 "(docs/framework.md)");
-  sub->add_option("--python", o.python,
+  sub->add_option("--python", o.probe.python,
                   "The Python environment to judge: the venv or prefix this interpreter belongs "
                   "to (read without running it), and the interpreter --framework-deep runs "
                   "(default: the active venv or conda environment's, else python3 on PATH)")
       ->option_text("PATH");
-  sub->add_option("--framework-timeout", o.framework_timeout_s,
+  sub->add_option("--framework-timeout", o.probe.framework_timeout_s,
                   "Seconds importing torch and querying the GPUs may take (--framework-deep; 1 "
                   "to 600; default 60)")
       ->check(finite_number())
@@ -114,40 +114,22 @@ void require_machine_root(const CommonOptions& o) {
 DoctorOptions doctor_options(const CommonOptions& o) {
   require_python_exists(o);
   require_machine_root(o);
-  DoctorOptions d;
-  d.root = o.root;
-  d.facts_file = o.facts_file;
-  d.bundle = o.bundle;
-  d.add_facts = o.add_facts;
-  d.probe.reserve_gib = o.reserve_gib;
-  d.probe.no_runtime = o.no_runtime;
-  d.probe.hsa_library = o.hsa_library;
-  d.probe.runtime_timeout_s = o.runtime_timeout_s;
-  d.probe.host_root = o.host_root;
-  d.probe.plan = o.plan;
-  d.probe.framework_deep = o.framework_deep;
-  d.probe.python = o.python;
-  d.probe.framework_timeout_s = o.framework_timeout_s;
-  d.rules_dir = o.rules_dir;
-  d.rule_examples = o.rule_examples;
-  d.only = o.only;
-  d.skip = o.skip;
-  return d;
+  return o;
 }
 
 void require_python_exists(const CommonOptions& o) {
-  if (o.python.empty() || !o.bundle.empty() || !o.facts_file.empty()) return;
+  if (o.probe.python.empty() || !o.bundle.empty() || !o.facts_file.empty()) return;
   std::error_code ec;
   if (std::filesystem::weakly_canonical(o.root, ec) != "/" || ec) return;
   // lstat-free: a dangling link names no interpreter either.
-  if (!std::filesystem::exists(o.python, ec))
+  if (!std::filesystem::exists(o.probe.python, ec))
     throw InputError(fmt::format("--python {}: no such file (give the path of the interpreter "
                                  "whose environment to judge, e.g. ~/venv/bin/python)",
-                                 o.python));
-  if (std::filesystem::is_directory(o.python, ec))
+                                 o.probe.python));
+  if (std::filesystem::is_directory(o.probe.python, ec))
     throw InputError(fmt::format("--python {}: is a directory, not an interpreter (e.g. {}/bin/"
                                  "python)",
-                                 o.python, o.python));
+                                 o.probe.python, o.probe.python));
 }
 
 FailOn parse_fail_on(const std::string& s) {

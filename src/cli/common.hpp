@@ -19,30 +19,11 @@
 
 namespace halo::cli {
 
-/// Options shared by the commands that probe a machine (check, facts, fix, capture).
-struct CommonOptions {
-  std::string root = "/";
-  std::string facts_file;
-  /// `--bundle FILE.tar.gz`: replay a capture bundle (extracted to a temp dir used as the root).
-  std::string bundle;
-  std::vector<std::string> add_facts;
-  std::int64_t reserve_gib = 4;
-  bool no_runtime = false;
-  std::string hsa_library;
-  double runtime_timeout_s = 10.0;
-  std::string host_root;             ///< --host-root DIR: the host's / as mounted in this container
-  bool framework_deep = false;       ///< --framework-deep: import torch in a child process
-  std::string python;                ///< --python PATH: the interpreter for --framework-deep
-  double framework_timeout_s = 60.0; ///< --framework-timeout S
-  std::string rules_dir;
-  /// Read each rule's examples too (`rules --test`); other commands leave them unparsed.
-  bool rule_examples = false;
-  std::vector<std::string> only;
-  std::vector<std::string> skip;
-  /// The training run (`plan`, `check --model`): given, the rules of area "plan" are evaluated;
-  /// without it they are left out unless --only names them (docs/plan.md).
-  std::shared_ptr<const plan::Plan> plan;
-};
+/// Options shared by the commands that probe a machine (check, facts, fix, capture, plan, slurm,
+/// rules): the doctor's own options, bound to the command line by add_probe_options and
+/// add_rule_options, so each option and its default is written once (include/halo/doctor.hpp,
+/// issue 42 item 3). `probe.plan` is set from the training-run options (build_plan).
+using CommonOptions = DoctorOptions;
 
 /// The options that describe a training run (`plan`, `check --model`).
 struct PlanOptions {
