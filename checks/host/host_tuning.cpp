@@ -126,7 +126,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_status("host.thp_enabled", Status::error, r.path,
                        "no bracketed mode: '" + r.text.substr(0, 64) + "'");
   }
-  put_int(facts, ctx.root, "host.compaction_proactiveness", "/proc/sys/vm/compaction_proactiveness");
+  put_int(facts, ctx.root, "host.compaction_proactiveness",
+          "/proc/sys/vm/compaction_proactiveness");
   put_int(facts, ctx.root, "host.compact_unevictable_allowed",
           "/proc/sys/vm/compact_unevictable_allowed");
   const ReadResult limits = ctx.root.read("/proc/self/limits");
