@@ -8,6 +8,11 @@
 //       `cpupower idle-set -d 2`
 //   /sys/kernel/mm/transparent_hugepage/enabled             "always [madvise] never": the
 //       bracketed mode (Documentation/admin-guide/mm/transhuge.rst)
+//   /proc/sys/vm/compaction_proactiveness                   0..100, how hard kcompactd compacts
+//       memory in the background (Documentation/admin-guide/sysctl/vm.rst: default 20, 0 turns
+//       proactive compaction off; the file exists from Linux 5.9); AMD's MI300A page sets 20
+//   /proc/sys/vm/compact_unevictable_allowed                1: compaction may move unevictable
+//       (mlocked) pages (vm.rst: default 1, 0 on PREEMPT_RT); AMD's MI300A page sets 1
 //   /proc/self/limits                                       "Max locked memory" and "Max open
 //       files", soft limits of this process (proc(5)): what a training run started the same way
 //       inherits
@@ -121,6 +126,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_status("host.thp_enabled", Status::error, r.path,
                        "no bracketed mode: '" + r.text.substr(0, 64) + "'");
   }
+  put_int(facts, ctx.root, "host.compaction_proactiveness",
+          "/proc/sys/vm/compaction_proactiveness");
+  put_int(facts, ctx.root, "host.compact_unevictable_allowed",
+          "/proc/sys/vm/compact_unevictable_allowed");
   const ReadResult limits = ctx.root.read("/proc/self/limits");
   collect_limit(limits, "Max locked memory", "user.limits.memlock_soft", facts);
   collect_limit(limits, "Max open files", "user.limits.nofile_soft", facts);
@@ -134,7 +143,9 @@ std::unique_ptr<Probe> make_host_tuning_probe() {
       std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
                                "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",
-                               "/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/limits"},
+                               "/sys/kernel/mm/transparent_hugepage/enabled",
+                               "/proc/sys/vm/compaction_proactiveness",
+                               "/proc/sys/vm/compact_unevictable_allowed", "/proc/self/limits"},
       collect);
 }
 

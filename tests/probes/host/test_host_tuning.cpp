@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 using namespace halo;
@@ -43,4 +44,23 @@ TEST_CASE("host_tuning probe: governors, C2, transparent hugepages and the limit
   CHECK(g.find("user.limits.nofile_soft")->status == Status::error);
   CHECK(g.find("user.limits.memlock_soft")->status == Status::error);
   CHECK(g.find("user.limits.memlock_soft_unlimited")->status == Status::error);
+}
+
+TEST_CASE("host_tuning probe: the compaction sysctls AMD's MI300A page sets, as integers",
+          "[probe][host]") {
+  halo::test::FixtureTree t;
+  // A RHEL host as AMD's MI300A page describes it: proactive compaction off (0).
+  t.file("/proc/sys/vm/compaction_proactiveness", "0\n");
+  t.file("/proc/sys/vm/compact_unevictable_allowed", "1\n");
+  const FactSet f = halo::test::probe_one(t.path(), "host_tuning");
+  // Integers, as the mi300a-compaction rule compares them (a string "0" would never be lt 20).
+  CHECK(f.get_int("host.compaction_proactiveness") == 0);
+  CHECK(f.get_int("host.compact_unevictable_allowed") == 1);
+  CHECK(f.find("host.compaction_proactiveness")->source == "/proc/sys/vm/compaction_proactiveness");
+  // A kernel before 5.9 has no compaction_proactiveness: missing, not 0.
+  std::filesystem::remove(t.path() / "proc/sys/vm/compaction_proactiveness");
+  t.file("/proc/sys/vm/compact_unevictable_allowed", "yes\n");
+  const FactSet g = halo::test::probe_one(t.path(), "host_tuning");
+  CHECK(g.find("host.compaction_proactiveness")->status == Status::missing);
+  CHECK(g.find("host.compact_unevictable_allowed")->status == Status::error);
 }
