@@ -325,10 +325,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
     for (const auto& k :
-         {kPythonEnv,   kTorchVersion, kTorchGfx,          kTorchOffload,      kTorchSearch,
-          kTorchLinked, kTorchShadows, kTorchAotriton,     kFlashAttnVersion,  kFlashAttnTargets,
-          kBnbVersion,  kBnbRocm,      kVisionVersion,     kAudioVersion,      kVisionBuild,
-          kAudioBuild,  kBnbLibrary,   kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+         {kPythonEnv,        kTorchVersion,      kTorchGfx,          kTorchRocblas,
+          kTorchRocblasDir,  kTorchHipblaslt,    kTorchHipblasltDir, kTorchOffload,
+          kTorchSearch,      kTorchLinked,       kTorchShadows,      kTorchAotriton,
+          kFlashAttnVersion, kFlashAttnTargets,  kBnbVersion,        kBnbRocm,
+          kVisionVersion,    kAudioVersion,      kVisionBuild,       kAudioBuild,
+          kBnbLibrary,       kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
@@ -387,7 +389,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     collect_aotriton(root, torch, facts);
   } else {
     for (const auto& k :
-         {kTorchGfx, kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows, kTorchAotriton})
+         {kTorchGfx, kTorchRocblas, kTorchRocblasDir, kTorchHipblaslt, kTorchHipblasltDir,
+          kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows, kTorchAotriton})
       facts.put_status(str(k), Status::missing, r.path, "not a ROCm build");
   }
 }

@@ -297,6 +297,27 @@ void derive_framework_kernel_targets(FactSet& facts) {
                            used.size() == 2 ? " (both needed: the intersection)" : ""));
 }
 
+/// framework.torch.offload_kernel_targets: the gfx processors PyTorch's own kernels
+/// (libtorch_hip.so's offload bundles) run on, generic targets expanded to their processors (a
+/// gfx11-generic bundle runs on gfx1151: LLVM AMDGPUUsage). torch-missing-gfx-target tells by it
+/// whether a GPU's failure is torch's own code ("invalid device function") or a ROCm math library's
+/// (rocBLAS, hipBLASLt: their own messages). Not ok: offload_targets' status and reason.
+void derive_framework_offload_kernel_targets(FactSet& facts) {
+  constexpr std::string_view kFrom = "framework.torch.offload_targets";
+  constexpr std::string_view kTo = "framework.torch.offload_kernel_targets";
+  const Fact* f = facts.find(kFrom);
+  if (f == nullptr) return;
+  const auto list = facts.get<std::vector<std::string>>(kFrom);
+  if (f->status != Status::ok || !list) {
+    facts.put_status(std::string(kTo), f->status == Status::ok ? Status::error : f->status,
+                     kDerived,
+                     f->status == Status::ok ? fmt::format("{} is not a list", kFrom) : f->reason);
+    return;
+  }
+  facts.put_ok(std::string(kTo), with_generic_processors(*list),
+               fmt::format("derived: {}, generic targets expanded (LLVM AMDGPUUsage)", kFrom));
+}
+
 /// framework.flash_attn.kernel_targets and framework.bitsandbytes.kernel_targets: the gfx
 /// processors a companion library has GPU code for, its listed targets with each generic target's
 /// processors added (a flash_attn or bitsandbytes built only for gfx11-generic runs on gfx1151).
@@ -411,6 +432,7 @@ std::unique_ptr<Probe> make_framework_torch_derivation() {
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_framework_companions(facts);
         derive_framework_kernel_targets(facts);
+        derive_framework_offload_kernel_targets(facts);
         derive_companion_kernel_targets(facts);
         derive_framework_rocm_version(facts);
       });

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -172,45 +173,102 @@ void collect_library_search(const Root& root, const std::string& lib, int fd,
 
 } // namespace
 
-/// The distinct gfx targets named by the file names of the kernel library directories.
+/// The distinct gfx targets named by the file names of the kernel library directories: for each of
+/// rocBLAS and hipBLASLt (framework.torch.rocblas_targets, .hipblaslt_targets, and the directory
+/// each was read from), and their union (framework.torch.gfx_targets).
+///
+/// Each library finds its kernels by the exact processor name of the GPU (no generic target, no
+/// feature suffix), in the `library` directory beside its shared object:
+/// - rocBLAS (library/src/tensile_host.cpp, TensileHost::initialize): `<dir>/<gfx>/` if present,
+///   then TensileLibrary_lazy_<gfx>.dat, TensileLibrary_<gfx>.dat, TensileLibrary.dat; with none it
+///   prints "rocBLAS error: Cannot read <dir>/TensileLibrary.dat: <strerror> for GPU arch : <gfx>"
+///   and " List of available TensileLibrary Files : " with the files it has, and calls
+///   rocblas_abort(), which aborts the process (pytorch issue 179865; rocBLAS issue 1339's gdb
+///   stack: rocblas_abort_once -> abort).
+/// - hipBLASLt (rocm-libraries projects/hipblaslt/.../rocblaslt/src/tensile_host.cpp): loads
+///   `<dir>/TensileLibrary_lazy_<gfx>.dat`; without it "rocblaslt error: Cannot read <path>:
+///   <strerror>" and "rocblaslt error: Could not load <path>", no abort, and the heuristic query
+///   fails, which PyTorch raises as "HIPBLAS_STATUS_INVALID_VALUE when calling
+///   hipblasLtMatmulAlgoGetHeuristic" (ollama issue 11555, sdnext issue 4035).
+/// So a generic name (`gfx11-generic`, fewer than three digits) is not a GPU's file, and the
+/// per-library lists are not expanded as libtorch_hip.so's offload targets are. A library directory
+/// present in torch/lib and in a _rocm_sdk_libraries_* package is read in that order and its
+/// targets joined; the
+/// `_dir` fact names the first (the one beside librocblas.so / libhipblaslt.so in a pytorch.org
+/// wheel; the family package's in a TheRock wheel).
 void collect_gfx_targets(const Root& root, const std::string& site, const std::string& torch,
                          FactSet& facts) {
-  std::vector<std::string> dirs = {join(torch, "lib/rocblas/library"),
-                                   join(torch, "lib/hipblaslt/library")};
+  struct Library {
+    std::string_view subdir; ///< under lib/
+    std::string_view targets_key;
+    std::string_view dir_key;
+    std::vector<std::string> dirs;
+    std::vector<std::string> read;
+    std::set<std::string> targets;
+  };
+  std::array<Library, 2> libs{
+      {{"rocblas/library", kTorchRocblas, kTorchRocblasDir, {}, {}, {}},
+       {"hipblaslt/library", kTorchHipblaslt, kTorchHipblasltDir, {}, {}, {}}}};
+  for (auto& lib : libs)
+    lib.dirs.push_back(join(join(torch, "lib"), std::string(lib.subdir)));
   if (auto names = root.list(site)) {
     std::size_t n = 0;
     for (const auto& name : *names)
-      if (name.rfind("_rocm_sdk_libraries_", 0) == 0 && n++ < kMaxSdkPackages) {
-        dirs.push_back(join(join(site, name), "lib/rocblas/library"));
-        dirs.push_back(join(join(site, name), "lib/hipblaslt/library"));
-      }
+      if (name.rfind("_rocm_sdk_libraries_", 0) == 0 && n++ < kMaxSdkPackages)
+        for (auto& lib : libs)
+          lib.dirs.push_back(join(join(join(site, name), "lib"), std::string(lib.subdir)));
   }
   // gfx90a, gfx942, gfx1151; `-xnack+` and `:xnack-` suffixes are not hex and stay out;
   // generic targets (gfx11-generic) have fewer than three digits and are not names of a GPU.
   static const RE2 kGfx(R"((gfx[0-9][0-9a-f]{2,3})(?:[^0-9a-f]|$))");
-  std::set<std::string> targets;
+  std::set<std::string> all;
+  std::vector<std::string> all_dirs; // torch/lib's, then each package's, rocBLAS before hipBLASLt
+  for (std::size_t i = 0; i < libs[0].dirs.size(); ++i)
+    for (const auto& lib : libs)
+      all_dirs.push_back(lib.dirs[i]);
   std::vector<std::string> read_dirs;
-  for (const auto& dir : dirs) {
-    auto names = root.list(dir);
-    if (!names) continue;
-    read_dirs.push_back(dir);
-    std::size_t n = 0;
-    for (const auto& name : *names) {
-      if (++n > kMaxLibraryNames) break;
-      re2::StringPiece in(name);
-      std::string gfx;
-      while (RE2::FindAndConsume(&in, kGfx, &gfx))
-        targets.insert(gfx);
+  for (auto& lib : libs) {
+    for (const auto& dir : lib.dirs) {
+      auto names = root.list(dir);
+      if (!names) continue;
+      lib.read.push_back(dir);
+      read_dirs.push_back(dir);
+      std::size_t n = 0;
+      for (const auto& name : *names) {
+        if (++n > kMaxLibraryNames) break;
+        re2::StringPiece in(name);
+        std::string gfx;
+        while (RE2::FindAndConsume(&in, kGfx, &gfx)) {
+          lib.targets.insert(gfx);
+          all.insert(gfx);
+        }
+      }
     }
+    const std::string targets_key = str(lib.targets_key);
+    const std::string dir_key = str(lib.dir_key);
+    if (lib.read.empty()) {
+      const std::string why =
+          fmt::format("the wheel bundles no {} kernel library (looked in {})",
+                      lib.subdir.substr(0, lib.subdir.find('/')), fmt::join(lib.dirs, ", "));
+      facts.put_status(targets_key, Status::missing, join(torch, "lib"), why);
+      facts.put_status(dir_key, Status::missing, join(torch, "lib"), why);
+      continue;
+    }
+    facts.put_ok(targets_key, std::vector<std::string>(lib.targets.begin(), lib.targets.end()),
+                 fmt::format("file names in {}", fmt::join(lib.read, ", ")));
+    facts.put_ok(dir_key, lib.read.front(),
+                 lib.read.size() == 1
+                     ? std::string("the directory read")
+                     : fmt::format("the first of {} (targets joined)", fmt::join(lib.read, ", ")));
   }
   const std::string key = str(kTorchGfx);
   if (read_dirs.empty()) {
     facts.put_status(key, Status::missing, join(torch, "lib"),
                      "the wheel bundles no rocBLAS or hipBLASLt kernel library (looked in " +
-                         fmt::format("{}", fmt::join(dirs, ", ")) + ")");
+                         fmt::format("{}", fmt::join(all_dirs, ", ")) + ")");
     return;
   }
-  facts.put_ok(key, std::vector<std::string>(targets.begin(), targets.end()),
+  facts.put_ok(key, std::vector<std::string>(all.begin(), all.end()),
                fmt::format("file names in {}", fmt::join(read_dirs, ", ")));
 }
 

@@ -796,3 +796,27 @@ TEST_CASE("per-node HSA_OVERRIDE_GFX_VERSION_<node>: each GPU judged with the ov
   CHECK(get(with_env(""), "hsa-override-gfx").status == Outcome::skip);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a torch whose rocBLAS lacks the GPU (pytorch#179865): rocBLAS and its own message are "
+          "named, not invalid device function",
+          "[scenario][issue45]") {
+  // The Vega 56 (gfx900) with the 2.12 nightly: libtorch_hip.so has gfx900, rocBLAS's
+  // TensileLibrary files do not, so rocBLAS aborts with its "Cannot read .../TensileLibrary.dat"
+  // (rocBLAS tensile_host.cpp) at the first matrix multiply.
+  const std::string site = "/media/HDD/programs/AI/ComfyUI/venv-linux/lib/python3.12/site-packages";
+  const auto rs = run(fixture("vega56-torch-nightly-rocblas-no-gfx900"));
+  const Result& r = get(rs, "torch-missing-gfx-target");
+  CHECK(r.status == Outcome::fail);
+  CHECK(r.severity == Severity::error);
+  CHECK_THAT(r.message,
+             Catch::StartsWith("rocBLAS beside PyTorch 2.12.0.dev20260408+rocm7.2 (" + site +
+                               "/torch/lib/rocblas/library) has no kernels for "
+                               "gfx900"));
+  CHECK_THAT(r.message, Catch::Contains("\"rocBLAS error: Cannot read " + site +
+                                        "/torch/lib/rocblas/library/TensileLibrary.dat: ... for "
+                                        "GPU arch : gfx900\""));
+  // The passing side through the same probe: TheRock's gfx1151 wheel, whose rocBLAS, hipBLASLt
+  // and libtorch_hip.so all have gfx1151.
+  CHECK(get(run(fixture("strix-halo-torch-therock-gfx1151")), "torch-missing-gfx-target").status ==
+        Outcome::pass);
+}

@@ -71,6 +71,40 @@ TEST_CASE("framework probe: a ROCm wheel in the active venv, targets from rocBLA
   // Distinct targets, :xnack/-xnack suffixes stripped, gfx11-generic is not a GPU's target.
   CHECK(f.get<std::vector<std::string>>("framework.torch.gfx_targets") ==
         std::vector<std::string>{"gfx1100", "gfx90a", "gfx942"});
+  // Each library's own targets and directory: rocBLAS and hipBLASLt look kernels up by the GPU's
+  // exact name, so a GPU in one list only still fails in the other (torch-missing-gfx-target).
+  CHECK(f.get<std::vector<std::string>>("framework.torch.rocblas_targets") ==
+        std::vector<std::string>{"gfx90a", "gfx942"});
+  CHECK(str(f, "framework.torch.rocblas_dir") == site + "/torch/lib/rocblas/library");
+  CHECK(f.get<std::vector<std::string>>("framework.torch.hipblaslt_targets") ==
+        std::vector<std::string>{"gfx1100"});
+  CHECK(str(f, "framework.torch.hipblaslt_dir") == site + "/torch/lib/hipblaslt/library");
+}
+
+TEST_CASE("framework probe: a library the wheel does not bundle is missing, the other is read",
+          "[probe][framework][issue45]") {
+  FixtureTree t;
+  set_environ(t, std::string("VIRTUAL_ENV=/home/dev/venv") + '\0');
+  const std::string site = "/home/dev/venv/lib/python3.12/site-packages";
+  t.file(site + "/torch/version.py", version_py("2.12.0.dev20260408+rocm7.2", "None", "'7.2.1'"));
+  t.file(site + "/torch/lib/rocblas/library/TensileLibrary_lazy_gfx1151.dat", "");
+  FactSet f = probe_one(t.path(), "framework");
+  CHECK(f.get<std::vector<std::string>>("framework.torch.rocblas_targets") ==
+        std::vector<std::string>{"gfx1151"});
+  const Fact* lt = f.find("framework.torch.hipblaslt_targets");
+  REQUIRE(lt != nullptr);
+  CHECK(lt->status == Status::missing);
+  CHECK(lt->reason.find("no hipblaslt kernel library") != std::string::npos);
+  CHECK(f.find("framework.torch.hipblaslt_dir")->status == Status::missing);
+  // A TheRock family package paired with torch/lib's own files: both read, torch/lib's named.
+  t.file(site + "/_rocm_sdk_libraries_gfx1150/lib/rocblas/library/TensileLibrary_lazy_gfx1150.dat",
+         "");
+  FactSet g = probe_one(t.path(), "framework");
+  CHECK(g.get<std::vector<std::string>>("framework.torch.rocblas_targets") ==
+        std::vector<std::string>{"gfx1150", "gfx1151"});
+  CHECK(str(g, "framework.torch.rocblas_dir") == site + "/torch/lib/rocblas/library");
+  CHECK(g.find("framework.torch.rocblas_dir")->source.find("_rocm_sdk_libraries_gfx1150") !=
+        std::string::npos);
 }
 
 TEST_CASE("framework probe: pyvenv.cfg include-system-site-packages opens the system dirs",

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace halo;
 using halo::test::fixture;
 using halo::test::probe_root;
@@ -163,4 +165,28 @@ TEST_CASE("derived: flash_attn's and bitsandbytes' kernel targets expand generic
   REQUIRE(k != nullptr);
   CHECK(k->status == Status::error);
   CHECK(k->reason == "not an ELF file");
+}
+
+TEST_CASE("derived: libtorch_hip.so's own targets with generic targets expanded",
+          "[probe][derived][framework][issue45]") {
+  // torch-missing-gfx-target tells by offload_kernel_targets whether torch's own code or a math
+  // library lacks a GPU: a gfx11-generic libtorch_hip.so has code for gfx1151.
+  using List = std::vector<std::string>;
+  const FactSet f = probe_root(fixture("strix-halo-torch-therock-gfx1151"));
+  CHECK(f.get<List>("framework.torch.offload_kernel_targets") == List{"gfx1151"});
+  const ProbeRegistry reg = builtin_probes();
+  ProbeOptions opt;
+  opt.no_runtime = true;
+  FactSet g = f;
+  g.put_ok("framework.torch.offload_targets", List{"gfx11-generic"}, "test");
+  reg.rederive(opt, g);
+  const List expanded = g.get<List>("framework.torch.offload_kernel_targets").value_or(List{});
+  CHECK(std::find(expanded.begin(), expanded.end(), "gfx1151") != expanded.end());
+  CHECK(std::find(expanded.begin(), expanded.end(), "gfx942") == expanded.end());
+  g.put_status("framework.torch.offload_targets", Status::error, "test", ".hip_fatbin: damaged");
+  reg.rederive(opt, g);
+  const Fact* k = g.find("framework.torch.offload_kernel_targets");
+  REQUIRE(k != nullptr);
+  CHECK(k->status == Status::error);
+  CHECK(k->reason == ".hip_fatbin: damaged");
 }
