@@ -580,8 +580,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   else
     facts.put_status("wsl.sdk.dxg_detection_enabled", Status::missing, sdk.source, sdk.why);
 
-  // 6b. GPU-PV adapters: dxgkrnl's per-GPU VMBus channels (see the header).
-  put_vgpu_channels(root, facts);
+  // 6b. GPU-PV adapters: dxgkrnl's per-GPU VMBus channels (see the header); only in WSL2, where
+  // the rules read them (an Azure or Hyper-V guest lists other VMBus devices).
+  if (wsl2)
+    put_vgpu_channels(root, facts);
+  else
+    facts.put_status("wsl.gpupv.vgpu_channels", Status::missing, "wsl.wsl2", "not WSL2");
 
   // 7. What the engine says of a per-GPU rule with no GPU (sysfs/KFD list none in WSL2).
   facts.put_ok("wsl.no_gpu_message",
