@@ -537,8 +537,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         if (n.rfind("rocm", 0) == 0) push_unique(search, "/opt/" + n + "/lib");
   if (sdk.site) {
     // The wheel's own lib and the devel tree librocdxg's README installs into.
-    push_unique(search, join_path(*sdk.site, "_rocm_sdk_core/lib"));
-    push_unique(search, join_path(*sdk.site, "_rocm_sdk_devel/lib"));
+    for (const char* d : {"_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"})
+      if (root.is_dir(join_path(*sdk.site, d))) push_unique(search, join_path(*sdk.site, d));
   }
   const RocrRunpath sys_rp = read_runpath(root, rocm ? std::optional(hsa_lib) : std::nullopt);
   for (const std::vector<std::string>* list : std::array<const std::vector<std::string>*, 4>{
