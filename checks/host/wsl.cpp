@@ -42,8 +42,42 @@
 //   libdxcore.so                Microsoft's DXCore in /usr/lib/wsl/lib, which librocdxg loads
 //                               (shared/src/dxcore_loader.cpp); a container mounts it at
 //                               /usr/lib/libdxcore.so (README, "Container Launch").
-// Not readable from inside WSL: the Windows driver's version (Adrenalin) and the adapter behind
-// /dev/dxg (only DXCore enumerates adapters); ROCr itself (the hsa probe) is what tells.
+// ROCm from TheRock's Python wheels (issue 45):
+//   SITE/_rocm_sdk_core/lib     rocm-sdk-core's runtime libraries (TheRock build_tools/packaging/
+//                               python/templates/rocm/src/rocm_sdk/_dist_info.py: LibraryEntry
+//                               "hsa-runtime64", package "core", posix_relpath "lib"; the Python
+//                               package is "_" + "rocm-sdk-core" with '-' as '_' plus a nonce,
+//                               empty in the released wheels: librocdxg issue 46 shows
+//                               site-packages/_rocm_sdk_core/lib/libhsa-runtime64.so.1). `import
+//                               torch` preloads ROCr from there (torch/_rocm_init.py; issue 46's
+//                               collect_env loads exactly that file), so it is the ROCr training in
+//                               that environment uses, whatever /opt/rocm holds. SITE is the site
+//                               directory the framework probe judges (framework.python_env), its
+//                               release rocm_install's rocm.sdk.version.
+//   SITE/_rocm_sdk_devel/lib    `rocm-sdk path --root` (rocm_sdk/__main__.py _do_path:
+//                               _devel.get_devel_root(), the expanded `_rocm_sdk_devel` package;
+//                               its runtime files are hard links to _rocm_sdk_core's, _devel.py
+//                               _lock_and_expand). librocdxg's README, "Build with TheRock
+//                               Wheels", installs librocdxg.so into `$(rocm-sdk path --root)/lib`.
+//   Loader path                 the same dlopen(3) search from the wheel's ROCr: its DT_RUNPATH
+//   with
+//                               $ORIGIN = SITE/_rocm_sdk_core/lib. A wheel's RUNPATH can only hold
+//                               $ORIGIN-relative entries (the wheels are relocatable: _devel.py,
+//                               "RPATH setup relies on this sibling behavior"), so when it cannot
+//                               be read a librocdxg outside SITE/_rocm_sdk_* is still judged out of
+//                               its reach. rocm-systems PR 8912 (July 2026) adds a last try in
+//                               ROCr's own directory and PR 11241 (September 2026) the versioned
+//                               name librocdxg.so.1 (thunk_loader_linux.cpp, rocdxg_version.h
+//                               ROCDXG_LIB_VERSION_MAJOR 1); which release first carries them is
+//                               not documented, so a librocdxg reached only that way is unknown.
+// GPU-PV adapters (issue 45): dxgkrnl binds two VMBus device types (dxgmodule.c id_table): the
+// global channel {DDE9CBC0-5060-4436-9448-EA1254A5D177}, behind /dev/dxg, and one channel per
+// paravirtualized GPU {6E382D18-3336-4F4B-ACC4-2B7703D4DF4A} ("Per GPU Device GUID",
+// include/linux/hyperv.h HV_GPUP_DXGK_VGPU_GUID). The VMBus core shows each device's type in
+// /sys/bus/vmbus/devices/*/class_id as "{guid}" (Documentation/ABI/stable/sysfs-bus-vmbus). No
+// per-GPU channel with /dev/dxg present: Windows offers this VM no GPU-PV adapter.
+// Not readable from inside WSL: the Windows driver's version (Adrenalin) and which adapter a
+// per-GPU channel is (only DXCore enumerates adapters); ROCr itself (the hsa probe) is what tells.
 #include "framework/offload_bundle.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
@@ -59,6 +93,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -73,6 +108,11 @@ constexpr const char* kLibDxcore = "libdxcore.so";
 constexpr const char* kLibRocdxg = "librocdxg.so"; // the name ROCr dlopen()s (thunk_loader.cpp)
 constexpr const char* kInstallVersion = "rocm.install.version";
 constexpr const char* kInstallPrefix = "rocm.install.prefix";
+constexpr const char* kPythonEnv = "framework.python_env";
+constexpr const char* kSdkVersion = "rocm.sdk.version";
+/// The per-GPU dxgkrnl VMBus channel's type (include/linux/hyperv.h HV_GPUP_DXGK_VGPU_GUID), as
+/// the VMBus core prints class_id ("{%pUl}", lower case).
+constexpr const char* kVgpuClassId = "{6e382d18-3336-4f4b-acc4-2b7703d4df4a}";
 
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names{"WSL_DISTRO_NAME", "WSL_INTEROP", "LD_LIBRARY_PATH",
@@ -183,6 +223,210 @@ bool wsl2_release(std::string_view release) {
          low.find("-microsoft-standard") != std::string::npos;
 }
 
+/// The trusted directories ldconfig and ld.so always search (x86-64 multiarch and lib64 too).
+const std::vector<std::string> kDefaultDirs{"/lib/x86_64-linux-gnu",
+                                            "/usr/lib/x86_64-linux-gnu",
+                                            "/lib64",
+                                            "/usr/lib64",
+                                            "/lib",
+                                            "/usr/lib"};
+
+/// TheRock's rocm-sdk-core in the judged Python environment (see the header).
+struct Sdk {
+  std::optional<std::string> site;    ///< framework.python_env, when known
+  std::optional<std::string> lib_dir; ///< SITE/_rocm_sdk_core/lib, when it holds ROCr
+  std::string source;                 ///< what was looked at
+  std::string why;                    ///< why there is none
+};
+
+Sdk find_sdk(const Root& root, const FactSet& facts) {
+  Sdk sdk;
+  const Fact* env = facts.find(kPythonEnv);
+  if (env == nullptr || !env->ok()) {
+    sdk.source = kPythonEnv;
+    sdk.why = "no Python environment with torch was found (framework.python_env)";
+    return sdk;
+  }
+  sdk.site = facts.get<std::string>(kPythonEnv);
+  if (!sdk.site || sdk.site->empty() || sdk.site->front() != '/') {
+    sdk.site.reset();
+    sdk.source = kPythonEnv;
+    sdk.why = "framework.python_env is not an absolute path";
+    return sdk;
+  }
+  const std::string lib = join_path(*sdk.site, "_rocm_sdk_core/lib");
+  sdk.source = join_path(lib, hsa::kLibraryName);
+  if (root.exists(sdk.source))
+    sdk.lib_dir = lib;
+  else
+    sdk.why = "no TheRock rocm-sdk-core runtime (_rocm_sdk_core/lib/libhsa-runtime64.so.1) in " +
+              *sdk.site;
+  return sdk;
+}
+
+void put_sdk_facts(FactSet& facts, const Sdk& sdk) {
+  facts.put_ok("wsl.sdk.present", sdk.lib_dir.has_value(), sdk.source);
+  if (!sdk.lib_dir) {
+    for (const char* k : {"wsl.sdk.lib_dir", "wsl.sdk.version"})
+      facts.put_status(k, Status::missing, sdk.source, sdk.why);
+    return;
+  }
+  facts.put_ok("wsl.sdk.lib_dir", *sdk.lib_dir, sdk.source);
+  if (const Fact* v = facts.find(kSdkVersion); v == nullptr)
+    facts.put_status("wsl.sdk.version", Status::missing, kSdkVersion, "the release was not read");
+  else if (auto s = facts.get<std::string>(kSdkVersion); v->ok() && s)
+    facts.put_ok("wsl.sdk.version", *s, v->source);
+  else
+    facts.put_status("wsl.sdk.version", v->ok() ? Status::error : v->status, v->source,
+                     v->ok() ? std::string("not a string") : v->reason);
+}
+
+/// What dlopen(3) searches besides ROCr's own DT_RUNPATH, and the librocdxg files found.
+struct Loader {
+  std::vector<std::string> ld_dirs;      ///< LD_LIBRARY_PATH
+  std::vector<std::string> conf_dirs;    ///< the ld.so.conf directories
+  std::vector<std::string> conf_sources; ///< the ld.so.conf files read
+  std::vector<std::string> found;        ///< every librocdxg.so* in the searched directories
+};
+
+/// A ROCr's DT_RUNPATH (else DT_RPATH), $ORIGIN being its directory; `why` when unreadable.
+struct RocrRunpath {
+  std::vector<std::string> dirs;
+  std::optional<std::string> why;
+};
+
+RocrRunpath read_runpath(const Root& root, const std::optional<std::string>& hsa_lib,
+                         const std::string& origin = {}) {
+  RocrRunpath rp;
+  if (!hsa_lib) return rp;
+  const std::string dir =
+      origin.empty() ? std::filesystem::path(*hsa_lib).parent_path().string() : origin;
+  const int fd = root.open_regular(*hsa_lib);
+  if (fd < 0) {
+    rp.why = fmt::format("{} could not be opened", *hsa_lib);
+    return rp;
+  }
+  std::string why;
+  const auto dyn = read_elf_dynamic(fd, why);
+  ::close(fd);
+  if (!dyn)
+    rp.why = fmt::format("{}: {}", *hsa_lib, why);
+  else if (dyn->runpath)
+    rp.dirs = split_dirs(*dyn->runpath, ":", dir);
+  else if (dyn->rpath)
+    rp.dirs = split_dirs(*dyn->rpath, ":", dir);
+  return rp;
+}
+
+/// `PREFIX.on_loader_path` and `PREFIX.loader_path`: whether dlopen("librocdxg.so") from the ROCr
+/// at `hsa_lib` finds it, along dlopen(3)'s order. `wheel_site`: the ROCr is a relocatable wheel's,
+/// whose RUNPATH reaches only SITE/_rocm_sdk_* (see the header). `release`: that ROCr's.
+void put_loader_facts(const Root& root, FactSet& facts, const std::string& prefix, const Loader& ld,
+                      const std::string& hsa_lib, const std::string& lib_dir, const RocrRunpath& rp,
+                      const std::optional<std::string>& wheel_site,
+                      const std::optional<std::string>& release) {
+  std::optional<std::string> loader_dir;
+  std::string how;
+  auto try_dirs = [&](const std::vector<std::string>& dirs, const char* what) {
+    for (const auto& d : dirs) {
+      if (loader_dir) return;
+      if (root.exists(join_path(d, kLibRocdxg))) {
+        loader_dir = d;
+        how = what;
+      }
+    }
+  };
+  try_dirs(ld.ld_dirs, "LD_LIBRARY_PATH");
+  try_dirs(rp.dirs, "libhsa-runtime64's DT_RUNPATH");
+  try_dirs(ld.conf_dirs, "ld.so.conf");
+  try_dirs(kDefaultDirs, "the default directories");
+  const std::string on_key = prefix + ".on_loader_path";
+  const std::string path_key = prefix + ".loader_path";
+  const std::string src = fmt::format(
+      "dlopen(3) order: LD_LIBRARY_PATH, DT_RUNPATH of {}, {}, default directories", hsa_lib,
+      ld.conf_sources.empty() ? std::string("no /etc/ld.so.conf")
+                              : fmt::format("{}", fmt::join(ld.conf_sources, ", ")));
+  if (loader_dir) {
+    facts.put_ok(on_key, true, src);
+    facts.put_ok(path_key, join_path(*loader_dir, kLibRocdxg) + " (" + how + ")", src);
+    return;
+  }
+  // An unversioned librocdxg.so the unread RUNPATH might reach: anywhere for an installed ROCr,
+  // only inside SITE/_rocm_sdk_* for a wheel's.
+  const std::string sdk_prefix = wheel_site ? join_path(*wheel_site, "_rocm_sdk_") : std::string();
+  const bool runpath_may_reach =
+      rp.why && std::any_of(ld.found.begin(), ld.found.end(), [&](const std::string& p) {
+        return p.ends_with(std::string("/") + kLibRocdxg) &&
+               (!wheel_site || p.rfind(sdk_prefix, 0) == 0);
+      });
+  // ROCr's own directory and the versioned name: rocm-systems PRs 8912 and 11241 (July and
+  // September 2026), after ROCm 7.13 (May 2026, librocdxg issue 46) was released.
+  const bool newer = !release || compare_versions(*release, "7.14") >= 0;
+  const bool own_dir = newer && (root.exists(join_path(lib_dir, kLibRocdxg)) ||
+                                 root.exists(join_path(lib_dir, std::string(kLibRocdxg) + ".1")));
+  if (runpath_may_reach) {
+    facts.put_status(on_key, Status::error, src,
+                     fmt::format("could not tell: ROCr's DT_RUNPATH is unknown ({})", *rp.why));
+    facts.put_status(path_key, Status::error, src, *rp.why);
+  } else if (own_dir) {
+    const std::string why = fmt::format(
+        "librocdxg is only in ROCr's own directory {}, which dlopen's search does not reach; ROCr "
+        "looks there itself only from rocm-systems PR 8912 (July 2026), and the first ROCm release "
+        "with it is not documented",
+        lib_dir);
+    facts.put_status(on_key, Status::missing, src, why);
+    facts.put_status(path_key, Status::missing, src, why);
+  } else {
+    facts.put_ok(on_key, false, src);
+    facts.put_status(path_key, Status::missing, src,
+                     fmt::format("no {} in the directories dlopen searches", kLibRocdxg));
+  }
+}
+
+/// `key`: whether ROCr of the release in `version_key` looks for /dev/dxg with this
+/// HSA_ENABLE_DXG_DETECTION (flag.h; rocm-systems PR 3863: on by default from 7.13).
+void put_dxg_detection(FactSet& facts, const std::string& key, const std::string& version_key,
+                       const std::optional<std::string>& val) {
+  const auto ver = facts.get<std::string>(version_key);
+  if (!ver) {
+    facts.put_status(key, Status::missing, version_key,
+                     "could not tell: the ROCm release decides what an unset "
+                     "HSA_ENABLE_DXG_DETECTION means, and it is unknown");
+    return;
+  }
+  const bool default_on = compare_versions(*ver, "7.13") >= 0;
+  const bool on = default_on ? val != std::string("0") : val == std::string("1");
+  facts.put_ok(
+      key, on,
+      fmt::format("ROCm {}: HSA_ENABLE_DXG_DETECTION {} ({})", *ver,
+                  val ? "=" + *val : std::string("unset"),
+                  default_on ? "7.13 and later: on unless 0" : "before 7.13: on only when 1"));
+}
+
+/// `wsl.gpupv.vgpu_channels`: the VMBus devices of dxgkrnl's per-GPU type (see the header).
+void put_vgpu_channels(const Root& root, FactSet& facts) {
+  constexpr const char* kDir = "/sys/bus/vmbus/devices";
+  Status st = Status::ok;
+  auto names = root.list(kDir, &st, 1024);
+  if (!names) {
+    facts.put_status("wsl.gpupv.vgpu_channels", st == Status::ok ? Status::missing : st, kDir,
+                     "the VMBus devices could not be listed");
+    return;
+  }
+  std::int64_t n = 0;
+  for (const auto& d : *names) {
+    ReadResult r = root.read_trimmed(join_path(join_path(kDir, d), "class_id"));
+    if (!r.ok()) continue;
+    std::string low = r.text;
+    std::transform(low.begin(), low.end(), low.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (low == kVgpuClassId) ++n;
+  }
+  facts.put_ok("wsl.gpupv.vgpu_channels", n,
+               fmt::format("{}/*/class_id {} (dxgkrnl's per-GPU channel, of {} VMBus devices)",
+                           kDir, kVgpuClassId, names->size()));
+}
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   std::vector<std::string> evidence;
@@ -259,7 +503,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status("wsl.libdxcore.path", Status::missing, "/usr/lib/wsl/lib/libdxcore.so",
                      "no libdxcore.so in /usr/lib/wsl/lib, /usr/lib or /usr/lib/x86_64-linux-gnu");
 
-  // 4. The ROCm in use: $ROCM_PATH, else /opt/rocm (AMD's packages).
+  // 4. The ROCm in use: $ROCM_PATH, else /opt/rocm (AMD's packages); and TheRock's
+  // rocm-sdk-core in the Python environment training will see.
   std::string rocm_root = "/opt/rocm";
   if (env)
     if (auto it = env->find("ROCM_PATH"); it != env->end() && !it->second.empty() &&
@@ -276,51 +521,32 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     for (const char* k : {"wsl.rocm.lib_dir", "wsl.rocm.version"})
       facts.put_status(k, Status::missing, hsa_lib, "no ROCm runtime (libhsa-runtime64.so.1) here");
   }
+  const Sdk sdk = find_sdk(root, facts);
+  put_sdk_facts(facts, sdk);
 
-  // 5. librocdxg: where it is, and whether dlopen("librocdxg.so") from ROCr finds it.
-  std::vector<std::string> ld_dirs;
+  // 5. librocdxg: where it is, and whether dlopen("librocdxg.so") from each ROCr finds it.
+  Loader ld;
   if (env)
     if (auto it = env->find("LD_LIBRARY_PATH"); it != env->end())
-      ld_dirs = split_dirs(it->second, ":;", "");
-  std::vector<std::string> runpath_dirs;
-  std::optional<std::string> runpath_why;
-  if (rocm) {
-    const int fd = root.open_regular(hsa_lib);
-    if (fd < 0) {
-      runpath_why = fmt::format("{} could not be opened", hsa_lib);
-    } else {
-      std::string why;
-      const auto dyn = read_elf_dynamic(fd, why);
-      ::close(fd);
-      if (!dyn)
-        runpath_why = fmt::format("{}: {}", hsa_lib, why);
-      else if (dyn->runpath)
-        runpath_dirs = split_dirs(*dyn->runpath, ":", rocm_lib);
-      else if (dyn->rpath)
-        runpath_dirs = split_dirs(*dyn->rpath, ":", rocm_lib);
-    }
-  }
-  std::vector<std::string> conf_sources;
-  const std::vector<std::string> conf_dirs = ld_so_conf_dirs(root, conf_sources);
-  // The trusted directories ldconfig and ld.so always search (x86-64 multiarch and lib64 too).
-  const std::vector<std::string> default_dirs{"/lib/x86_64-linux-gnu",
-                                              "/usr/lib/x86_64-linux-gnu",
-                                              "/lib64",
-                                              "/usr/lib64",
-                                              "/lib",
-                                              "/usr/lib"};
+      ld.ld_dirs = split_dirs(it->second, ":;", "");
+  ld.conf_dirs = ld_so_conf_dirs(root, ld.conf_sources);
   std::vector<std::string> search = {rocm_lib, "/usr/local/lib"};
   if (root.is_dir("/opt"))
     if (auto names = root.list("/opt", nullptr, 256))
       for (const auto& n : *names)
         if (n.rfind("rocm", 0) == 0) push_unique(search, "/opt/" + n + "/lib");
+  if (sdk.site) {
+    // The wheel's own lib and the devel tree librocdxg's README installs into.
+    for (const char* d : {"_rocm_sdk_core/lib", "_rocm_sdk_devel/lib"})
+      if (root.is_dir(join_path(*sdk.site, d))) push_unique(search, join_path(*sdk.site, d));
+  }
+  const RocrRunpath sys_rp = read_runpath(root, rocm ? std::optional(hsa_lib) : std::nullopt);
   for (const std::vector<std::string>* list : std::array<const std::vector<std::string>*, 4>{
-           &ld_dirs, &runpath_dirs, &conf_dirs, &default_dirs})
+           &ld.ld_dirs, &sys_rp.dirs, &ld.conf_dirs, &kDefaultDirs})
     for (const auto& d : *list)
       push_unique(search, d);
   // /opt/rocm is a link to /opt/rocm-X.Y.Z: list each real directory once.
   std::vector<std::string> canonical;
-  std::vector<std::string> found;
   for (const auto& d : search) {
     const std::string real = root.resolve(d).string();
     if (std::find(canonical.begin(), canonical.end(), real) != canonical.end()) continue;
@@ -329,63 +555,37 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (!names) continue;
     for (const auto& n : *names)
       if (n == kLibRocdxg || n.rfind(std::string(kLibRocdxg) + ".", 0) == 0)
-        push_unique(found, join_path(d, n));
+        push_unique(ld.found, join_path(d, n));
   }
-  facts.put_ok("wsl.librocdxg.paths", found, fmt::format("searched {}", fmt::join(search, ", ")));
-  facts.put_ok("wsl.librocdxg.found", !found.empty(), "wsl.librocdxg.paths");
-  std::optional<std::string> loader_dir;
-  std::string how;
-  auto try_dirs = [&](const std::vector<std::string>& dirs, const char* what) {
-    for (const auto& d : dirs) {
-      if (loader_dir) return;
-      if (root.exists(join_path(d, kLibRocdxg))) {
-        loader_dir = d;
-        how = what;
-      }
-    }
-  };
-  try_dirs(ld_dirs, "LD_LIBRARY_PATH");
-  try_dirs(runpath_dirs, "libhsa-runtime64's DT_RUNPATH");
-  try_dirs(conf_dirs, "ld.so.conf");
-  try_dirs(default_dirs, "the default directories");
-  const std::string loader_src = fmt::format(
-      "dlopen(3) order: LD_LIBRARY_PATH, DT_RUNPATH of {}, {}, default directories", hsa_lib,
-      conf_sources.empty() ? std::string("no /etc/ld.so.conf")
-                           : fmt::format("{}", fmt::join(conf_sources, ", ")));
-  if (loader_dir) {
-    facts.put_ok("wsl.librocdxg.on_loader_path", true, loader_src);
-    facts.put_ok("wsl.librocdxg.loader_path", join_path(*loader_dir, kLibRocdxg) + " (" + how + ")",
-                 loader_src);
-  } else if (runpath_why && std::any_of(found.begin(), found.end(), [](const std::string& p) {
-               return p.ends_with(std::string("/") + kLibRocdxg);
-             })) {
-    // It exists somewhere the usual paths do not reach, and ROCr's own search path is unknown.
-    facts.put_status(
-        "wsl.librocdxg.on_loader_path", Status::error, loader_src,
-        fmt::format("could not tell: ROCr's DT_RUNPATH is unknown ({})", *runpath_why));
-    facts.put_status("wsl.librocdxg.loader_path", Status::error, loader_src, *runpath_why);
+  facts.put_ok("wsl.librocdxg.paths", ld.found,
+               fmt::format("searched {}", fmt::join(search, ", ")));
+  facts.put_ok("wsl.librocdxg.found", !ld.found.empty(), "wsl.librocdxg.paths");
+  put_loader_facts(root, facts, "wsl.librocdxg", ld, hsa_lib, rocm_lib, sys_rp, std::nullopt,
+                   facts.get<std::string>("wsl.rocm.version"));
+  if (sdk.lib_dir) {
+    const std::string sdk_hsa = join_path(*sdk.lib_dir, hsa::kLibraryName);
+    put_loader_facts(root, facts, "wsl.sdk.librocdxg", ld, sdk_hsa, *sdk.lib_dir,
+                     read_runpath(root, sdk_hsa, *sdk.lib_dir), sdk.site,
+                     facts.get<std::string>("wsl.sdk.version"));
   } else {
-    facts.put_ok("wsl.librocdxg.on_loader_path", false, loader_src);
-    facts.put_status("wsl.librocdxg.loader_path", Status::missing, loader_src,
-                     fmt::format("no {} in the directories dlopen searches", kLibRocdxg));
+    for (const char* k : {"wsl.sdk.librocdxg.on_loader_path", "wsl.sdk.librocdxg.loader_path"})
+      facts.put_status(k, Status::missing, sdk.source, sdk.why);
   }
 
   // 6. Whether ROCr will look for /dev/dxg at all (flag.h; rocm-systems PR 3863 for 7.13).
-  const auto ver = facts.get<std::string>("wsl.rocm.version");
   const auto val = facts.get<std::string>("wsl.env.hsa_enable_dxg_detection");
-  if (!ver) {
-    facts.put_status("wsl.dxg_detection_enabled", Status::missing, "wsl.rocm.version",
-                     "could not tell: the ROCm release decides what an unset "
-                     "HSA_ENABLE_DXG_DETECTION means, and it is unknown");
-  } else {
-    const bool default_on = compare_versions(*ver, "7.13") >= 0;
-    const bool on = default_on ? val != std::string("0") : val == std::string("1");
-    facts.put_ok(
-        "wsl.dxg_detection_enabled", on,
-        fmt::format("ROCm {}: HSA_ENABLE_DXG_DETECTION {} ({})", *ver,
-                    val ? "=" + *val : std::string("unset"),
-                    default_on ? "7.13 and later: on unless 0" : "before 7.13: on only when 1"));
-  }
+  put_dxg_detection(facts, "wsl.dxg_detection_enabled", "wsl.rocm.version", val);
+  if (sdk.lib_dir)
+    put_dxg_detection(facts, "wsl.sdk.dxg_detection_enabled", "wsl.sdk.version", val);
+  else
+    facts.put_status("wsl.sdk.dxg_detection_enabled", Status::missing, sdk.source, sdk.why);
+
+  // 6b. GPU-PV adapters: dxgkrnl's per-GPU VMBus channels (see the header); only in WSL2, where
+  // the rules read them (an Azure or Hyper-V guest lists other VMBus devices).
+  if (wsl2)
+    put_vgpu_channels(root, facts);
+  else
+    facts.put_status("wsl.gpupv.vgpu_channels", Status::missing, "wsl.wsl2", "not WSL2");
 
   // 7. What the engine says of a per-GPU rule with no GPU (sysfs/KFD list none in WSL2).
   facts.put_ok("wsl.no_gpu_message",
@@ -401,13 +601,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_wsl_probe() {
   auto probe = std::make_unique<BasicProbe>(
-      "wsl", std::vector<std::string>{kInstallVersion, kInstallPrefix},
+      "wsl", std::vector<std::string>{kInstallVersion, kInstallPrefix, kPythonEnv, kSdkVersion},
       // The small files only: librocdxg, DXCore and ROCr are binaries looked up by name in the
       // ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
       std::vector<std::string>{
           "/proc/sys/kernel/osrelease", "/proc/self/environ", "/proc/sys/fs/binfmt_misc/WSLInterop",
           "/proc/sys/fs/binfmt_misc/WSLInterop-late", "/dev/dxg", "/sys/bus/vmbus/drivers/dxgkrnl",
-          "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf"},
+          "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf", "/sys/bus/vmbus/devices/*/class_id"},
       collect);
   probe->set_env_reads(env_names());
   return probe;

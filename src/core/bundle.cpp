@@ -168,6 +168,11 @@ std::string node_sidecar(const Root& root) {
 /// and which firmware files that failed at boot are on disk now (checks/kernel_log/kernel_log.cpp:
 /// /lib/firmware is not stored either); and the wsl probe's (checks/host/wsl.cpp: librocdxg, DXCore
 /// and ROCr are binaries, looked up by name and never stored).
+/// The rocm_install probe (checks/runtime/rocm_install.cpp): TheRock's rocm-sdk-core release is
+/// read in the Python environment the framework probe finds, whose files a bundle does not keep
+/// (the framework's facts are kept instead), so on replay the probe would find no environment.
+constexpr std::string_view kRocmInstallProbe = "rocm_install";
+
 FactSet runtime_facts(const FactSet& facts) {
   FactSet out;
   for (const auto& [k, f] : facts.all())
@@ -175,7 +180,8 @@ FactSet runtime_facts(const FactSet& facts) {
     // replay under --root it is not run either.
     if ((k.starts_with(keys::hsa_prefix) || k.starts_with(keys::libdrm_prefix) ||
          k.starts_with(keys::framework_prefix) || k.starts_with(keys::amdgpu_module_prefix) ||
-         k.starts_with(keys::wsl_prefix) || k == keys::kernel_log_firmware_on_disk) &&
+         k.starts_with(keys::wsl_prefix) || k == keys::kernel_log_firmware_on_disk ||
+         f.probe == kRocmInstallProbe) &&
         !f.not_probed())
       out.put(f);
   return out;

@@ -820,3 +820,42 @@ TEST_CASE("a torch whose rocBLAS lacks the GPU (pytorch#179865): rocBLAS and its
   CHECK(get(run(fixture("strix-halo-torch-therock-gfx1151")), "torch-missing-gfx-target").status ==
         Outcome::pass);
 }
+
+TEST_CASE("WSL2: the ROCr of TheRock's wheels in the venv is judged by its own release",
+          "[scenario][issue45]") {
+  // wsl2-halo-therock-venv-no-librocdxg (librocdxg issue 46) with its rocm-sdk-core said to be
+  // 7.12: before 7.13 that ROCr looks for /dev/dxg only with HSA_ENABLE_DXG_DETECTION=1 (flag.h;
+  // rocm-systems PR 3863), whatever /opt/rocm's 7.13 does. wsl-sdk-dxg-detection-off's failing
+  // side through the wsl probe.
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("halo-wsl-sdk-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(fixture("wsl2-halo-therock-venv-no-librocdxg"), dir,
+                        std::filesystem::copy_options::recursive |
+                            std::filesystem::copy_options::copy_symlinks);
+  const auto site = dir / "home/krishkat/project/.venv/lib/python3.14/site-packages";
+  std::ofstream(site / "_rocm_sdk_core/.info/version") << "7.12.0\n";
+  {
+    auto rs = run(dir);
+    const Result& r = get(rs, "wsl-sdk-dxg-detection-off");
+    CHECK(r.status == Outcome::fail);
+    CHECK(r.severity == Severity::error);
+    CHECK_THAT(r.message, Catch::Contains("ROCm 7.12.0"));
+    CHECK_THAT(r.message, Catch::Contains("HSA_ENABLE_DXG_DETECTION=1"));
+    // /opt/rocm's 7.13 is on by default: its rule passes on the same machine.
+    CHECK(get(rs, "wsl-dxg-detection-off").status == Outcome::pass);
+  }
+  {
+    std::string env;
+    for (const char* kv :
+         {"PATH=/usr/bin:/bin", "WSL_DISTRO_NAME=Ubuntu-26.04",
+          "VIRTUAL_ENV=/home/krishkat/project/.venv", "HSA_ENABLE_DXG_DETECTION=1"}) {
+      env += kv;
+      env.push_back('\0');
+    }
+    std::ofstream(dir / "proc/self/environ", std::ios::binary) << env;
+    auto rs = run(dir);
+    CHECK(get(rs, "wsl-sdk-dxg-detection-off").status == Outcome::pass);
+  }
+  std::filesystem::remove_all(dir);
+}

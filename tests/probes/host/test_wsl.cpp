@@ -10,7 +10,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 using namespace halo;
 using halo::test::FixtureTree;
@@ -226,5 +229,128 @@ TEST_CASE("the ROCm release WSL2's rules judge is the rocm_install probe's, of t
     CHECK(f.find("wsl.rocm.version")->reason.find("/home/u/rocm does not say its release") !=
           std::string::npos);
     CHECK(f.find("wsl.dxg_detection_enabled")->status == Status::missing);
+  }
+}
+
+namespace {
+
+/// A venv at /home/dev/.venv, active (VIRTUAL_ENV), with a torch and TheRock's rocm-sdk-core
+/// `version` (SITE/_rocm_sdk_core: .info/version, lib/libhsa-runtime64.so.1 as a stand-in).
+std::string therock_venv(FixtureTree& t, const std::string& version,
+                         std::initializer_list<std::pair<const char*, const char*>> more = {}) {
+  const std::string venv = "/home/dev/.venv";
+  const std::string site = venv + "/lib/python3.12/site-packages";
+  t.file(venv + "/pyvenv.cfg", "home = /usr/bin\nversion = 3.12.3\n");
+  t.file(site + "/torch/version.py",
+         "__version__ = '2.11.0+rocm" + version + "'\ncuda = None\nhip = '" + version + "'\n");
+  t.file(site + "/_rocm_sdk_core/.info/version", version + "\n");
+  t.file(site + "/_rocm_sdk_core/lib/libhsa-runtime64.so.1", "not ELF\n");
+  std::string env = "PATH=/usr/bin:/bin";
+  env.push_back('\0');
+  env += "VIRTUAL_ENV=" + venv;
+  env.push_back('\0');
+  for (const auto& [k, v] : more) {
+    env += std::string(k) + "=" + v;
+    env.push_back('\0');
+  }
+  t.file("/proc/self/environ", env);
+  return site;
+}
+
+} // namespace
+
+TEST_CASE("WSL2 with TheRock's wheels: the venv's ROCr and librocdxg on its loader path",
+          "[probes][issue45]") {
+  SECTION(
+      "librocdxg only in /opt/rocm/lib: the wheel's ROCr cannot reach it (librocdxg issue 46)") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.13.0");
+    t.file("/opt/rocm-7.13.0/lib/librocdxg.so", "x");
+    const std::string site = therock_venv(t, "7.13.0");
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<bool>("wsl.sdk.present") == true);
+    CHECK(f.get<std::string>("wsl.sdk.lib_dir") == site + "/_rocm_sdk_core/lib");
+    CHECK(f.get<std::string>("wsl.sdk.version") == std::string("7.13.0"));
+    // A wheel's RUNPATH is relative to its own directory: /opt/rocm/lib is out of its reach even
+    // though the stand-in's RUNPATH cannot be read.
+    CHECK(f.get<bool>("wsl.sdk.librocdxg.on_loader_path") == false);
+    // /opt/rocm's own ROCr may still reach it through its unread RUNPATH.
+    CHECK(f.find("wsl.librocdxg.on_loader_path")->status == Status::error);
+    CHECK(f.get<bool>("wsl.sdk.dxg_detection_enabled") == true);
+  }
+  SECTION("LD_LIBRARY_PATH names it: found, as the issue's workaround") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.13.0");
+    t.file("/opt/rocm-7.13.0/lib/librocdxg.so", "x");
+    therock_venv(t, "7.13.0", {{"LD_LIBRARY_PATH", "/opt/rocm/lib"}});
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<std::string>("wsl.sdk.librocdxg.loader_path") ==
+          std::string("/opt/rocm/lib/librocdxg.so (LD_LIBRARY_PATH)"));
+  }
+  SECTION("installed into rocm-sdk path --root (the README): searched, reached only if the "
+          "unread RUNPATH names it") {
+    FixtureTree t;
+    t.file("/proc/sys/kernel/osrelease", "6.6.87.2-microsoft-standard-WSL2\n");
+    const std::string site = therock_venv(t, "7.13.0");
+    t.file(site + "/_rocm_sdk_devel/lib/librocdxg.so", "x");
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<bool>("wsl.rocm.present") == false);
+    CHECK(f.get<bool>("wsl.librocdxg.found") == true);
+    CHECK(f.get<std::vector<std::string>>("wsl.librocdxg.paths") ==
+          std::vector<std::string>{site + "/_rocm_sdk_devel/lib/librocdxg.so"});
+    CHECK(f.find("wsl.sdk.librocdxg.on_loader_path")->status == Status::error);
+  }
+  SECTION("only the versioned file in the wheel's own directory: 7.13 does not look there, a "
+          "later release may") {
+    FixtureTree t;
+    t.file("/proc/sys/kernel/osrelease", "6.6.87.2-microsoft-standard-WSL2\n");
+    std::string site = therock_venv(t, "7.13.0");
+    t.file(site + "/_rocm_sdk_core/lib/librocdxg.so.1", "x");
+    CHECK(probe_one(t.path(), "wsl").get<bool>("wsl.sdk.librocdxg.on_loader_path") == false);
+    FixtureTree u;
+    u.file("/proc/sys/kernel/osrelease", "6.6.87.2-microsoft-standard-WSL2\n");
+    site = therock_venv(u, "10.0.0");
+    u.file(site + "/_rocm_sdk_core/lib/librocdxg.so.1", "x");
+    const FactSet f = probe_one(u.path(), "wsl");
+    CHECK(f.find("wsl.sdk.librocdxg.on_loader_path")->status == Status::missing);
+    CHECK(f.find("wsl.sdk.librocdxg.on_loader_path")->reason.find("PR 8912") != std::string::npos);
+  }
+  SECTION("the wheel's release decides DXG detection, not /opt/rocm's") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.13.0");
+    therock_venv(t, "7.12.0");
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<bool>("wsl.dxg_detection_enabled") == true);
+    CHECK(f.get<bool>("wsl.sdk.dxg_detection_enabled") == false);
+  }
+  SECTION("a venv without rocm-sdk-core") {
+    FixtureTree t;
+    wsl2_rocm(t, "7.2.0");
+    const std::string site = therock_venv(t, "7.13.0");
+    std::filesystem::remove(t.path() /
+                            (site.substr(1) + "/_rocm_sdk_core/lib/libhsa-runtime64.so.1"));
+    const FactSet f = probe_one(t.path(), "wsl");
+    CHECK(f.get<bool>("wsl.sdk.present") == false);
+    CHECK(f.find("wsl.sdk.librocdxg.on_loader_path")->status == Status::missing);
+  }
+}
+
+TEST_CASE("WSL2: the GPU-PV adapters behind /dev/dxg are dxgkrnl's per-GPU VMBus channels",
+          "[probes][issue45]") {
+  FixtureTree t;
+  wsl2_rocm(t, "7.2.0");
+  SECTION("no VMBus devices listed: unknown") {
+    CHECK(probe_one(t.path(), "wsl").find("wsl.gpupv.vgpu_channels")->status == Status::missing);
+  }
+  SECTION("the global channel only: no adapter") {
+    t.file("/sys/bus/vmbus/devices/aaaa/class_id", "{dde9cbc0-5060-4436-9448-ea1254a5d177}\n");
+    t.file("/sys/bus/vmbus/devices/bbbb/class_id", "{f8615163-df3e-46c5-913f-f2d2f965ed0e}\n");
+    CHECK(probe_one(t.path(), "wsl").get<std::int64_t>("wsl.gpupv.vgpu_channels") == 0);
+  }
+  SECTION("two per-GPU channels, either case") {
+    t.file("/sys/bus/vmbus/devices/aaaa/class_id", "{dde9cbc0-5060-4436-9448-ea1254a5d177}\n");
+    t.file("/sys/bus/vmbus/devices/cccc/class_id", "{6e382d18-3336-4f4b-acc4-2b7703d4df4a}\n");
+    t.file("/sys/bus/vmbus/devices/dddd/class_id", "{6E382D18-3336-4F4B-ACC4-2B7703D4DF4A}\n");
+    CHECK(probe_one(t.path(), "wsl").get<std::int64_t>("wsl.gpupv.vgpu_channels") == 2);
   }
 }
