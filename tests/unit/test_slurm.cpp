@@ -316,14 +316,28 @@ TEST_CASE("the built-in rules that can change between jobs are marked volatile",
   // Device access, the driver, the runtime, firmware, a GPU hang, RAS errors, the PCIe link (it
   // retrains after a GPU reset), the DPM level a job may leave forced, throttling: not the
   // boot-time configuration. On WSL2 (issue 37): /dev/dxg and its access, librocdxg and DXCore
-  // (installed or mounted between jobs), not the ROCm release or the job's environment.
-  CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded", "amdgpu-gpu-hang",
-                                        "gfx1151-mes-firmware", "gpu-bad-pages", "gpu-pcie-link",
-                                        "gpu-perf-level", "gpu-power-cap", "gpu-ras-uncorrectable",
-                                        "gpu-throttling", "hsa-runtime-init", "kfd-access",
-                                        "kfd-present", "render-node-access", "wsl-dxg-access",
-                                        "wsl-libdxcore-missing", "wsl-librocdxg-missing",
-                                        "wsl-librocdxg-not-on-loader-path", "wsl-no-dxg-device"});
+  // (installed or mounted between jobs), not the ROCm release or the job's environment; the
+  // GPU-PV channel behind /dev/dxg and the librocdxg a venv's TheRock ROCr reaches, likewise.
+  CHECK(ids == std::vector<std::string>{"amdgpu-driver-loaded",
+                                        "amdgpu-gpu-hang",
+                                        "gfx1151-mes-firmware",
+                                        "gpu-bad-pages",
+                                        "gpu-pcie-link",
+                                        "gpu-perf-level",
+                                        "gpu-power-cap",
+                                        "gpu-ras-uncorrectable",
+                                        "gpu-throttling",
+                                        "hsa-runtime-init",
+                                        "kfd-access",
+                                        "kfd-present",
+                                        "render-node-access",
+                                        "wsl-dxg-access",
+                                        "wsl-gpupv-no-adapter",
+                                        "wsl-libdxcore-missing",
+                                        "wsl-librocdxg-missing",
+                                        "wsl-librocdxg-not-on-loader-path",
+                                        "wsl-no-dxg-device",
+                                        "wsl-sdk-librocdxg-not-on-loader-path"});
   const std::string rule = R"({"area": "a", "rules": [
     {"id": "x", "title": "x", "pass_message": "ok", "why": "w", "volatile": "yes",
      "fail": [{"severity": "error", "when": {"fact": "mem.total_bytes", "lt": 1}, "message": "m"}],
