@@ -66,7 +66,7 @@ check_root() { # name root [probe options...]
 
   "$bin" capture --root "$root" "$@" -o "$tmp/$name.red.tar.gz" >/dev/null || { bad "$name: capture"; return; }
   "$bin" facts --bundle "$tmp/$name.red.tar.gz" "$@" --format json >"$tmp/$name.red.facts.json"
-  compare "$tmp/$name.facts.json" "$tmp/$name.red.facts.json" "^(host|user|env)\\.|^framework\\.(python_env|torch\\.path)\$|^wsl\\.sdk\\.lib_dir\$${HALO_VOLATILE:+|$HALO_VOLATILE}" || bad "$name: redaction changed facts beyond host/user/env and the venv's path"
+  compare "$tmp/$name.facts.json" "$tmp/$name.red.facts.json" "^(host|user|env)\\.|^framework\\.(python_env|torch\\.(path|rocblas_dir|hipblaslt_dir))\$|^wsl\\.sdk\\.lib_dir\$${HALO_VOLATILE:+|$HALO_VOLATILE}" || bad "$name: redaction changed facts beyond host/user/env and the venv's path"
   local host
   host=$(cat "$root/proc/sys/kernel/hostname" 2>/dev/null)
   # Fact keys (framework.torch.version) and the probe ids facts name ("probe": "framework") are not
