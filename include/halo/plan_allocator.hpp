@@ -43,6 +43,14 @@ public:
   /// Bytes held from the device (torch.cuda.memory_reserved(); never decreases here).
   [[nodiscard]] std::int64_t reserved() const { return reserved_; }
 
+  /// The cache's state, as a value two states compare equal by: bytes reserved and allocated,
+  /// where the next segment would go, each pool's mapped end and its free (cached) blocks
+  /// (address, size) in the order get_free_block searches them. Two equal states with the same
+  /// blocks allocated answer the same request sequence with the same blocks, so a caller that
+  /// replays a repeating sequence (gradient accumulation's micro-steps) can stop once a
+  /// repetition leaves the state as it found it.
+  [[nodiscard]] std::vector<std::int64_t> cache_state() const;
+
   struct Block;
   struct Pool;
 
@@ -57,6 +65,7 @@ private:
   std::unique_ptr<Pool> large_;
   std::map<std::int64_t, Block*> live_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<Block*> spare_; ///< blocks merged into a neighbour, for new_block to reuse
 
   Block* new_block(Pool* pool, std::int64_t address, std::int64_t size);
   static Block* get_free_block(Pool& pool, std::int64_t size);

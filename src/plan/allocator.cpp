@@ -86,8 +86,15 @@ CachingAllocatorSim::~CachingAllocatorSim() = default;
 
 CachingAllocatorSim::Block* CachingAllocatorSim::new_block(Pool* pool, std::int64_t address,
                                                            std::int64_t size) {
-  blocks_.push_back(std::make_unique<Block>());
-  Block* b = blocks_.back().get();
+  Block* b = nullptr;
+  if (!spare_.empty()) { // a block merged away by free(): reused, so memory stays bounded
+    b = spare_.back();
+    spare_.pop_back();
+    *b = Block{};
+  } else {
+    blocks_.push_back(std::make_unique<Block>());
+    b = blocks_.back().get();
+  }
   b->pool = pool;
   b->address = address;
   b->size = size;
@@ -192,6 +199,7 @@ void CachingAllocatorSim::free(std::int64_t handle) {
     p->next = b->next;
     if (b->next != nullptr) b->next->prev = p;
     if (pool.last == b) pool.last = p;
+    spare_.push_back(b);
     b = p;
   }
   if (Block* n = b->next; n != nullptr && !n->allocated) {
@@ -200,8 +208,22 @@ void CachingAllocatorSim::free(std::int64_t handle) {
     b->next = n->next;
     if (n->next != nullptr) n->next->prev = b;
     if (pool.last == n) pool.last = b;
+    spare_.push_back(n);
   }
   pool.blocks.insert(b);
+}
+
+std::vector<std::int64_t> CachingAllocatorSim::cache_state() const {
+  std::vector<std::int64_t> out = {reserved_, allocated_, next_address_};
+  for (const Pool* pool : {small_.get(), large_.get()}) {
+    out.push_back(pool->mapped_end);
+    out.push_back(static_cast<std::int64_t>(pool->blocks.size()));
+    for (const Block* b : pool->blocks) {
+      out.push_back(b->address);
+      out.push_back(b->size);
+    }
+  }
+  return out;
 }
 
 } // namespace halo::plan

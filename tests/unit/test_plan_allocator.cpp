@@ -104,3 +104,34 @@ TEST_CASE("allocator sim: expandable segments grow one segment in 20 MiB pages",
   CHECK(a.allocated() == 95 * MiB);
   CHECK(a.peak_allocated() == 95 * MiB);
 }
+
+TEST_CASE("allocator sim: a repeated request sequence that frees what it took leaves the cache "
+          "as it found it",
+          "[plan][allocator]") {
+  for (const bool expandable : {false, true}) {
+    halo::plan::CachingAllocatorSim a(expandable);
+    const auto weights = a.malloc(300 * MiB);
+    const auto micro_step = [&a] { // one gradient-accumulation micro-step's pattern
+      const auto act = a.malloc(64 * MiB);
+      const auto small = a.malloc(4096);
+      const auto grad = a.malloc(30 * MiB);
+      a.free(act);
+      const auto logits = a.malloc(90 * MiB);
+      a.free(grad);
+      a.free(logits);
+      a.free(small);
+    };
+    micro_step();
+    const auto after_first = a.cache_state();
+    for (int i = 0; i < 1000; ++i)
+      micro_step();
+    CHECK(a.cache_state() == after_first);
+    CHECK(a.allocated() == 300 * MiB);
+    // A request that needs a new segment changes the state (reserved and the free blocks).
+    const auto more = a.malloc(500 * MiB);
+    CHECK(a.cache_state() != after_first);
+    a.free(more);
+    CHECK(a.cache_state() != after_first); // the cache keeps the segment
+    a.free(weights);
+  }
+}
