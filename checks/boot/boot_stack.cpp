@@ -8,6 +8,7 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fix.hpp>
 #include <halo/text.hpp>
 
 #include <fmt/format.h>
@@ -22,6 +23,11 @@ namespace {
 
 /// The directories searched for boot tools, as on a merged-/usr or split system.
 constexpr std::array kBinDirs = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
+
+/// boot.stack's values are `halo-doctor fix --stack`'s spellings (include/halo/fix.hpp, one home).
+std::string stack_name(fix::Stack s) {
+  return std::string(fix::to_string(s));
+}
 
 /// The tools whose presence is evidence (doctor-conventions.md 5.1, 5.2, 5.4).
 constexpr std::array kTools = {"grubby",        "update-grub", "grub-mkconfig",    "grub2-mkconfig",
@@ -214,8 +220,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
   // Candidates, strongest first (doctor-conventions.md 5.2).
   std::vector<std::pair<std::string, std::string>> strong; // kind, why
-  if (os_id == "nixos") strong.emplace_back("nixos", "ID=nixos");
-  if (ostree) strong.emplace_back("rpm-ostree", "/run/ostree-booted");
+  if (os_id == "nixos") strong.emplace_back(stack_name(fix::Stack::nixos), "ID=nixos");
+  if (ostree) strong.emplace_back(stack_name(fix::Stack::rpm_ostree), "/run/ostree-booted");
   std::string kind;
   // Two or more candidates: refuse with the evidence (the user picks with --stack).
   auto report_conflict = [&](const std::vector<std::pair<std::string, std::string>>& candidates) {
@@ -232,18 +238,22 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   if (strong.size() == 1) kind = strong.front().first;
-  if (kind.empty() && (has("kernelstub") || kernelstub_conf)) kind = "kernelstub";
+  if (kind.empty() && (has("kernelstub") || kernelstub_conf))
+    kind = stack_name(fix::Stack::kernelstub);
   if (kind.empty()) {
     std::vector<std::pair<std::string, std::string>> c;
     const bool grub_present = grub.ok() || has("grubby") || has("update-grub") ||
                               has("grub-mkconfig") || has("grub2-mkconfig");
-    if (has("grubby")) c.emplace_back("grubby", bls ? "grubby, BLS" : "grubby");
-    if (has("update-grub")) c.emplace_back("grub-debian", "update-grub");
+    if (has("grubby"))
+      c.emplace_back(stack_name(fix::Stack::grubby), bls ? "grubby, BLS" : "grubby");
+    if (has("update-grub")) c.emplace_back(stack_name(fix::Stack::grub_debian), "update-grub");
     if (!has("grubby") && !has("update-grub") && (has("grub-mkconfig") || has("grub2-mkconfig")))
-      c.emplace_back("grub-arch", has("grub-mkconfig") ? "grub-mkconfig" : "grub2-mkconfig");
+      c.emplace_back(stack_name(fix::Stack::grub_arch),
+                     has("grub-mkconfig") ? "grub-mkconfig" : "grub2-mkconfig");
     if (has("kernel-install") && (cmdline.ok() || !entries.empty()) && !grub.ok())
-      c.emplace_back("systemd-boot", cmdline.ok() ? "kernel-install, /etc/kernel/cmdline"
-                                                  : "kernel-install, loader entries, no GRUB");
+      c.emplace_back(stack_name(fix::Stack::systemd_boot),
+                     cmdline.ok() ? "kernel-install, /etc/kernel/cmdline"
+                                  : "kernel-install, loader entries, no GRUB");
     if (c.size() > 1) {
       report_conflict(c);
       return;

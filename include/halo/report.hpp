@@ -11,8 +11,10 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace halo {
@@ -92,7 +94,21 @@ std::size_t visible_width(std::string_view s);
 /// line of the result ends with a newline.
 std::string wrap_line(std::string_view line, std::size_t width, std::size_t indent);
 
-/// The report formats `check --format` accepts.
+/// An output format. Its one spelling, on the command line (`--format`, `--output FORMAT:PATH`)
+/// and in messages, is to_string(); each command accepts the subset it can write (check all,
+/// facts text/json/markdown, plan, rules and fleet text/json).
+enum class ReportFormat { text, json, junit, prometheus, npd, markdown };
+
+/// The command-line spelling of `f` ("text", "json", "junit", "prometheus", "npd", "markdown").
+std::string_view to_string(ReportFormat f);
+
+/// The format spelled `name`; std::nullopt for any other text.
+std::optional<ReportFormat> parse_report_format(std::string_view name);
+
+/// The spellings of `formats`, in the order given (for CLI11's IsMember and help texts).
+std::vector<std::string> format_names(std::initializer_list<ReportFormat> formats);
+
+/// The report formats `check --format` accepts: every ReportFormat, in declaration order.
 std::vector<std::string> report_formats();
 
 /// Renders results in one of report_formats(); throws std::invalid_argument for others. `facts`

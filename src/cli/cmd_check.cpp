@@ -23,7 +23,7 @@ namespace halo::cli {
 namespace {
 struct CheckOptions {
   CommonOptions common;
-  std::string format = "text";
+  std::string format{to_string(ReportFormat::text)};
   std::vector<std::string> outputs;
   std::string fail_on = "error";
   std::string color = "auto";
@@ -149,7 +149,7 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
     const bool to_stdout = out.path.empty();
     const TextOptions text{to_stdout && use_color(o.color), o.quiet, o.verbose,
                            terminal_width(to_stdout)};
-    if (evs.size() == 1 && out.format == "markdown") {
+    if (evs.size() == 1 && parse_report_format(out.format) == ReportFormat::markdown) {
       // A report to share learns the identities from the root as `capture` does, so the
       // report and a bundle of the same machine use the same pseudonyms
       // (include/halo/redact.hpp). A facts file or a replayed bundle has only its facts.
@@ -171,7 +171,8 @@ int run(const CheckOptions& opts, const CLI::Option* reserve_flag) {
     write_output(out.path, render_reports(out.format, parts, text));
   }
   // node-problem-detector reads the exit code of its plugin as 0 OK, 1 problem, 2 unknown.
-  if (stdout_format(outs) == "npd") return npd_exit_code(evs[0].results, ctxs[0].fail_on);
+  if (const auto f = stdout_format(outs); f && parse_report_format(*f) == ReportFormat::npd)
+    return npd_exit_code(evs[0].results, ctxs[0].fail_on);
   return combined_exit_code(codes);
 }
 
@@ -251,7 +252,7 @@ Runner add_check_command(CLI::App& app) {
       return run(*o, sub->get_option("--reserve"));
     } catch (const std::exception& e) {
       // node-problem-detector needs its one line and "unknown" whatever went wrong.
-      if (o->format != "npd") throw;
+      if (parse_report_format(o->format) != ReportFormat::npd) throw;
       spdlog::error("{}", e.what());
       write_stdout_text("halo-doctor could not run: see the node's journal\n");
       return 2;

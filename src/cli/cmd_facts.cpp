@@ -15,7 +15,7 @@ namespace halo::cli {
 Runner add_facts_command(CLI::App& app) {
   struct Options {
     CommonOptions common;
-    std::string format = "text";
+    std::string format{to_string(ReportFormat::text)};
     std::string output;
     bool declared = false;
   };
@@ -26,7 +26,8 @@ Runner add_facts_command(CLI::App& app) {
     add_probe_options(sub, o->common);
     sub->add_option("--format", o->format,
                     "Output format (json is what check --facts reads; markdown with --declared)")
-        ->check(CLI::IsMember({"text", "json", "markdown"}));
+        ->check(CLI::IsMember(
+            format_names({ReportFormat::text, ReportFormat::json, ReportFormat::markdown})));
     sub->add_flag("--declared", o->declared,
                   "Print the facts the probes declare (key, type, unit, meaning, source) instead "
                   "of probing: markdown is docs/facts.md, json the declarations");
@@ -38,15 +39,16 @@ Runner add_facts_command(CLI::App& app) {
     const ProbeRegistry& reg = probe_set();
     if (o->declared) {
       // docs/facts.md is this output (tests/unit/test_fact_declarations.cpp checks it is current).
-      write_output(o->output,
-                   o->format == "json" ? declared_facts_json(reg) : declared_facts_markdown(reg));
+      write_output(o->output, o->format == to_string(ReportFormat::json)
+                                  ? declared_facts_json(reg)
+                                  : declared_facts_markdown(reg));
       return 0;
     }
-    if (o->format == "markdown") {
+    if (o->format == to_string(ReportFormat::markdown)) {
       throw InputError("--format markdown: only with --declared (the declarations, docs/facts.md)");
     }
     const FactSet facts = gather_facts(doctor_options(o->common), reg);
-    write_output(o->output, o->format == "json"
+    write_output(o->output, o->format == to_string(ReportFormat::json)
                                 ? dump_json(facts_to_json(facts, "halo-doctor", kVersion), 2) + "\n"
                                 : text_facts(facts));
     return 0;

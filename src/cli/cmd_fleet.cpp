@@ -22,7 +22,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> inputs;
-  std::string format = "text";
+  std::string format{to_string(ReportFormat::text)};
   std::string output;
   bool all = false;
 };
@@ -38,7 +38,7 @@ int run(const Options& o) {
   const fleet::Reader reader(reg, rules.fleet_compare);
   const fleet::Comparison c =
       fleet::compare_files(o.inputs, reader, std::max(1U, std::thread::hardware_concurrency()));
-  if (o.format == "json")
+  if (o.format == to_string(ReportFormat::json))
     write_output(o.output, dump_json(fleet::comparison_json(c), 2) + "\n");
   else // the fleet report has no colours: every escape sequence in it came from a node's file
     write_output(o.output, terminal_safe(fleet::comparison_text(c, o.all)));
@@ -61,7 +61,8 @@ Runner add_fleet_command(CLI::App& app) {
   cmp->preparse_callback([cmp, o](std::size_t) {
     cmp->add_option("FILE", o->inputs, "A node's facts file (JSON) or capture bundle (.tar.gz)")
         ->required();
-    cmp->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+    cmp->add_option("--format", o->format, "Output format")
+        ->check(CLI::IsMember(format_names({ReportFormat::text, ReportFormat::json})));
     cmp->add_option("-o,--output", o->output, "Write the comparison to PATH (atomically)")
         ->option_text("PATH");
     cmp->add_flag("--all", o->all, "Also print the quantities that are the same on every node");

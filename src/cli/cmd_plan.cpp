@@ -80,7 +80,7 @@ namespace {
 struct Options {
   CommonOptions common;
   PlanOptions plan;
-  std::string format = "text";
+  std::string format{to_string(ReportFormat::text)};
   std::string fail_on = "error";
   std::string color = "auto";
   std::string policy_file;
@@ -122,7 +122,7 @@ int run(Options& o, const CLI::Option* reserve_flag) {
 
   // Strings from the user's files may hold bytes that are not UTF-8: escaped as \xNN
   // (dump_json), as check's reports do, never nlohmann's type_error 316 (exit 70).
-  if (o.format == "json")
+  if (o.format == to_string(ReportFormat::json))
     write_output(o.output, dump_json(plan_json_report(data, ctx), 2) + "\n");
   else
     write_text_output(o.output, plan_text_report(data, ctx,
@@ -146,7 +146,8 @@ Runner add_plan_command(CLI::App& app) {
     add_plan_options(sub, o->plan);
     add_probe_options(sub, o->common);
     add_rule_options(sub, o->common);
-    sub->add_option("--format", o->format, "Report format")->check(CLI::IsMember({"text", "json"}));
+    sub->add_option("--format", o->format, "Report format")
+        ->check(CLI::IsMember(format_names({ReportFormat::text, ReportFormat::json})));
     sub->add_option("-o,--output", o->output, "Write the report to PATH (atomically)");
     sub->add_option("--fail-on", o->fail_on, "Lowest severity that fails the gate")
         ->check(CLI::IsMember({"error", "warning", "info", "never"}));

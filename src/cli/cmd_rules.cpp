@@ -17,14 +17,14 @@ namespace halo::cli {
 Runner add_rules_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto test = std::make_shared<bool>(false);
-  auto format = std::make_shared<std::string>("text");
+  auto format = std::make_shared<std::string>(to_string(ReportFormat::text));
   auto* sub = app.add_subcommand("rules", "Print the rule catalogue: id, severity, area, title");
   // The options are built only when this command is the one parsed (commands.hpp).
   sub->preparse_callback([sub, o, test, format](std::size_t) {
     sub->add_option("--rules", o->rules_dir, "Load rules from DIR instead of the built-in set")
         ->option_text("DIR");
     sub->add_option("--format", *format, "Catalogue format")
-        ->check(CLI::IsMember({"text", "json"}));
+        ->check(CLI::IsMember(format_names({ReportFormat::text, ReportFormat::json})));
     sub->add_flag(
         "--test", *test,
         "Run every rule's examples and check that they reach each skip reason and each fail "
@@ -36,7 +36,7 @@ Runner add_rules_command(CLI::App& app) {
     o->rule_examples = *test;
     const RuleSet rs = load_rule_set(doctor_options(*o), reg);
     if (!*test) {
-      if (*format == "json")
+      if (*format == to_string(ReportFormat::json))
         write_stdout(dump_json(json_catalogue(rs), 2) + "\n");
       else
         write_stdout_text(text_catalogue(rs));

@@ -122,8 +122,10 @@ void check_child(const SlurmOptions& o, bool reserve_given, int fd) {
       if (r.status == Outcome::fail && !r.waived())
         lines.push_back(fmt::format("{}: {}", r.id, r.message));
     out["failure_lines"] = lines;
-    out["text"] = render_report("text", ev.results, ctx, ev.facts, TextOptions{});
-    out["json"] = render_report("json", ev.results, ctx, ev.facts, TextOptions{});
+    out["text"] =
+        render_report(to_string(ReportFormat::text), ev.results, ctx, ev.facts, TextOptions{});
+    out["json"] =
+        render_report(to_string(ReportFormat::json), ev.results, ctx, ev.facts, TextOptions{});
   } catch (const InputError& e) {
     out = {{"input_error", e.what()}};
   } catch (const std::exception& e) {

@@ -228,3 +228,23 @@ TEST_CASE("npd: exit 0 OK, 1 problem, 2 unknown, one short line", "[report][npd]
   CHECK(line.find("more)") != std::string::npos);
   CHECK(std::count(line.begin(), line.end(), '\n') == 1);
 }
+
+TEST_CASE("report formats: one spelling each, parsed back, unknown names refused", "[report]") {
+  using halo::ReportFormat;
+  const auto all = halo::report_formats();
+  REQUIRE(all ==
+          std::vector<std::string>{"text", "json", "junit", "prometheus", "npd", "markdown"});
+  for (const auto& name : all) {
+    const auto f = halo::parse_report_format(name);
+    REQUIRE(f.has_value());
+    CHECK(halo::to_string(*f) == name);
+  }
+  CHECK_FALSE(halo::parse_report_format("JSON").has_value());
+  CHECK_FALSE(halo::parse_report_format("xml").has_value());
+  CHECK_FALSE(halo::parse_report_format("").has_value());
+  CHECK(halo::format_names({ReportFormat::json, ReportFormat::text}) ==
+        std::vector<std::string>{"json", "text"});
+  CHECK(halo::multi_report_format("text"));
+  CHECK(halo::multi_report_format("json"));
+  CHECK_FALSE(halo::multi_report_format("junit"));
+}
