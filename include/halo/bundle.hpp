@@ -106,6 +106,7 @@ public:
 
 private:
   std::filesystem::path dir_;
+  int slot_ = -1; ///< its entry in the signal handler's table of live directories, -1 when none
 };
 
 } // namespace halo

@@ -136,9 +136,46 @@ using bundle_detail::link_leaves_tree;
 using bundle_detail::link_stays_inside;
 using bundle_detail::split;
 
-/// The extraction directory of the live ExtractedBundle, for the signal handler (one at a time).
-std::array<char, 4096> g_bundle_dir = {};
-volatile sig_atomic_t g_bundle_dir_set = 0;
+/// The extraction directories of the live ExtractedBundles, for the signal handler. `fleet
+/// compare` extracts bundles on several worker threads at once, so each bundle claims a slot of
+/// its own: free -> writing by compare-exchange, the path copied, then published as live (release
+/// order). The handler removes the live slots' directories. The slot states are lock-free atomics,
+/// which a signal handler may use ([support.signal]; checked below); the handler allocates nothing.
+enum SlotState : int { kSlotFree = 0, kSlotWriting = 1, kSlotLive = 2 };
+constexpr std::size_t kSlotPathBytes = 4096; ///< PATH_MAX, with the terminating NUL
+struct DirSlot {
+  std::atomic<int> state{kSlotFree};
+  std::array<char, kSlotPathBytes> path{};
+};
+static_assert(std::atomic<int>::is_always_lock_free);
+/// More than the worker threads fleet compare starts (one per core, include/halo/fleet.hpp); a
+/// bundle that finds every slot taken is still removed on return and on exceptions, only not by a
+/// signal.
+constexpr std::size_t kDirSlots = 256;
+std::array<DirSlot, kDirSlots> g_bundle_dirs;
+
+/// Publishes `dir` for the signal handler; the slot's index, or -1 when every slot is taken (or
+/// the path does not fit).
+int claim_dir_slot(const std::string& dir) {
+  if (dir.size() >= kSlotPathBytes) return -1;
+  for (std::size_t i = 0; i < g_bundle_dirs.size(); ++i) {
+    DirSlot& slot = g_bundle_dirs.at(i);
+    int expected = kSlotFree;
+    if (!slot.state.compare_exchange_strong(expected, kSlotWriting, std::memory_order_acquire))
+      continue;
+    std::memcpy(slot.path.data(), dir.c_str(), dir.size() + 1);
+    slot.state.store(kSlotLive, std::memory_order_release);
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+/// Gives the slot back once its directory is gone (or going): the handler no longer removes it.
+void release_dir_slot(int slot) {
+  if (slot >= 0)
+    g_bundle_dirs.at(static_cast<std::size_t>(slot))
+        .state.store(kSlotFree, std::memory_order_release);
+}
 
 /// Removes everything under the directory `dfd` refers to, then closes it; only
 /// async-signal-safe calls (signal-safety(7): openat, unlinkat, close; getdents64 is a plain
@@ -179,15 +216,37 @@ void remove_tree_at(int dfd, int depth) {
 /// On a fatal signal: remove the extraction directory, then die of the same signal (SIG_DFL and
 /// re-raise, so the exit status still says which signal it was).
 void bundle_signal_handler(int sig) {
-  if (g_bundle_dir_set != 0) {
-    g_bundle_dir_set = 0;
-    const int dfd = ::open(g_bundle_dir.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd >= 0) remove_tree_at(dfd, 0);
-    ::rmdir(g_bundle_dir.data());
-  }
+  bundle_detail::remove_live_extraction_dirs();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
+
+} // namespace
+
+namespace bundle_detail {
+
+void remove_live_extraction_dirs() noexcept {
+  for (DirSlot& slot : g_bundle_dirs) {
+    int expected = kSlotLive; // taken, so neither another thread's handler nor a reuse races it
+    if (!slot.state.compare_exchange_strong(expected, kSlotWriting, std::memory_order_acquire))
+      continue;
+    const int dfd = ::open(slot.path.data(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd >= 0) remove_tree_at(dfd, 0);
+    ::rmdir(slot.path.data());
+    // Left taken: the owner's destructor gives it back (its remove_all finds nothing).
+  }
+}
+
+std::vector<std::string> live_extraction_dirs() {
+  std::vector<std::string> out;
+  for (const DirSlot& slot : g_bundle_dirs)
+    if (slot.state.load(std::memory_order_acquire) == kSlotLive) out.emplace_back(slot.path.data());
+  return out;
+}
+
+} // namespace bundle_detail
+
+namespace {
 
 constexpr std::array<int, 9> kCleanupSignals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT,
                                                 SIGSEGV, SIGBUS, SIGFPE, SIGILL};
@@ -254,11 +313,10 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   }
   install_cleanup_handlers();
   std::string templ = (std::filesystem::temp_directory_path() / "halo-bundle-XXXXXX").string();
-  if (templ.size() >= g_bundle_dir.size() || ::mkdtemp(templ.data()) == nullptr)
+  if (templ.size() >= kSlotPathBytes || ::mkdtemp(templ.data()) == nullptr)
     throw InputError(fmt::format("{}: cannot create a directory to extract it", archive_path));
   dir_ = templ;
-  std::memcpy(g_bundle_dir.data(), templ.c_str(), templ.size() + 1);
-  g_bundle_dir_set = 1;
+  slot_ = claim_dir_slot(templ);
   archive* in = new_bundle_reader();
   archive* out = archive_write_disk_new();
   // Entry names are checked below and made absolute under dir_; no owners, no special modes.
@@ -267,9 +325,10 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   auto cleanup = [&] {
     archive_read_free(in);
     archive_write_free(out);
-    g_bundle_dir_set = 0;
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+    release_dir_slot(slot_);
+    slot_ = -1;
   };
   auto refuse = [&](const std::string& what) {
     cleanup();
@@ -345,9 +404,10 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
   in = nullptr;
   out = nullptr;
   auto give_up = [&](const std::string& what) {
-    g_bundle_dir_set = 0;
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+    release_dir_slot(slot_);
+    slot_ = -1;
     throw InputError(fmt::format("{}: {}", archive_path, what));
   };
   // Each link judged as the kernel resolves it, through the links extracted before and after it:
@@ -370,9 +430,9 @@ ExtractedBundle::ExtractedBundle(const std::string& archive_path) {
 }
 
 ExtractedBundle::~ExtractedBundle() {
-  g_bundle_dir_set = 0;
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+  release_dir_slot(slot_);
 }
 
 std::optional<std::string> ExtractedBundle::runtime_facts_text(std::size_t max_bytes) const {

@@ -39,6 +39,14 @@ bool link_stays_inside(const std::string& rel, const std::string& target);
 /// not a directory ends resolution without leaving: false.
 bool link_leaves_tree(int dirfd, const std::string& rel);
 
+/// The extraction directories of the ExtractedBundles alive now, as the fatal-signal handler sees
+/// them (one slot each, whatever thread made them: `fleet compare` extracts on worker threads).
+std::vector<std::string> live_extraction_dirs();
+
+/// What the fatal-signal handler does before it re-raises: removes every live extraction
+/// directory (async-signal-safe: openat, getdents64, unlinkat, rmdir; no allocation).
+void remove_live_extraction_dirs() noexcept;
+
 /// link_leaves_tree's component walk alone (what it does without openat2), for the tests and the
 /// fuzz target that hold the two answers against each other.
 bool link_leaves_tree_walk(int dirfd, const std::string& rel);

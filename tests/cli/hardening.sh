@@ -25,7 +25,7 @@ fx="$fixtures/strix-halo-default-ttm"
 run() {
   local want=$1 pattern=$2
   shift 3
-  timeout -s KILL 20 "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout -s KILL 60 "$@" >"$tmp/out" 2>"$tmp/err"
   local code=$?
   if [ "$code" != "$want" ]; then bad "'$*' exited $code, expected $want"; cat "$tmp/err"; return 1; fi
   if [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$tmp/err"; then

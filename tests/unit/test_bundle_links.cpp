@@ -13,10 +13,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -140,6 +143,50 @@ TEST_CASE("a bundle's runtime facts are read inside it, through links that stay 
   const ExtractedBundle none(s.tar("none.tar", {}));
   CHECK_FALSE(none.runtime_facts_text(1024).has_value());
   CHECK_THROWS_AS(b.runtime_facts_text(3), InputError); // longer than the bound
+}
+
+TEST_CASE("bundles extracted on several threads at once are each removed by the fatal-signal "
+          "cleanup",
+          "[bundle][security]") {
+  // fleet compare extracts bundles on worker threads; the signal handler once knew only the last
+  // directory made, so a SIGTERM left the others behind (and the threads raced on one buffer).
+  const Scratch s;
+  const std::string tar = s.tar("node.tar", {file("etc/hostname", "node")});
+  constexpr int kBundles = 6;
+  std::vector<std::unique_ptr<ExtractedBundle>> bundles(kBundles);
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kBundles; ++i)
+      threads.emplace_back([&bundles, &tar, i] {
+        bundles[static_cast<std::size_t>(i)] = std::make_unique<ExtractedBundle>(tar);
+      });
+    for (auto& t : threads)
+      t.join();
+  }
+  std::vector<std::string> dirs;
+  for (const auto& b : bundles)
+    dirs.push_back(b->root().string());
+  std::vector<std::string> live = bundle_detail::live_extraction_dirs();
+  std::sort(live.begin(), live.end());
+  std::sort(dirs.begin(), dirs.end());
+  CHECK(live == dirs);
+  for (const auto& d : dirs)
+    CHECK(fs::exists(d));
+  bundle_detail::remove_live_extraction_dirs(); // what SIGTERM's handler does first
+  for (const auto& d : dirs)
+    CHECK_FALSE(fs::exists(d));
+  CHECK(fs::is_empty(s.dir / "tmp"));
+  bundles.clear(); // the destructors give their slots back
+  CHECK(bundle_detail::live_extraction_dirs().empty());
+  // A bundle made afterwards is registered again, and its destructor removes it.
+  std::string later;
+  {
+    const ExtractedBundle b(tar);
+    later = b.root().string();
+    CHECK(bundle_detail::live_extraction_dirs() == std::vector<std::string>{later});
+  }
+  CHECK_FALSE(fs::exists(later));
+  CHECK(bundle_detail::live_extraction_dirs().empty());
 }
 
 TEST_CASE("the openat2 judgement and the component walk agree", "[bundle][security]") {
