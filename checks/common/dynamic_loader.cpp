@@ -338,7 +338,10 @@ void parse_ld_so_conf(const Root& root, const std::string& path, int depth, LdSo
         const std::string pat(rest.substr(0, e));
         rest.remove_prefix(std::min(e + 1, rest.size()));
         if (pat.empty()) continue;
-        const std::string abs = pat.front() == '/' ? pat : join_path(parent_dir(path), pat);
+        const std::string abs =
+            std::filesystem::path(pat.front() == '/' ? pat : join_path(parent_dir(path), pat))
+                .lexically_normal()
+                .string();
         for (const auto& f : glob_in_root(root, abs, kMaxLdSoConfFiles))
           parse_ld_so_conf(root, f, depth + 1, conf);
       }

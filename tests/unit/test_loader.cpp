@@ -312,3 +312,41 @@ TEST_CASE("loader order agrees with Debian's ld.so on libraries built now", "[.]
     }
   }
 }
+
+// The wsl probe through the module: a ROCr whose DT_RPATH (no DT_RUNPATH) names a directory with
+// librocdxg.so is searched before LD_LIBRARY_PATH (ld.so(8)); with DT_RUNPATH, LD_LIBRARY_PATH
+// comes first. The stand-in ROCr is a gcc-built library (skipped as above without gcc).
+TEST_CASE("the wsl probe follows ld.so's order for ROCr's DT_RPATH and DT_RUNPATH",
+          "[.][loader_real]") {
+  const std::string gcc = "/usr/bin/gcc";
+  if (::access(gcc.c_str(), X_OK) != 0) {
+    WARN("no /usr/bin/gcc: not compared");
+    return;
+  }
+  for (const bool new_dtags : {false, true}) {
+    FixtureTree t;
+    const std::string dir = t.path().string();
+    t.file("/src/hsa.c", "int hsa_init(void) { return 0; }\n");
+    t.file("/proc/sys/kernel/osrelease", "6.6.87.2-microsoft-standard-WSL2\n");
+    t.file("/.halo/nodes.json",
+           "{\"/dev/dxg\": {\"type\": \"char\", \"mode\": \"0666\", \"uid\": 0, \"gid\": 0}}\n");
+    t.file("/opt/rocm-7.2.1/.info/version", "7.2.1\n");
+    t.link("/opt/rocm", "/opt/rocm-7.2.1");
+    t.file("/opt/rp/librocdxg.so", "").file("/opt/llp/librocdxg.so", "");
+    std::string env = "LD_LIBRARY_PATH=/opt/llp";
+    env.push_back('\0');
+    t.file("/proc/self/environ", env);
+    const std::string out = dir + "/opt/rocm-7.2.1/lib/libhsa-runtime64.so.1";
+    t.dir("/opt/rocm-7.2.1/lib");
+    REQUIRE(std::system(("cd '" + dir + "' && " + gcc + " -shared -fPIC -o '" + out +
+                         "' src/hsa.c -Wl,-rpath,/opt/rp " +
+                         (new_dtags ? "-Wl,--enable-new-dtags" : "-Wl,--disable-new-dtags"))
+                            .c_str()) == 0);
+    const halo::FactSet f = halo::test::probe_one(t.path(), "wsl");
+    INFO((new_dtags ? "DT_RUNPATH" : "DT_RPATH"));
+    CHECK(f.get<bool>("wsl.librocdxg.on_loader_path") == true);
+    CHECK(f.get<std::string>("wsl.librocdxg.loader_path") ==
+          (new_dtags ? std::string("/opt/llp/librocdxg.so (LD_LIBRARY_PATH)")
+                     : std::string("/opt/rp/librocdxg.so (libhsa-runtime64's DT_RPATH)")));
+  }
+}
