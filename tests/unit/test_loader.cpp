@@ -350,3 +350,35 @@ TEST_CASE("the wsl probe follows ld.so's order for ROCr's DT_RPATH and DT_RUNPAT
                      : std::string("/opt/rp/librocdxg.so (libhsa-runtime64's DT_RPATH)")));
   }
 }
+
+// /etc/ld.so.conf against Debian's ldconfig: `ldconfig -r ROOT -N -X -v` prints each directory it
+// would scan with the file it came from, in order; read_ld_so_conf() must list the same ones. It
+// needs chroot(2) (root): elsewhere it warns and compares nothing.
+TEST_CASE("ld.so.conf directories agree with Debian's ldconfig", "[.][loader_real]") {
+  const std::string ldconfig = "/usr/sbin/ldconfig";
+  if (::access(ldconfig.c_str(), X_OK) != 0 || ::geteuid() != 0) {
+    WARN("no /usr/sbin/ldconfig or not root: not compared");
+    return;
+  }
+  FixtureTree t;
+  t.file("/etc/ld.so.conf", "# top\ninclude ld.so.conf.d/*.conf /etc/extra.conf\n"
+                            "/opt/top/ # a comment\n/opt/a\n");
+  t.file("/etc/ld.so.conf.d/b.conf", "/opt/b\ninclude nested/*.conf\n");
+  t.file("/etc/ld.so.conf.d/a.conf", "   /opt/a\t\n");
+  t.file("/etc/ld.so.conf.d/nested/n.conf", "/opt/nested\n");
+  t.file("/etc/ld.so.conf.d/skip.txt", "/opt/txt\n");
+  t.file("/etc/extra.conf", "/opt/extra\n");
+  for (const char* d : {"/opt/a", "/opt/b", "/opt/nested", "/opt/extra", "/opt/top", "/opt/txt"})
+    t.dir(d);
+  const std::string listing =
+      run(ldconfig + " -r '" + t.path().string() + "' -N -X -v 2>/dev/null");
+  std::vector<std::string> real;
+  std::istringstream in(listing);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with('/') && line.find(": (from ") != std::string::npos)
+      real.push_back(line.substr(0, line.find(':')));
+  INFO(listing);
+  REQUIRE_FALSE(real.empty());
+  CHECK(read_ld_so_conf(t.root()).dirs == real);
+}
