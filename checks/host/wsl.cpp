@@ -28,12 +28,14 @@
 //                               runtime/hsa-runtime/core/runtime/thunk_loader.cpp) opens /dev/dxg
 //                               O_RDWR when DXG detection is on and then dlopen()s "librocdxg.so"
 //                               by that unversioned name ("Cannot load librocdxg.so" otherwise).
-//                               dlopen(3) searches LD_LIBRARY_PATH, the caller's DT_RUNPATH,
-//                               ld.so.cache (the directories of /etc/ld.so.conf, ldconfig(8)) and
-//                               /lib, /usr/lib. librocdxg installs to /opt/rocm/lib by default
-//                               (its CMakeLists.txt CMAKE_INSTALL_PREFIX) and runs ldconfig.
-//                               It needs ROCr 7.1 or later ("a ROCm runtime feature introduced in
-//                               ROCm 7.1"); librocdxg 1.1.0 is matched with ROCm 7.2.x.
+//                               dlopen(3) searches the caller's DT_RPATH (only without a
+//                               DT_RUNPATH), LD_LIBRARY_PATH, the caller's DT_RUNPATH, ld.so.cache
+//                               (the directories of /etc/ld.so.conf, ldconfig(8)) and the trusted
+//                               directories: checks/common/dynamic_loader.hpp, the one model.
+//                               librocdxg installs to /opt/rocm/lib by default (its CMakeLists.txt
+//                               CMAKE_INSTALL_PREFIX) and runs ldconfig. It needs ROCr 7.1 or later
+//                               ("a ROCm runtime feature introduced in ROCm 7.1"); librocdxg 1.1.0
+//                               is matched with ROCm 7.2.x.
 //   HSA_ENABLE_DXG_DETECTION    ROCr's Flag::Refresh() (core/util/flag.h): before ROCm 7.13 only
 //                               the value "1" turns DXG detection on (the README's step 4); from
 //                               7.13 it is on unless the value is "0" (rocm-systems PR 3863,
