@@ -19,6 +19,8 @@
 //   its magic.
 #pragma once
 
+#include "dynamic_loader.hpp" // find_elf_section(): the `.hip_fatbin` section
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -67,38 +69,5 @@ std::optional<std::string> gfx_from_bundle_id(std::string_view id);
 /// Scans the bundles of a section of `size` bytes read through `read`. Never throws; bad input
 /// ends in `error` or `truncated`.
 FatbinTargets scan_fatbin(const ReadAt& read, std::uint64_t size, const FatbinLimits& limits = {});
-
-/// Where a section lies in an ELF file.
-struct ElfSection {
-  std::uint64_t offset = 0; ///< bytes from the file's start
-  std::uint64_t size = 0;   ///< bytes
-};
-
-/// Finds the section called `name` in the ELF file open on `fd` (libelf, ELF_C_READ: only the
-/// headers and the section name table are read). std::nullopt with `why` set when the file is not
-/// ELF, has no such section, or the section lies outside the file.
-std::optional<ElfSection> find_elf_section(int fd, std::string_view name, std::string& why);
-
-/// What a shared library's dynamic section tells the dynamic linker (elf(5), ld.so(8)).
-struct ElfDynamic {
-  std::vector<std::string> needed;    ///< DT_NEEDED names, in the file's order
-  std::optional<std::string> rpath;   ///< DT_RPATH (searched before LD_LIBRARY_PATH)
-  std::optional<std::string> runpath; ///< DT_RUNPATH (after LD_LIBRARY_PATH; disables DT_RPATH)
-  std::string soname;                 ///< DT_SONAME; empty when absent
-};
-
-/// Bounds of read_elf_dynamic().
-struct ElfDynamicLimits {
-  std::uint64_t max_section_bytes = std::uint64_t{64} * 1024; ///< the .dynamic section (bytes)
-  std::size_t max_string_bytes = 4096;                        ///< one name or path list (bytes)
-};
-
-/// Reads DT_NEEDED, DT_RPATH, DT_RUNPATH and DT_SONAME of the ELF file open on `fd` from its
-/// SHT_DYNAMIC section (libelf, ELF_C_READ). Each string is read with pread(2) at its offset in
-/// the linked string table (sh_link), so a string table of many MiB (libtorch's symbol names) is
-/// never read whole. std::nullopt with `why` set for a file that is not ELF, has no dynamic
-/// section, or whose section or strings lie outside the file or the limits.
-std::optional<ElfDynamic> read_elf_dynamic(int fd, std::string& why,
-                                           const ElfDynamicLimits& limits = {});
 
 } // namespace halo::probes

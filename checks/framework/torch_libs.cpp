@@ -12,6 +12,7 @@
 //   (checks/framework/offload_bundle.cpp) and its dynamic section (DT_NEEDED, DT_RPATH,
 //   DT_RUNPATH) against LD_LIBRARY_PATH, as ld.so(8) searches them.
 // - The AOTriton kernel images in torch/lib/aotriton.images (cmake/External/aotriton.cmake).
+#include "dynamic_loader.hpp"
 #include "framework_internal.hpp"
 #include "offload_bundle.hpp"
 
@@ -23,10 +24,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <iterator>
 #include <set>
 
@@ -35,55 +34,6 @@ namespace {
 
 /// At most this many _rocm_sdk_libraries_* packages are looked into.
 constexpr std::size_t kMaxSdkPackages = 8;
-
-/// One directory of a search path list, as ld.so reads it (ld.so(8) "Dynamic string tokens";
-/// glibc elf/dl-load.c fillin_rpath, expand_dynamic_string_token): `$ORIGIN` and `${ORIGIN}` are
-/// the directory of the object; an entry with another token ($LIB, $PLATFORM) or not starting
-/// with '/' (relative to the process's working directory, which the doctor cannot know) is not
-/// followed and returned as std::nullopt.
-std::optional<std::string> search_dir(std::string_view entry, std::string_view origin) {
-  std::string out;
-  for (std::size_t i = 0; i < entry.size();) {
-    if (entry[i] != '$') {
-      out += entry[i++];
-      continue;
-    }
-    std::string_view rest = entry.substr(i);
-    if (rest.starts_with("${ORIGIN}")) {
-      out += origin;
-      i += 9;
-    } else if (rest.starts_with("$ORIGIN") &&
-               (rest.size() == 7 ||
-                !(std::isalnum(static_cast<unsigned char>(rest[7])) != 0 || rest[7] == '_'))) {
-      out += origin;
-      i += 7;
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (out.empty() || out.front() != '/') return std::nullopt;
-  return std::filesystem::path(out).lexically_normal().string();
-}
-
-/// Splits a search path list into directories: DT_RPATH and DT_RUNPATH at ':' (elf(5)),
-/// LD_LIBRARY_PATH at ':' or ';' (ld.so(8)). At most 64 entries are kept.
-std::vector<std::string> split_search_path(std::string_view list, std::string_view seps,
-                                           std::string_view origin,
-                                           std::vector<std::string>& skipped) {
-  std::vector<std::string> out;
-  if (list.empty()) return out; // no list (glibc ignores an empty LD_LIBRARY_PATH too)
-  std::size_t start = 0;
-  while (start <= list.size() && out.size() + skipped.size() < 64) {
-    const std::size_t end = std::min(list.find_first_of(seps, start), list.size());
-    const std::string_view entry = list.substr(start, end - start);
-    if (auto dir = search_dir(entry, origin))
-      out.push_back(std::move(*dir));
-    else
-      skipped.emplace_back(entry.empty() ? "(empty: the working directory)" : entry);
-    start = end + 1;
-  }
-  return out;
-}
 
 /// Where the dynamic linker finds the libraries libtorch_hip.so names, and whether
 /// LD_LIBRARY_PATH takes one away from the place the wheel meant. ld.so(8), "a dependency without
@@ -112,39 +62,36 @@ void collect_library_search(const Root& root, const std::string& lib, int fd,
       facts.put_status(k, Status::error, lib, why);
     return;
   }
+  // The one reader of the loader's order (checks/common/dynamic_loader.hpp): $ORIGIN of the
+  // library's own DT_RPATH/DT_RUNPATH is its directory; in LD_LIBRARY_PATH it would be the main
+  // program's (python's, ld.so(8)), which is not known here, so such an entry is not followed.
   const std::string origin = parent_dir(lib);
-  std::vector<std::string> skipped;
-  const bool runpath = dyn->runpath.has_value();
-  const std::string tag = runpath ? "DT_RUNPATH" : dyn->rpath ? "DT_RPATH" : "none";
-  const std::vector<std::string> own =
-      split_search_path(runpath ? *dyn->runpath : dyn->rpath.value_or(""), ":", origin, skipped);
+  const OwnSearchPath own = own_search_path(*dyn, origin);
+  const bool runpath = own.step == SearchStep::runpath;
+  const std::string tag = own.step ? std::string(step_name(*own.step)) : "none";
   facts.put_ok(search_key, tag,
-               tag == "none"
-                   ? fmt::format("{}: no DT_RPATH or DT_RUNPATH", lib)
-                   : fmt::format("{}: {} {}", lib, tag, runpath ? *dyn->runpath : *dyn->rpath));
-  auto holder = [&](const std::vector<std::string>& dirs,
-                    const std::string& name) -> std::optional<std::string> {
-    for (const auto& d : dirs)
-      if (root.exists(join(d, name))) return d;
-    return std::nullopt;
-  };
+               tag == "none" ? fmt::format("{}: no DT_RPATH or DT_RUNPATH", lib)
+                             : fmt::format("{}: {} {}", lib, tag, own.text));
+  const SearchList ld =
+      env.ld_library_path
+          ? split_search_list(*env.ld_library_path, ListKind::ld_library_path, std::nullopt)
+          : SearchList{};
+  const std::vector<SearchDir> order = search_order(&own, ld, nullptr);
   std::vector<std::string> linked;
   std::vector<std::string> shadows;
-  std::vector<std::string> ld_skipped;
-  const std::vector<std::string> ld =
-      env.ld_library_path ? split_search_path(*env.ld_library_path, ":;", origin, ld_skipped)
-                          : std::vector<std::string>{};
   for (const auto& name : dyn->needed) {
     if (name.find('/') != std::string::npos) continue; // a path is opened as it is
-    const auto wheel_dir = holder(own, name);
-    if (!wheel_dir) continue;
-    linked.push_back(fmt::format("{} ({})", name, *wheel_dir == origin ? "torch/lib" : *wheel_dir));
-    if (!runpath) continue; // DT_RPATH is searched before LD_LIBRARY_PATH
-    const auto ld_dir = holder(ld, name);
-    if (ld_dir && *ld_dir != *wheel_dir)
-      shadows.push_back(fmt::format("{} from {} (not {})", name, *ld_dir,
-                                    *wheel_dir == origin ? "torch/lib" : *wheel_dir));
+    const auto wheel = own.step ? find_library(root, order, name, *own.step) : std::nullopt;
+    if (!wheel) continue;
+    const std::string wheel_dir = wheel->dir == origin ? "torch/lib" : wheel->dir;
+    linked.push_back(fmt::format("{} ({})", name, wheel_dir));
+    // DT_RPATH is searched before LD_LIBRARY_PATH, DT_RUNPATH after it.
+    const auto first = find_library(root, order, name);
+    if (first && first->step == SearchStep::ld_library_path && first->dir != wheel->dir)
+      shadows.push_back(fmt::format("{} from {} (not {})", name, first->dir, wheel_dir));
   }
+  const std::vector<std::string>& skipped = own.list.skipped;
+  const std::vector<std::string>& ld_skipped = ld.skipped;
   facts.put_ok(linked_key, linked,
                tag == "none"
                    ? fmt::format("{}: no DT_RPATH or DT_RUNPATH, so no library is found through "

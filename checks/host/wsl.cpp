@@ -28,12 +28,14 @@
 //                               runtime/hsa-runtime/core/runtime/thunk_loader.cpp) opens /dev/dxg
 //                               O_RDWR when DXG detection is on and then dlopen()s "librocdxg.so"
 //                               by that unversioned name ("Cannot load librocdxg.so" otherwise).
-//                               dlopen(3) searches LD_LIBRARY_PATH, the caller's DT_RUNPATH,
-//                               ld.so.cache (the directories of /etc/ld.so.conf, ldconfig(8)) and
-//                               /lib, /usr/lib. librocdxg installs to /opt/rocm/lib by default
-//                               (its CMakeLists.txt CMAKE_INSTALL_PREFIX) and runs ldconfig.
-//                               It needs ROCr 7.1 or later ("a ROCm runtime feature introduced in
-//                               ROCm 7.1"); librocdxg 1.1.0 is matched with ROCm 7.2.x.
+//                               dlopen(3) searches the caller's DT_RPATH (only without a
+//                               DT_RUNPATH), LD_LIBRARY_PATH, the caller's DT_RUNPATH, ld.so.cache
+//                               (the directories of /etc/ld.so.conf, ldconfig(8)) and the trusted
+//                               directories: checks/common/dynamic_loader.hpp, the one model.
+//                               librocdxg installs to /opt/rocm/lib by default (its CMakeLists.txt
+//                               CMAKE_INSTALL_PREFIX) and runs ldconfig. It needs ROCr 7.1 or later
+//                               ("a ROCm runtime feature introduced in ROCm 7.1"); librocdxg 1.1.0
+//                               is matched with ROCm 7.2.x.
 //   HSA_ENABLE_DXG_DETECTION    ROCr's Flag::Refresh() (core/util/flag.h): before ROCm 7.13 only
 //                               the value "1" turns DXG detection on (the README's step 4); from
 //                               7.13 it is on unless the value is "0" (rocm-systems PR 3863,
@@ -78,7 +80,7 @@
 // per-GPU channel with /dev/dxg present: Windows offers this VM no GPU-PV adapter.
 // Not readable from inside WSL: the Windows driver's version (Adrenalin) and which adapter a
 // per-GPU channel is (only DXCore enumerates adapters); ROCr itself (the hsa probe) is what tells.
-#include "framework/offload_bundle.hpp"
+#include "dynamic_loader.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
 #include "runtime/hsa.hpp"
@@ -94,7 +96,6 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -133,61 +134,6 @@ void push_unique(std::vector<std::string>& v, std::string s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
 }
 
-/// Absolute directories of a search list (LD_LIBRARY_PATH at ':' or ';', ld.so(8); DT_RUNPATH at
-/// ':' with $ORIGIN the library's directory). Relative entries are left out; at most 64.
-std::vector<std::string> split_dirs(std::string_view list, std::string_view seps,
-                                    const std::string& origin) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= list.size() && out.size() < 64) {
-    const std::size_t end = std::min(list.find_first_of(seps, start), list.size());
-    std::string entry(list.substr(start, end - start));
-    start = end + 1;
-    for (const char* tok : {"${ORIGIN}", "$ORIGIN"})
-      for (std::size_t p = entry.find(tok); p != std::string::npos; p = entry.find(tok))
-        entry.replace(p, std::string_view(tok).size(), origin);
-    if (entry.empty() || entry.front() != '/') continue;
-    push_unique(out, std::filesystem::path(entry).lexically_normal().string());
-  }
-  return out;
-}
-
-/// The directories ld.so.cache is built from: /etc/ld.so.conf and the files it includes
-/// (ldconfig(8); "include /etc/ld.so.conf.d/*.conf" on Debian, Ubuntu and Fedora), one level.
-std::vector<std::string> ld_so_conf_dirs(const Root& root, std::vector<std::string>& sources) {
-  std::vector<std::string> dirs;
-  auto parse = [&](const std::string& path, bool follow_includes, auto&& self) -> void {
-    ReadResult r = root.read(path);
-    if (!r.ok()) return;
-    sources.push_back(path);
-    for (const auto& raw : split_lines(r.text)) {
-      std::string line = raw.substr(0, raw.find('#'));
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\t'))
-        line.pop_back();
-      std::size_t b = line.find_first_not_of(" \t");
-      if (b == std::string::npos) continue;
-      line = line.substr(b);
-      if (line.rfind("include", 0) == 0 && follow_includes) {
-        std::string pat = line.substr(7);
-        b = pat.find_first_not_of(" \t");
-        if (b == std::string::npos) continue;
-        pat = pat.substr(b);
-        // Only the "DIR/*.conf" form ld.so.conf uses in practice.
-        const auto slash = pat.rfind('/');
-        if (slash == std::string::npos || pat.substr(slash + 1) != "*.conf") continue;
-        const std::string dir = pat.substr(0, slash);
-        if (auto names = root.list(dir, nullptr, 256))
-          for (const auto& n : *names)
-            if (n.ends_with(".conf")) self(join_path(dir, n), false, self);
-        continue;
-      }
-      if (line.front() == '/') push_unique(dirs, line);
-    }
-  };
-  parse("/etc/ld.so.conf", true, parse);
-  return dirs;
-}
-
 /// `wsl.rocm.version`: the release of the ROCm at `rocm_root`, as the rocm_install probe read it
 /// (checks/runtime/rocm_install.cpp: `.info/version`, else TheRock's manifest), when that probe's
 /// installation is this one; else what it said, or why the two differ.
@@ -222,14 +168,6 @@ bool wsl2_release(std::string_view release) {
   return (ms != std::string::npos && low.find("wsl2", ms + 9) != std::string::npos) ||
          low.find("-microsoft-standard") != std::string::npos;
 }
-
-/// The trusted directories ldconfig and ld.so always search (x86-64 multiarch and lib64 too).
-const std::vector<std::string> kDefaultDirs{"/lib/x86_64-linux-gnu",
-                                            "/usr/lib/x86_64-linux-gnu",
-                                            "/lib64",
-                                            "/usr/lib64",
-                                            "/lib",
-                                            "/usr/lib"};
 
 /// TheRock's rocm-sdk-core in the judged Python environment (see the header).
 struct Sdk {
@@ -283,38 +221,27 @@ void put_sdk_facts(FactSet& facts, const Sdk& sdk) {
 
 /// What dlopen(3) searches besides ROCr's own DT_RUNPATH, and the librocdxg files found.
 struct Loader {
-  std::vector<std::string> ld_dirs;      ///< LD_LIBRARY_PATH
-  std::vector<std::string> conf_dirs;    ///< the ld.so.conf directories
-  std::vector<std::string> conf_sources; ///< the ld.so.conf files read
-  std::vector<std::string> found;        ///< every librocdxg.so* in the searched directories
+  SearchList ld;                  ///< LD_LIBRARY_PATH
+  LdSoConf conf;                  ///< /etc/ld.so.conf and its includes (ld.so.cache's directories)
+  std::vector<std::string> found; ///< every librocdxg.so* in the searched directories
 };
 
 /// A ROCr's DT_RUNPATH (else DT_RPATH), $ORIGIN being its directory; `why` when unreadable.
 struct RocrRunpath {
-  std::vector<std::string> dirs;
+  OwnSearchPath own;
   std::optional<std::string> why;
 };
 
-RocrRunpath read_runpath(const Root& root, const std::optional<std::string>& hsa_lib,
-                         const std::string& origin = {}) {
+RocrRunpath read_runpath(const Root& root, const std::optional<std::string>& hsa_lib) {
   RocrRunpath rp;
   if (!hsa_lib) return rp;
-  const std::string dir =
-      origin.empty() ? std::filesystem::path(*hsa_lib).parent_path().string() : origin;
-  const int fd = root.open_regular(*hsa_lib);
-  if (fd < 0) {
+  const DynamicRead dyn = read_dynamic(root, *hsa_lib);
+  if (!dyn.opened)
     rp.why = fmt::format("{} could not be opened", *hsa_lib);
-    return rp;
-  }
-  std::string why;
-  const auto dyn = read_elf_dynamic(fd, why);
-  ::close(fd);
-  if (!dyn)
-    rp.why = fmt::format("{}: {}", *hsa_lib, why);
-  else if (dyn->runpath)
-    rp.dirs = split_dirs(*dyn->runpath, ":", dir);
-  else if (dyn->rpath)
-    rp.dirs = split_dirs(*dyn->rpath, ":", dir);
+  else if (!dyn.dynamic)
+    rp.why = fmt::format("{}: {}", *hsa_lib, dyn.why);
+  else
+    rp.own = own_search_path(*dyn.dynamic, parent_dir(*hsa_lib));
   return rp;
 }
 
@@ -325,27 +252,39 @@ void put_loader_facts(const Root& root, FactSet& facts, const std::string& prefi
                       const std::string& hsa_lib, const std::string& lib_dir, const RocrRunpath& rp,
                       const std::optional<std::string>& wheel_site,
                       const std::optional<std::string>& release) {
+  // The order of the one loader model (checks/common/dynamic_loader.hpp): ROCr's DT_RPATH
+  // (only without DT_RUNPATH), LD_LIBRARY_PATH, its DT_RUNPATH, ld.so.cache's directories, the
+  // system directories.
+  const auto hit =
+      find_library(root, search_order(rp.why ? nullptr : &rp.own, ld.ld, &ld.conf), kLibRocdxg);
   std::optional<std::string> loader_dir;
   std::string how;
-  auto try_dirs = [&](const std::vector<std::string>& dirs, const char* what) {
-    for (const auto& d : dirs) {
-      if (loader_dir) return;
-      if (root.exists(join_path(d, kLibRocdxg))) {
-        loader_dir = d;
-        how = what;
-      }
+  if (hit) {
+    loader_dir = hit->dir;
+    switch (hit->step) {
+    case SearchStep::rpath:
+    case SearchStep::runpath:
+      how = fmt::format("libhsa-runtime64's {}", step_name(hit->step));
+      break;
+    case SearchStep::ld_library_path:
+      how = "LD_LIBRARY_PATH";
+      break;
+    case SearchStep::ld_so_cache:
+      how = "ld.so.conf";
+      break;
+    case SearchStep::system_dirs:
+      how = "the default directories";
+      break;
     }
-  };
-  try_dirs(ld.ld_dirs, "LD_LIBRARY_PATH");
-  try_dirs(rp.dirs, "libhsa-runtime64's DT_RUNPATH");
-  try_dirs(ld.conf_dirs, "ld.so.conf");
-  try_dirs(kDefaultDirs, "the default directories");
+  }
   const std::string on_key = prefix + ".on_loader_path";
   const std::string path_key = prefix + ".loader_path";
   const std::string src = fmt::format(
-      "dlopen(3) order: LD_LIBRARY_PATH, DT_RUNPATH of {}, {}, default directories", hsa_lib,
-      ld.conf_sources.empty() ? std::string("no /etc/ld.so.conf")
-                              : fmt::format("{}", fmt::join(ld.conf_sources, ", ")));
+      "dlopen(3) order: {}, {}, default directories",
+      rp.own.step == SearchStep::rpath ? fmt::format("DT_RPATH of {}, LD_LIBRARY_PATH", hsa_lib)
+                                       : fmt::format("LD_LIBRARY_PATH, DT_RUNPATH of {}", hsa_lib),
+      ld.conf.files.empty() ? std::string("no /etc/ld.so.conf")
+                            : fmt::format("{}", fmt::join(ld.conf.files, ", ")));
   if (loader_dir) {
     facts.put_ok(on_key, true, src);
     facts.put_ok(path_key, join_path(*loader_dir, kLibRocdxg) + " (" + how + ")", src);
@@ -525,11 +464,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   put_sdk_facts(facts, sdk);
 
   // 5. librocdxg: where it is, and whether dlopen("librocdxg.so") from each ROCr finds it.
+  // $ORIGIN in LD_LIBRARY_PATH is the main program's directory (ld.so(8)), unknown here.
   Loader ld;
   if (env)
     if (auto it = env->find("LD_LIBRARY_PATH"); it != env->end())
-      ld.ld_dirs = split_dirs(it->second, ":;", "");
-  ld.conf_dirs = ld_so_conf_dirs(root, ld.conf_sources);
+      ld.ld = split_search_list(it->second, ListKind::ld_library_path, std::nullopt);
+  ld.conf = read_ld_so_conf(root);
   std::vector<std::string> search = {rocm_lib, "/usr/local/lib"};
   if (root.is_dir("/opt"))
     if (auto names = root.list("/opt", nullptr, 256))
@@ -542,7 +482,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   const RocrRunpath sys_rp = read_runpath(root, rocm ? std::optional(hsa_lib) : std::nullopt);
   for (const std::vector<std::string>* list : std::array<const std::vector<std::string>*, 4>{
-           &ld.ld_dirs, &sys_rp.dirs, &ld.conf_dirs, &kDefaultDirs})
+           &ld.ld.dirs, &sys_rp.own.list.dirs, &ld.conf.dirs, &system_dirs()})
     for (const auto& d : *list)
       push_unique(search, d);
   // /opt/rocm is a link to /opt/rocm-X.Y.Z: list each real directory once.
@@ -565,7 +505,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (sdk.lib_dir) {
     const std::string sdk_hsa = join_path(*sdk.lib_dir, hsa::kLibraryName);
     put_loader_facts(root, facts, "wsl.sdk.librocdxg", ld, sdk_hsa, *sdk.lib_dir,
-                     read_runpath(root, sdk_hsa, *sdk.lib_dir), sdk.site,
+                     read_runpath(root, sdk_hsa), sdk.site,
                      facts.get<std::string>("wsl.sdk.version"));
   } else {
     for (const char* k : {"wsl.sdk.librocdxg.on_loader_path", "wsl.sdk.librocdxg.loader_path"})
