@@ -129,10 +129,10 @@ const std::vector<std::string>& summary_keys() {
                                              std::string(fact_keys::hsa::runtime_version),
                                              std::string(fact_keys::hsa::agent_count),
                                              std::string(fact_keys::hsa::gpu_count),
-                                             "hsa.gpu.0.agent",
-                                             "hsa.gpu.0.gfx_target",
-                                             "hsa.gpu.0.apu",
-                                             "hsa.gpu.0.coarse_pool_bytes"};
+                                             fact_keys::hsa::gpu_agent(0),
+                                             fact_keys::hsa::gpu_gfx_target(0),
+                                             fact_keys::hsa::gpu_apu(0),
+                                             fact_keys::hsa::gpu_coarse_pool_bytes(0)};
   return k;
 }
 

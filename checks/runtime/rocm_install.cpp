@@ -30,7 +30,6 @@ namespace {
 constexpr std::string_view kInstallVersion = fact_keys::rocm::install_version;
 constexpr std::string_view kInstallPrefix = fact_keys::rocm::install_prefix;
 constexpr std::string_view kSdkVersion = fact_keys::rocm::sdk_version;
-constexpr const char* kRocmPathEnv = "env.rocm_path";
 constexpr std::string_view kPythonEnv = fact_keys::framework::python_env;
 
 /// A version file is a line; a manifest a few KiB (TheRock's lists its submodule pins).
@@ -86,7 +85,8 @@ std::optional<Found> release_of(const Root& root, const std::string& prefix,
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> prefixes;
-  if (auto p = facts.get<std::string>(kRocmPathEnv); p && !p->empty() && p->front() == '/')
+  if (auto p = facts.get<std::string>(fact_keys::env::key("rocm_path"));
+      p && !p->empty() && p->front() == '/')
     prefixes.push_back(*p);
   prefixes.emplace_back("/opt/rocm");
   std::vector<std::string> why;
@@ -129,7 +129,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_rocm_install_probe() {
   auto p = std::make_unique<BasicProbe>(
-      "rocm_install", std::vector<std::string>{kRocmPathEnv, std::string(kPythonEnv)},
+      "rocm_install",
+      std::vector<std::string>{fact_keys::env::key("rocm_path"), std::string(kPythonEnv)},
       std::vector<std::string>{
           "/opt/rocm/.info/version", "/opt/rocm/share/therock/therock_manifest.json",
           "$ROCM_PATH/.info/version", "$ROCM_PATH/share/therock/therock_manifest.json",
