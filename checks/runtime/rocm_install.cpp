@@ -27,11 +27,6 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::string_view kInstallVersion = fact_keys::rocm::install_version;
-constexpr std::string_view kInstallPrefix = fact_keys::rocm::install_prefix;
-constexpr std::string_view kSdkVersion = fact_keys::rocm::sdk_version;
-constexpr std::string_view kPythonEnv = fact_keys::framework::python_env;
-
 /// A version file is a line; a manifest a few KiB (TheRock's lists its submodule pins).
 constexpr std::size_t kMaxVersionBytes = 256;
 constexpr std::size_t kMaxManifestBytes = std::size_t{256} * 1024;
@@ -94,34 +89,38 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   for (const auto& prefix : prefixes)
     if ((install = release_of(ctx.root, prefix, why))) break;
   if (install) {
-    facts.put_ok(std::string(kInstallVersion), install->version, install->source);
-    facts.put_ok(std::string(kInstallPrefix), install->prefix, install->source);
+    facts.put_ok(std::string(fact_keys::rocm::install_version), install->version, install->source);
+    facts.put_ok(std::string(fact_keys::rocm::install_prefix), install->prefix, install->source);
   } else {
     const std::string reason =
         fmt::format("no ROCm installation says its release: {}", fmt::join(why, "; "));
-    facts.put_status(std::string(kInstallVersion), Status::missing, "/opt/rocm", reason);
-    facts.put_status(std::string(kInstallPrefix), Status::missing, "/opt/rocm", reason);
+    facts.put_status(std::string(fact_keys::rocm::install_version), Status::missing, "/opt/rocm",
+                     reason);
+    facts.put_status(std::string(fact_keys::rocm::install_prefix), Status::missing, "/opt/rocm",
+                     reason);
   }
 
-  const Fact* site = facts.find(kPythonEnv);
+  const Fact* site = facts.find(fact_keys::framework::python_env);
   if (site == nullptr || !site->ok()) {
-    facts.put_status(std::string(kSdkVersion), Status::missing, std::string(kPythonEnv),
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing,
+                     std::string(fact_keys::framework::python_env),
                      "no Python environment found (framework.python_env)");
     return;
   }
-  const std::string sdk = facts.get<std::string>(kPythonEnv).value_or("") + "/_rocm_sdk_core";
+  const std::string sdk =
+      facts.get<std::string>(fact_keys::framework::python_env).value_or("") + "/_rocm_sdk_core";
   if (!ctx.root.is_dir(sdk)) {
-    facts.put_status(std::string(kSdkVersion), Status::missing, sdk,
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing, sdk,
                      "no TheRock rocm-sdk-core in the Python environment");
     return;
   }
   std::vector<std::string> sdk_why;
   if (auto v = release_of(ctx.root, sdk, sdk_why))
-    facts.put_ok(std::string(kSdkVersion), v->version, v->source);
+    facts.put_ok(std::string(fact_keys::rocm::sdk_version), v->version, v->source);
   else
     // Missing, not error: a bundle carries the version files, not the directory, and replays
     // the same status.
-    facts.put_status(std::string(kSdkVersion), Status::missing, sdk,
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing, sdk,
                      fmt::format("rocm-sdk-core without a release: {}", fmt::join(sdk_why, "; ")));
 }
 
@@ -130,7 +129,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_rocm_install_probe() {
   auto p = std::make_unique<BasicProbe>(
       "rocm_install",
-      std::vector<std::string>{fact_keys::env::key("rocm_path"), std::string(kPythonEnv)},
+      std::vector<std::string>{fact_keys::env::key("rocm_path"),
+                               std::string(fact_keys::framework::python_env)},
       std::vector<std::string>{
           "/opt/rocm/.info/version", "/opt/rocm/share/therock/therock_manifest.json",
           "$ROCM_PATH/.info/version", "$ROCM_PATH/share/therock/therock_manifest.json",

@@ -22,9 +22,6 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::string_view kVersion = fact_keys::rocm::version;
-constexpr std::string_view kBasis = fact_keys::rocm::version_basis;
-
 void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
   struct Candidate {
     std::string_view key;
@@ -39,8 +36,10 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
     const Fact* f = facts.find(c.key);
     if (f == nullptr || !f->ok()) continue;
     if (auto v = facts.get<std::string>(c.key)) {
-      facts.put_ok(std::string(kVersion), *v, fmt::format("{} ({})", c.key, f->source));
-      facts.put_ok(std::string(kBasis), std::string(c.basis), std::string(c.key));
+      facts.put_ok(std::string(fact_keys::rocm::version), *v,
+                   fmt::format("{} ({})", c.key, f->source));
+      facts.put_ok(std::string(fact_keys::rocm::version_basis), std::string(c.basis),
+                   std::string(c.key));
       return;
     }
   }
@@ -58,8 +57,8 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
       fmt::format("{}; and no ROCm installation on disk says its release (rocm.install.version, "
                   "rocm.sdk.version)",
                   rt_reason);
-  facts.put_status(std::string(kVersion), Status::missing, "derived", reason);
-  facts.put_status(std::string(kBasis), Status::missing, "derived", reason);
+  facts.put_status(std::string(fact_keys::rocm::version), Status::missing, "derived", reason);
+  facts.put_status(std::string(fact_keys::rocm::version_basis), Status::missing, "derived", reason);
 }
 
 } // namespace

@@ -46,7 +46,7 @@ struct PagesBytes {
 /// A TTM parameter configured for the module amdgpu uses: its facts from the kernel command line,
 /// from modprobe.d, and the value that wins (ttm.configured.*).
 struct ConfiguredKeys {
-  const char* param;
+  const char* param = nullptr;
   PagesBytes cmdline;
   PagesBytes modprobe;
   PagesBytes configured;

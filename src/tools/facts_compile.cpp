@@ -367,6 +367,7 @@ namespace halo::fact_keys {
   text += "\n/// Every declared pattern, sorted.\ninline constexpr auto kPatterns = "
           "::std::to_array<::std::string_view>({\n";
   std::vector<std::string> patterns;
+  patterns.reserve(names.size());
   for (const KeyName& k : names)
     patterns.push_back(k.pattern);
   std::ranges::sort(patterns);
