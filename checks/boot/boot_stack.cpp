@@ -8,6 +8,7 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/fix.hpp>
 #include <halo/text.hpp>
 
@@ -104,12 +105,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // The host's boot loader and initramfs: through the host root in a container.
   const Root* host = ctx.host_config_root();
   if (host == nullptr) {
-    for (const char* k :
-         {"boot.stack", "boot.evidence", "boot.tools", "boot.initramfs_tool", "boot.ostree_booted",
-          "boot.kernelstub_config", "boot.grub_default_exists", "boot.grub_bls",
-          "boot.grub_d_files", "boot.kernel_cmdline_file", "boot.loader_entries",
-          "boot.nixos_kernel_param_lines"})
-      facts.put_status(k, Status::missing, "host root", ctx.host_basis());
+    for (const std::string_view k :
+         {fact_keys::boot::stack, fact_keys::boot::evidence, fact_keys::boot::tools,
+          fact_keys::boot::initramfs_tool, fact_keys::boot::ostree_booted,
+          fact_keys::boot::kernelstub_config, fact_keys::boot::grub_default_exists,
+          fact_keys::boot::grub_bls, fact_keys::boot::grub_d_files,
+          fact_keys::boot::kernel_cmdline_file, fact_keys::boot::loader_entries,
+          fact_keys::boot::nixos_kernel_param_lines})
+      facts.put_status(std::string(k), Status::missing, "host root", ctx.host_basis());
     return;
   }
   const Root& root = *host;
@@ -123,29 +126,31 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     tools.emplace_back(t);
     evidence.push_back(fmt::format("{} is installed ({})", t, where));
   }
-  facts.put_ok("boot.tools", tools, "executables in /usr/bin, /usr/sbin, /bin, /sbin");
+  facts.put_ok(std::string(fact_keys::boot::tools), tools,
+               "executables in /usr/bin, /usr/sbin, /bin, /sbin");
   auto has = [&](std::string_view t) { return contains(tools, t); };
 
   // os-release, as the os probe read it (it runs earlier).
-  const std::string os_id = facts.get<std::string>("os.id").value_or("");
-  const std::string variant = facts.get<std::string>("os.variant_id").value_or("");
-  const auto family =
-      facts.get<std::vector<std::string>>("os.family").value_or(std::vector<std::string>{});
+  const std::string os_id = facts.get<std::string>(fact_keys::os::id).value_or("");
+  const std::string variant = facts.get<std::string>(fact_keys::os::variant_id).value_or("");
+  const auto family = facts.get<std::vector<std::string>>(fact_keys::os::family)
+                          .value_or(std::vector<std::string>{});
   if (!os_id.empty())
     evidence.push_back(fmt::format("/etc/os-release: ID={}{}", os_id,
                                    variant.empty() ? "" : " VARIANT_ID=" + variant));
 
   // Markers and configuration files.
   const bool ostree = root.exists("/run/ostree-booted");
-  facts.put_ok("boot.ostree_booted", ostree, "/run/ostree-booted");
+  facts.put_ok(std::string(fact_keys::boot::ostree_booted), ostree, "/run/ostree-booted");
   if (ostree) evidence.emplace_back("/run/ostree-booted exists");
 
   const bool kernelstub_conf = root.exists("/etc/kernelstub/configuration");
-  facts.put_ok("boot.kernelstub_config", kernelstub_conf, "/etc/kernelstub/configuration");
+  facts.put_ok(std::string(fact_keys::boot::kernelstub_config), kernelstub_conf,
+               "/etc/kernelstub/configuration");
   if (kernelstub_conf) evidence.emplace_back("/etc/kernelstub/configuration exists");
 
   const ReadResult grub = root.read("/etc/default/grub");
-  facts.put_ok("boot.grub_default_exists", grub.ok(), "/etc/default/grub");
+  facts.put_ok(std::string(fact_keys::boot::grub_default_exists), grub.ok(), "/etc/default/grub");
   bool bls = false;
   if (grub.ok()) {
     for (const auto& line : split_lines(grub.text)) {
@@ -155,9 +160,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     evidence.emplace_back(bls ? "/etc/default/grub sets GRUB_ENABLE_BLSCFG=true"
                               : "/etc/default/grub exists");
-    facts.put_ok("boot.grub_bls", bls, "/etc/default/grub");
+    facts.put_ok(std::string(fact_keys::boot::grub_bls), bls, "/etc/default/grub");
   } else {
-    facts.put_status("boot.grub_bls", grub.status, grub.path, grub.reason);
+    facts.put_status(std::string(fact_keys::boot::grub_bls), grub.status, grub.path, grub.reason);
   }
 
   Status st = Status::ok;
@@ -166,20 +171,22 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (grub_d) {
     for (const auto& n : *grub_d)
       if (n.size() > 4 && n.substr(n.size() - 4) == ".cfg") grub_d_files.push_back(n);
-    facts.put_ok("boot.grub_d_files", grub_d_files, "/etc/default/grub.d");
+    facts.put_ok(std::string(fact_keys::boot::grub_d_files), grub_d_files, "/etc/default/grub.d");
     if (!grub_d_files.empty())
       evidence.push_back(
           fmt::format("/etc/default/grub.d holds {}", fmt::join(grub_d_files, ", ")));
   } else {
-    facts.put_status("boot.grub_d_files", st, "/etc/default/grub.d", "cannot be listed");
+    facts.put_status(std::string(fact_keys::boot::grub_d_files), st, "/etc/default/grub.d",
+                     "cannot be listed");
   }
 
   const ReadResult cmdline = root.read_trimmed("/etc/kernel/cmdline");
   if (cmdline.ok()) {
-    facts.put_ok("boot.kernel_cmdline_file", cmdline.text, cmdline.path);
+    facts.put_ok(std::string(fact_keys::boot::kernel_cmdline_file), cmdline.text, cmdline.path);
     evidence.emplace_back("/etc/kernel/cmdline exists");
   } else {
-    facts.put_status("boot.kernel_cmdline_file", cmdline.status, cmdline.path, cmdline.reason);
+    facts.put_status(std::string(fact_keys::boot::kernel_cmdline_file), cmdline.status,
+                     cmdline.path, cmdline.reason);
   }
 
   std::vector<std::string> entries;
@@ -190,8 +197,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       if (n.size() > 5 && n.substr(n.size() - 5) == ".conf")
         entries.push_back(std::string(d) + "/" + n);
   }
-  facts.put_ok("boot.loader_entries", entries, "/boot/loader/entries, /efi/loader/entries");
-  facts.put_ok("boot.nixos_kernel_param_lines", nixos_param_lines(root), "/etc/nixos/**/*.nix");
+  facts.put_ok(std::string(fact_keys::boot::loader_entries), entries,
+               "/boot/loader/entries, /efi/loader/entries");
+  facts.put_ok(std::string(fact_keys::boot::nixos_kernel_param_lines), nixos_param_lines(root),
+               "/etc/nixos/**/*.nix");
   if (!entries.empty())
     evidence.push_back(fmt::format("{} loader entries ({})", entries.size(), entries.front()));
 
@@ -211,9 +220,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       initramfs = "dracut";
   }
   if (!initramfs.empty())
-    facts.put_ok("boot.initramfs_tool", initramfs, "boot.tools");
+    facts.put_ok(std::string(fact_keys::boot::initramfs_tool), initramfs,
+                 std::string(fact_keys::boot::tools));
   else
-    facts.put_status("boot.initramfs_tool", Status::missing, "boot.tools",
+    facts.put_status(std::string(fact_keys::boot::initramfs_tool), Status::missing,
+                     std::string(fact_keys::boot::tools),
                      builders.empty() ? "none of dracut, update-initramfs, mkinitcpio is installed"
                                       : "several initramfs builders installed: " +
                                             fmt::format("{}", fmt::join(builders, ", ")));
@@ -229,9 +240,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     why.reserve(candidates.size());
     for (const auto& [k, w] : candidates)
       why.push_back(fmt::format("{} ({})", k, w));
-    facts.put_status("boot.stack", Status::error, "boot.evidence",
+    facts.put_status(std::string(fact_keys::boot::stack), Status::error,
+                     std::string(fact_keys::boot::evidence),
                      fmt::format("conflicting evidence: {}", fmt::join(why, " vs ")));
-    facts.put_ok("boot.evidence", evidence, "boot stack detection");
+    facts.put_ok(std::string(fact_keys::boot::evidence), evidence, "boot stack detection");
   };
   if (strong.size() > 1) {
     report_conflict(strong);
@@ -263,13 +275,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     else if (grub_present && !grub.ok())
       evidence.emplace_back("GRUB tools without /etc/default/grub");
   }
-  facts.put_ok("boot.evidence", evidence, "boot stack detection");
+  facts.put_ok(std::string(fact_keys::boot::evidence), evidence, "boot stack detection");
   if (kind.empty())
-    facts.put_status("boot.stack", Status::missing, "boot.evidence",
+    facts.put_status(std::string(fact_keys::boot::stack), Status::missing,
+                     std::string(fact_keys::boot::evidence),
                      "no boot loader tool found (grubby, update-grub, grub-mkconfig, kernelstub, "
                      "kernel-install, rpm-ostree) and not NixOS");
   else
-    facts.put_ok("boot.stack", kind, "boot.evidence");
+    facts.put_ok(std::string(fact_keys::boot::stack), kind, std::string(fact_keys::boot::evidence));
 }
 
 } // namespace
@@ -284,7 +297,10 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
     for (const char* t : kTools)
       reads.push_back(std::string(d) + "/" + t);
   return std::make_unique<BasicProbe>(
-      "boot_stack", std::vector<std::string>{"os.id", "os.variant_id", "os.family"},
+      "boot_stack",
+      std::vector<std::string>{std::string(fact_keys::os::id),
+                               std::string(fact_keys::os::variant_id),
+                               std::string(fact_keys::os::family)},
       std::move(reads), collect);
 }
 

@@ -30,6 +30,7 @@
 #include "probes.hpp"
 
 #include <halo/archive_read.hpp>
+#include <halo/fact_keys.hpp>
 
 #include <fmt/format.h>
 
@@ -155,10 +156,12 @@ bool has_firmware(const std::set<std::string>& fw, const std::string& name,
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  static const std::vector<std::string> kKeys = {"initramfs.path", "initramfs.segments",
-                                                 "initramfs.firmware_failed_present",
-                                                 "initramfs.firmware_failed_missing"};
-  const auto failures = facts.get<std::vector<std::string>>("kernel_log.firmware_load_failures");
+  static const std::vector<std::string> kKeys = {
+      std::string(fact_keys::initramfs::path), std::string(fact_keys::initramfs::segments),
+      std::string(fact_keys::initramfs::firmware_failed_present),
+      std::string(fact_keys::initramfs::firmware_failed_missing)};
+  const auto failures =
+      facts.get<std::vector<std::string>>(fact_keys::kernel_log::firmware_load_failures);
   std::vector<std::string> names;
   for (const auto& f : failures.value_or(std::vector<std::string>{}))
     names.push_back(f.substr(0, f.find(": ")));
@@ -175,7 +178,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       facts.put_status(k, Status::missing, "host root", ctx.host_basis());
     return;
   }
-  const std::string release = facts.get<std::string>("kernel.release").value_or("");
+  const std::string release = facts.get<std::string>(fact_keys::kernel::release).value_or("");
   std::vector<std::string> candidates;
   if (!release.empty())
     candidates = {"/boot/initrd.img-" + release, "/boot/initramfs-" + release + ".img",
@@ -222,20 +225,21 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return;
   }
   const Listing l = list_image(fd, st.st_size);
-  facts.put_ok("initramfs.path", path, "/boot");
+  facts.put_ok(std::string(fact_keys::initramfs::path), path, "/boot");
   if (!l.error.empty()) {
     for (const auto& k : {kKeys[1], kKeys[2], kKeys[3]})
       facts.put_status(k, Status::error, path, "could not read the image: " + l.error);
     return;
   }
-  facts.put_ok("initramfs.segments", static_cast<std::int64_t>(l.segments), path);
+  facts.put_ok(std::string(fact_keys::initramfs::segments), static_cast<std::int64_t>(l.segments),
+               path);
   std::vector<std::string> present;
   std::vector<std::string> missing;
   for (const auto& n : names)
     (has_firmware(l.firmware, n, release) ? present : missing).push_back(n);
   const std::string src = path + " (cpio listing, lib/firmware and usr/lib/firmware)";
-  facts.put_ok("initramfs.firmware_failed_present", present, src);
-  facts.put_ok("initramfs.firmware_failed_missing", missing, src);
+  facts.put_ok(std::string(fact_keys::initramfs::firmware_failed_present), present, src);
+  facts.put_ok(std::string(fact_keys::initramfs::firmware_failed_missing), missing, src);
 }
 
 } // namespace
@@ -244,7 +248,7 @@ std::unique_ptr<Probe> make_initramfs_probe() {
   return std::make_unique<BasicProbe>(
       "initramfs",
       std::vector<std::string>{std::string(keys::kernel_release),
-                               "kernel_log.firmware_load_failures"},
+                               std::string(fact_keys::kernel_log::firmware_load_failures)},
       std::vector<std::string>{"/boot/initrd.img-*", "/boot/initramfs-*.img", "/boot/initrd-*"},
       collect);
 }

@@ -8,6 +8,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 namespace halo::probes {
 namespace {
 
@@ -17,24 +19,27 @@ constexpr const char* kSecureBootVar =
 void collect(const ProbeContext& ctx, FactSet& facts) {
   if (ReadResult r = ctx.root.read(kSecureBootVar, 64); r.ok()) {
     if (r.text.size() == 5)
-      facts.put_ok("boot.secure_boot", r.text[4] == 1, r.path);
+      facts.put_ok(std::string(fact_keys::boot::secure_boot), r.text[4] == 1, r.path);
     else
-      facts.put_status("boot.secure_boot", Status::error, r.path,
+      facts.put_status(std::string(fact_keys::boot::secure_boot), Status::error, r.path,
                        "not 4 attribute bytes and 1 value byte");
   } else if (r.status == Status::missing && !ctx.root.exists("/sys/firmware/efi")) {
-    facts.put_ok("boot.secure_boot", false, "/sys/firmware/efi (absent: legacy BIOS boot)");
+    facts.put_ok(std::string(fact_keys::boot::secure_boot), false,
+                 "/sys/firmware/efi (absent: legacy BIOS boot)");
   } else {
-    facts.put_status("boot.secure_boot", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::boot::secure_boot), r.status, r.path, r.reason);
   }
   if (ReadResult l = ctx.root.read_trimmed("/sys/kernel/security/lockdown"); l.ok()) {
     const auto open = l.text.find('[');
     const auto close = l.text.find(']', open == std::string::npos ? 0 : open);
     if (open != std::string::npos && close != std::string::npos)
-      facts.put_ok("boot.lockdown", l.text.substr(open + 1, close - open - 1), l.path);
+      facts.put_ok(std::string(fact_keys::boot::lockdown),
+                   l.text.substr(open + 1, close - open - 1), l.path);
     else
-      facts.put_status("boot.lockdown", Status::error, l.path, "no [active] mode");
+      facts.put_status(std::string(fact_keys::boot::lockdown), Status::error, l.path,
+                       "no [active] mode");
   } else {
-    facts.put_status("boot.lockdown", l.status, l.path, l.reason);
+    facts.put_status(std::string(fact_keys::boot::lockdown), l.status, l.path, l.reason);
   }
 }
 

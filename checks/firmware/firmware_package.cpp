@@ -11,6 +11,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 namespace halo::probes {
@@ -19,8 +21,9 @@ namespace {
 constexpr std::size_t kMaxStatusBytes = std::size_t{64} << 20; // dpkg status: a few MiB
 
 void put_all(FactSet& facts, Status st, const std::string& src, const std::string& why) {
-  for (const char* k : {"firmware.package", "firmware.package_version"})
-    facts.put_status(k, st, src, why);
+  for (const std::string_view k :
+       {fact_keys::firmware::package, fact_keys::firmware::package_version})
+    facts.put_status(std::string(k), st, src, why);
 }
 
 /// The installed version of the first of `names` in dpkg's status file, with its package name.
@@ -67,8 +70,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   if (ReadResult r = host->read("/var/lib/dpkg/status", kMaxStatusBytes); r.ok()) {
     if (auto p = from_dpkg(r.text)) {
-      facts.put_ok("firmware.package", p->first, r.path);
-      facts.put_ok("firmware.package_version", p->second, r.path);
+      facts.put_ok(std::string(fact_keys::firmware::package), p->first, r.path);
+      facts.put_ok(std::string(fact_keys::firmware::package_version), p->second, r.path);
     } else {
       put_all(facts, Status::missing, r.path,
               "neither linux-firmware nor firmware-amd-graphics is installed");
@@ -91,8 +94,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         const auto lines = split_lines(d.text);
         for (std::size_t i = 0; i + 1 < lines.size(); ++i)
           if (lines[i] == "%VERSION%") {
-            facts.put_ok("firmware.package", std::string(name), d.path);
-            facts.put_ok("firmware.package_version", lines[i + 1], d.path);
+            facts.put_ok(std::string(fact_keys::firmware::package), std::string(name), d.path);
+            facts.put_ok(std::string(fact_keys::firmware::package_version), lines[i + 1], d.path);
             return;
           }
       }

@@ -9,6 +9,8 @@
 #include "gpus/gpus.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -261,7 +263,6 @@ void derive_framework_companions(FactSet& facts) {
 /// (rocBLAS/hipBLASLt file names: framework.torch.gfx_targets); a GPU needs both, so it is the
 /// intersection of those that could be read, generic targets expanded to their processors.
 void derive_framework_kernel_targets(FactSet& facts) {
-  constexpr std::string_view kKey = "framework.torch.kernel_targets";
   std::optional<std::set<std::string>> targets;
   std::vector<std::string> used;
   std::vector<std::string> reasons;
@@ -288,11 +289,12 @@ void derive_framework_kernel_targets(FactSet& facts) {
     used.emplace_back(key);
   }
   if (!targets) {
-    facts.put_status(std::string(kKey), Status::missing, kDerived,
-                     fmt::format("{}", fmt::join(reasons, "; ")));
+    facts.put_status(std::string(fact_keys::framework::torch_kernel_targets), Status::missing,
+                     kDerived, fmt::format("{}", fmt::join(reasons, "; ")));
     return;
   }
-  facts.put_ok(std::string(kKey), std::vector<std::string>(targets->begin(), targets->end()),
+  facts.put_ok(std::string(fact_keys::framework::torch_kernel_targets),
+               std::vector<std::string>(targets->begin(), targets->end()),
                fmt::format("derived: {}{}", fmt::join(used, " and "),
                            used.size() == 2 ? " (both needed: the intersection)" : ""));
 }
@@ -303,19 +305,23 @@ void derive_framework_kernel_targets(FactSet& facts) {
 /// whether a GPU's failure is torch's own code ("invalid device function") or a ROCm math library's
 /// (rocBLAS, hipBLASLt: their own messages). Not ok: offload_targets' status and reason.
 void derive_framework_offload_kernel_targets(FactSet& facts) {
-  constexpr std::string_view kFrom = "framework.torch.offload_targets";
-  constexpr std::string_view kTo = "framework.torch.offload_kernel_targets";
-  const Fact* f = facts.find(kFrom);
+  const Fact* f = facts.find(fact_keys::framework::torch_offload_targets);
   if (f == nullptr) return;
-  const auto list = facts.get<std::vector<std::string>>(kFrom);
+  const auto list =
+      facts.get<std::vector<std::string>>(fact_keys::framework::torch_offload_targets);
   if (f->status != Status::ok || !list) {
-    facts.put_status(std::string(kTo), f->status == Status::ok ? Status::error : f->status,
-                     kDerived,
-                     f->status == Status::ok ? fmt::format("{} is not a list", kFrom) : f->reason);
+    facts.put_status(
+        std::string(fact_keys::framework::torch_offload_kernel_targets),
+        f->status == Status::ok ? Status::error : f->status, kDerived,
+        f->status == Status::ok
+            ? fmt::format("{} is not a list", fact_keys::framework::torch_offload_targets)
+            : f->reason);
     return;
   }
-  facts.put_ok(std::string(kTo), with_generic_processors(*list),
-               fmt::format("derived: {}, generic targets expanded (LLVM AMDGPUUsage)", kFrom));
+  facts.put_ok(std::string(fact_keys::framework::torch_offload_kernel_targets),
+               with_generic_processors(*list),
+               fmt::format("derived: {}, generic targets expanded (LLVM AMDGPUUsage)",
+                           fact_keys::framework::torch_offload_targets));
 }
 
 /// framework.flash_attn.kernel_targets and framework.bitsandbytes.kernel_targets: the gfx
@@ -348,11 +354,11 @@ void derive_companion_kernel_targets(FactSet& facts) {
 /// ROCm release's ("6.2.41133-dd7f95766" is ROCm 6.2.0, "7.1.25424" ROCm 7.1). Its third field
 /// is a build number, not the ROCm patch release, so only MAJOR.MINOR is derived.
 void derive_framework_rocm_version(FactSet& facts) {
-  constexpr std::string_view kKey = "framework.torch.rocm_version";
   const auto hip = facts.get<std::string>("framework.torch.hip_version");
   if (!hip) {
     const Fact* f = facts.find("framework.torch.hip_version");
-    facts.put_status(std::string(kKey), Status::missing, kDerived,
+    facts.put_status(std::string(fact_keys::framework::torch_rocm_version), Status::missing,
+                     kDerived,
                      f == nullptr || f->reason.empty() ? std::string("no ROCm build of torch found")
                                                        : f->reason);
     return;
@@ -361,11 +367,12 @@ void derive_framework_rocm_version(FactSet& facts) {
   std::string major;
   std::string minor;
   if (!RE2::FullMatch(*hip, kMajorMinor, &major, &minor)) {
-    facts.put_status(std::string(kKey), Status::error, kDerived,
+    facts.put_status(std::string(fact_keys::framework::torch_rocm_version), Status::error, kDerived,
                      fmt::format("torch.version.hip '{}' is not MAJOR.MINOR[.BUILD]", *hip));
     return;
   }
-  facts.put_ok(std::string(kKey), fmt::format("{}.{}", major, minor),
+  facts.put_ok(std::string(fact_keys::framework::torch_rocm_version),
+               fmt::format("{}.{}", major, minor),
                "derived: framework.torch.hip_version (HIP's major.minor is the ROCm release's)");
 }
 

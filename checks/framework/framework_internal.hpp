@@ -9,6 +9,8 @@
 
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,35 +19,40 @@
 namespace halo::probes::framework_files {
 
 /// The facts the framework probe provides (declared in make_framework_probe()).
-inline constexpr std::string_view kPythonEnv = "framework.python_env";
-inline constexpr std::string_view kTorchPath = "framework.torch.path";
-inline constexpr std::string_view kTorchVersion = "framework.torch.version";
-inline constexpr std::string_view kTorchHip = "framework.torch.hip_version";
-inline constexpr std::string_view kTorchCuda = "framework.torch.cuda_version";
-inline constexpr std::string_view kTorchGit = "framework.torch.git_version";
-inline constexpr std::string_view kTorchBuild = "framework.torch.build";
-inline constexpr std::string_view kTorchGfx = "framework.torch.gfx_targets";
-inline constexpr std::string_view kTorchRocblas = "framework.torch.rocblas_targets";
-inline constexpr std::string_view kTorchRocblasDir = "framework.torch.rocblas_dir";
-inline constexpr std::string_view kTorchHipblaslt = "framework.torch.hipblaslt_targets";
-inline constexpr std::string_view kTorchHipblasltDir = "framework.torch.hipblaslt_dir";
-inline constexpr std::string_view kTorchOffload = "framework.torch.offload_targets";
-inline constexpr std::string_view kTorchSearch = "framework.torch.library_search";
-inline constexpr std::string_view kTorchLinked = "framework.torch.linked_libraries";
-inline constexpr std::string_view kTorchShadows = "framework.torch.ld_library_path_shadows";
-inline constexpr std::string_view kTorchAotriton = "framework.torch.aotriton_images";
-inline constexpr std::string_view kFlashAttnVersion = "framework.flash_attn.version";
-inline constexpr std::string_view kFlashAttnTargets = "framework.flash_attn.offload_targets";
-inline constexpr std::string_view kBnbVersion = "framework.bitsandbytes.version";
-inline constexpr std::string_view kBnbRocm = "framework.bitsandbytes.rocm_libraries";
-inline constexpr std::string_view kVisionVersion = "framework.torchvision.version";
-inline constexpr std::string_view kAudioVersion = "framework.torchaudio.version";
-inline constexpr std::string_view kBnbLibrary = "framework.bitsandbytes.library";
-inline constexpr std::string_view kBnbLibraryTargets = "framework.bitsandbytes.library_targets";
-inline constexpr std::string_view kBnbLibraryPresent = "framework.bitsandbytes.library_present";
-inline constexpr std::string_view kBnbLibraryChoice = "framework.bitsandbytes.library_choice";
-inline constexpr std::string_view kVisionBuild = "framework.torchvision.build";
-inline constexpr std::string_view kAudioBuild = "framework.torchaudio.build";
+inline constexpr std::string_view kPythonEnv = fact_keys::framework::python_env;
+inline constexpr std::string_view kTorchPath = fact_keys::framework::torch_path;
+inline constexpr std::string_view kTorchVersion = fact_keys::framework::torch_version;
+inline constexpr std::string_view kTorchHip = fact_keys::framework::torch_hip_version;
+inline constexpr std::string_view kTorchCuda = fact_keys::framework::torch_cuda_version;
+inline constexpr std::string_view kTorchGit = fact_keys::framework::torch_git_version;
+inline constexpr std::string_view kTorchBuild = fact_keys::framework::torch_build;
+inline constexpr std::string_view kTorchGfx = fact_keys::framework::torch_gfx_targets;
+inline constexpr std::string_view kTorchRocblas = fact_keys::framework::torch_rocblas_targets;
+inline constexpr std::string_view kTorchRocblasDir = fact_keys::framework::torch_rocblas_dir;
+inline constexpr std::string_view kTorchHipblaslt = fact_keys::framework::torch_hipblaslt_targets;
+inline constexpr std::string_view kTorchHipblasltDir = fact_keys::framework::torch_hipblaslt_dir;
+inline constexpr std::string_view kTorchOffload = fact_keys::framework::torch_offload_targets;
+inline constexpr std::string_view kTorchSearch = fact_keys::framework::torch_library_search;
+inline constexpr std::string_view kTorchLinked = fact_keys::framework::torch_linked_libraries;
+inline constexpr std::string_view kTorchShadows =
+    fact_keys::framework::torch_ld_library_path_shadows;
+inline constexpr std::string_view kTorchAotriton = fact_keys::framework::torch_aotriton_images;
+inline constexpr std::string_view kFlashAttnVersion = fact_keys::framework::flash_attn_version;
+inline constexpr std::string_view kFlashAttnTargets =
+    fact_keys::framework::flash_attn_offload_targets;
+inline constexpr std::string_view kBnbVersion = fact_keys::framework::bitsandbytes_version;
+inline constexpr std::string_view kBnbRocm = fact_keys::framework::bitsandbytes_rocm_libraries;
+inline constexpr std::string_view kVisionVersion = fact_keys::framework::torchvision_version;
+inline constexpr std::string_view kAudioVersion = fact_keys::framework::torchaudio_version;
+inline constexpr std::string_view kBnbLibrary = fact_keys::framework::bitsandbytes_library;
+inline constexpr std::string_view kBnbLibraryTargets =
+    fact_keys::framework::bitsandbytes_library_targets;
+inline constexpr std::string_view kBnbLibraryPresent =
+    fact_keys::framework::bitsandbytes_library_present;
+inline constexpr std::string_view kBnbLibraryChoice =
+    fact_keys::framework::bitsandbytes_library_choice;
+inline constexpr std::string_view kVisionBuild = fact_keys::framework::torchvision_build;
+inline constexpr std::string_view kAudioBuild = fact_keys::framework::torchaudio_build;
 
 /// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB (bytes).
 inline constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;

@@ -8,6 +8,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -144,10 +146,10 @@ bool aotriton_image_covers(std::string_view arch, std::string_view target) {
 /// cover GPU N's gfx target; an empty list means SDPA's flash and memory-efficient backends have
 /// no kernels for it. Missing when either side is unknown.
 void derive_aotriton_per_gpu(FactSet& facts) {
-  constexpr std::string_view kImages = "framework.torch.aotriton_images";
   const std::int64_t n = bounded_gpu_count(facts);
-  const Fact* images_fact = facts.find(kImages);
-  const auto images = facts.get<std::vector<std::string>>(kImages);
+  const Fact* images_fact = facts.find(fact_keys::framework::torch_aotriton_images);
+  const auto images =
+      facts.get<std::vector<std::string>>(fact_keys::framework::torch_aotriton_images);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string key = keys::gpu(i, "aotriton_images");
     const auto target = facts.get<std::string>(keys::gpu(i, "gfx_target"));
@@ -156,16 +158,17 @@ void derive_aotriton_per_gpu(FactSet& facts) {
                        !target                  ? std::string("the GPU's gfx target is unknown")
                        : images_fact == nullptr ? std::string("the framework probe did not run")
                        : images_fact->reason.empty()
-                           ? fmt::format("{}: {}", kImages, to_string(images_fact->status))
+                           ? fmt::format("{}: {}", fact_keys::framework::torch_aotriton_images,
+                                         to_string(images_fact->status))
                            : images_fact->reason);
       continue;
     }
     std::vector<std::string> covering;
     for (const auto& arch : *images)
       if (aotriton_image_covers(arch, *target)) covering.push_back(arch);
-    facts.put_ok(
-        key, covering,
-        fmt::format("derived: the {} of {} that cover {}", images->size(), kImages, *target));
+    facts.put_ok(key, covering,
+                 fmt::format("derived: the {} of {} that cover {}", images->size(),
+                             fact_keys::framework::torch_aotriton_images, *target));
   }
 }
 

@@ -54,7 +54,7 @@ VisibleGpus visible_gpus(const FactSet& facts) {
     rocr[static_cast<std::size_t>(i)] = i;
   std::vector<std::string> basis;
   bool uuid = false;
-  if (auto v = facts.get<std::string>("env.rocr_visible_devices")) {
+  if (auto v = facts.get<std::string>(fact_keys::env::key("rocr_visible_devices"))) {
     std::vector<std::int64_t> picked;
     for (auto k : visible_list(*v, n, uuid))
       picked.push_back(rocr[static_cast<std::size_t>(k)]);
@@ -62,8 +62,9 @@ VisibleGpus visible_gpus(const FactSet& facts) {
     basis.push_back("ROCR_VISIBLE_DEVICES=" + *v);
   }
   std::vector<std::int64_t> hip = rocr;
-  for (const auto& [var, key] : {std::pair{"HIP_VISIBLE_DEVICES", "env.hip_visible_devices"},
-                                 std::pair{"CUDA_VISIBLE_DEVICES", "env.cuda_visible_devices"}}) {
+  for (const auto& [var, key] :
+       {std::pair{"HIP_VISIBLE_DEVICES", fact_keys::env::key("hip_visible_devices")},
+        std::pair{"CUDA_VISIBLE_DEVICES", fact_keys::env::key("cuda_visible_devices")}}) {
     if (auto v = facts.get<std::string>(key)) {
       std::vector<std::int64_t> picked;
       for (auto k : visible_list(*v, static_cast<std::int64_t>(rocr.size()), uuid))

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <halo/fact.hpp>
+#include <halo/fact_keys.hpp>
 
 #include <cstdint>
 #include <string>
@@ -15,7 +16,7 @@ namespace halo::probes {
 /// The fact listing the AMD DRM cards (`card1`, ...): the `/sys/class/drm/card<N>` whose
 /// `device/vendor` is 0x1002, in the drm probe's order (checks/gpus/drm.cpp). A probe that walks
 /// the cards declares it among its inputs.
-inline constexpr std::string_view kAmdCards = "drm.amd_cards";
+inline constexpr std::string_view kAmdCards = fact_keys::drm::amd_cards;
 
 /// Calls `f(card)` for each AMD DRM card of `drm.amd_cards` (checks/gpus/drm.cpp), in order;
 /// nothing when the list is missing (no `/sys/class/drm`: the drm probe's fact says why).

@@ -7,6 +7,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,9 +22,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::string base = "/sys/class/kfd/kfd/topology/nodes";
   Status st = Status::ok;
   auto nodes = ctx.root.list(base, &st);
-  facts.put_ok("kfd.topology.present", nodes.has_value(), base);
+  facts.put_ok(std::string(fact_keys::kfd::topology_present), nodes.has_value(), base);
   if (!nodes) {
-    facts.put_status("kfd.gpu_nodes", st, base,
+    facts.put_status(std::string(fact_keys::kfd::gpu_nodes), st, base,
                      st == Status::missing ? "no KFD topology: amdgpu/amdkfd not loaded"
                                            : "cannot list");
     return;
@@ -98,7 +100,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       }
     }
   }
-  facts.put_ok("kfd.gpu_nodes", gpus, base);
+  facts.put_ok(std::string(fact_keys::kfd::gpu_nodes), gpus, base);
 }
 
 } // namespace

@@ -5,6 +5,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 namespace halo::probes {
@@ -15,7 +17,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   Status st = Status::ok;
   auto devs = ctx.root.list(base, &st);
   if (!devs) {
-    facts.put_status("pci.amd_gpu_count", st, base, "cannot list PCI devices");
+    facts.put_status(std::string(fact_keys::pci::amd_gpu_count), st, base,
+                     "cannot list PCI devices");
     return;
   }
   std::int64_t n = 0;
@@ -44,7 +47,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     else
       facts.put_ok(pre + ".driver", std::string(""), dir + "/driver");
   }
-  facts.put_ok("pci.amd_gpu_count", n, base);
+  facts.put_ok(std::string(fact_keys::pci::amd_gpu_count), n, base);
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -75,7 +77,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // The environment probe (which runs before this one) has read /proc/self/environ.
   bool via_sudo = false;
   if (id.uid == 0U) {
-    const auto sudo_uid = facts.get<std::string>("env.sudo_uid");
+    const auto sudo_uid = facts.get<std::string>(fact_keys::env::key("sudo_uid"));
     if (auto v = sudo_uid ? parse_int(*sudo_uid) : std::nullopt; v && *v > 0) {
       id.uid = static_cast<std::uint32_t>(*v);
       id.gid.reset();
@@ -83,12 +85,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       via_sudo = true;
     }
   }
-  facts.put_ok("user.via_sudo", via_sudo, "/proc/self/environ (SUDO_UID)");
+  facts.put_ok(std::string(fact_keys::user::via_sudo), via_sudo, "/proc/self/environ (SUDO_UID)");
   if (!id.uid) {
-    facts.put_status("user.uid", st.ok() ? Status::error : st.status, st.path,
-                     st.ok() ? "no Uid: line" : st.reason);
+    facts.put_status(std::string(fact_keys::user::uid), st.ok() ? Status::error : st.status,
+                     st.path, st.ok() ? "no Uid: line" : st.reason);
   } else {
-    facts.put_ok("user.uid", static_cast<std::int64_t>(*id.uid), st.path);
+    facts.put_ok(std::string(fact_keys::user::uid), static_cast<std::int64_t>(*id.uid), st.path);
   }
 
   // Names: /etc/passwd for the user, /etc/group for group names and configured membership.
@@ -106,10 +108,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
   }
   if (!user_name.empty())
-    facts.put_ok("user.name", user_name, pw.path);
+    facts.put_ok(std::string(fact_keys::user::name), user_name, pw.path);
   else
-    facts.put_status("user.name", pw.ok() ? Status::missing : pw.status, pw.path,
-                     pw.ok() ? "uid not in /etc/passwd" : pw.reason);
+    facts.put_status(std::string(fact_keys::user::name), pw.ok() ? Status::missing : pw.status,
+                     pw.path, pw.ok() ? "uid not in /etc/passwd" : pw.reason);
 
   std::map<std::uint32_t, std::string> group_names;
   std::map<std::string, std::uint32_t> group_ids;
@@ -142,11 +144,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       out.push_back(group_names.contains(g) ? group_names[g] : std::to_string(g));
     return out;
   };
-  if (id.uid) facts.put_ok("user.groups", names_of(id.gids), st.path + " (Groups:)");
+  if (id.uid)
+    facts.put_ok(std::string(fact_keys::user::groups), names_of(id.gids), st.path + " (Groups:)");
   if (gr.ok())
-    facts.put_ok("user.configured_groups", names_of(configured), gr.path);
+    facts.put_ok(std::string(fact_keys::user::configured_groups), names_of(configured), gr.path);
   else
-    facts.put_status("user.configured_groups", gr.status, gr.path, gr.reason);
+    facts.put_status(std::string(fact_keys::user::configured_groups), gr.status, gr.path,
+                     gr.reason);
   for (const char* g : {"render", "video"}) {
     if (group_ids.contains(g))
       facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]),
@@ -186,7 +190,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   node_facts("access.kfd", "/dev/kfd");
   // The render node of each KFD GPU node, in the same order as gpu.N.
   std::int64_t i = 0;
-  if (auto gpus = facts.get<std::vector<std::string>>("kfd.gpu_nodes")) {
+  if (auto gpus = facts.get<std::vector<std::string>>(fact_keys::kfd::gpu_nodes)) {
     for (const auto& node : *gpus) {
       auto minor = facts.get_int("kfd.node." + node + ".drm_render_minor");
       if (!minor) continue;
@@ -202,7 +206,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                      fmt::format("/dev/dri/renderD{}", *minor));
     }
   }
-  facts.put_ok("access.render_count", i, "/dev/dri");
+  facts.put_ok(std::string(fact_keys::access::render_count), i, "/dev/dri");
 }
 
 } // namespace
@@ -210,8 +214,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_device_access_probe() {
   return std::make_unique<BasicProbe>(
       "device_access",
-      std::vector<std::string>{"env.sudo_uid", "kfd.gpu_nodes", "kfd.node.*.drm_render_minor",
-                               std::string(kAmdCards), "drm.*.render_minor"},
+      std::vector<std::string>{fact_keys::env::key("sudo_uid"),
+                               std::string(fact_keys::kfd::gpu_nodes),
+                               fact_keys::kfd::node_drm_render_minor("*"), std::string(kAmdCards),
+                               fact_keys::drm::render_minor("*")},
       std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",
                                "/dev/dri/renderD*"},
       collect);

@@ -20,6 +20,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <re2/re2.h>
@@ -38,8 +40,9 @@ void collect_cpus(const ProbeContext& ctx, FactSet& facts) {
   Status st = Status::ok;
   const auto names = ctx.root.list(base, &st);
   if (!names) {
-    for (const char* k : {"host.cpufreq_governors", "host.cpuidle_c2_enabled_cpus"})
-      facts.put_status(k, st, base, "cannot list " + base);
+    for (const std::string_view k :
+         {fact_keys::host::cpufreq_governors, fact_keys::host::cpuidle_c2_enabled_cpus})
+      facts.put_status(std::string(k), st, base, "cannot list " + base);
     return;
   }
   static const RE2 cpu_re("cpu[0-9]+");
@@ -64,17 +67,17 @@ void collect_cpus(const ProbeContext& ctx, FactSet& facts) {
   }
   const std::string gsrc = base + "/cpu*/cpufreq/scaling_governor";
   if (governors.empty())
-    facts.put_status("host.cpufreq_governors", Status::missing, gsrc,
+    facts.put_status(std::string(fact_keys::host::cpufreq_governors), Status::missing, gsrc,
                      "no cpufreq governor (no cpufreq driver, or a VM)");
   else
-    facts.put_ok("host.cpufreq_governors",
+    facts.put_ok(std::string(fact_keys::host::cpufreq_governors),
                  std::vector<std::string>(governors.begin(), governors.end()), gsrc);
   const std::string csrc = base + "/cpu*/cpuidle/state2/disable";
   if (with_state2 == 0) {
-    facts.put_status("host.cpuidle_c2_enabled_cpus", Status::missing, csrc,
+    facts.put_status(std::string(fact_keys::host::cpuidle_c2_enabled_cpus), Status::missing, csrc,
                      "no third idle state (cpuidle off, or a VM)");
   } else {
-    facts.put_ok("host.cpuidle_c2_enabled_cpus", c2_enabled,
+    facts.put_ok(std::string(fact_keys::host::cpuidle_c2_enabled_cpus), c2_enabled,
                  fmt::format("{} ({})", csrc, state2_name.empty() ? "state2" : state2_name));
   }
 }
@@ -116,23 +119,24 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   collect_cpus(ctx, facts);
   const std::string thp = "/sys/kernel/mm/transparent_hugepage/enabled";
   if (ReadResult r = ctx.root.read_trimmed(thp); !r.ok()) {
-    facts.put_status("host.thp_enabled", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::host::thp_enabled), r.status, r.path, r.reason);
   } else {
     static const RE2 bracket_re(R"(.*\[([a-z]+)\].*)");
     std::string mode;
     if (RE2::FullMatch(r.text, bracket_re, &mode))
-      facts.put_ok("host.thp_enabled", mode, r.path);
+      facts.put_ok(std::string(fact_keys::host::thp_enabled), mode, r.path);
     else
-      facts.put_status("host.thp_enabled", Status::error, r.path,
+      facts.put_status(std::string(fact_keys::host::thp_enabled), Status::error, r.path,
                        "no bracketed mode: '" + r.text.substr(0, 64) + "'");
   }
-  put_int(facts, ctx.root, "host.compaction_proactiveness",
+  put_int(facts, ctx.root, std::string(fact_keys::host::compaction_proactiveness),
           "/proc/sys/vm/compaction_proactiveness");
-  put_int(facts, ctx.root, "host.compact_unevictable_allowed",
+  put_int(facts, ctx.root, std::string(fact_keys::host::compact_unevictable_allowed),
           "/proc/sys/vm/compact_unevictable_allowed");
   const ReadResult limits = ctx.root.read("/proc/self/limits");
-  collect_limit(limits, "Max locked memory", "user.limits.memlock_soft", facts);
-  collect_limit(limits, "Max open files", "user.limits.nofile_soft", facts);
+  collect_limit(limits, "Max locked memory", std::string(fact_keys::user::limits_memlock_soft),
+                facts);
+  collect_limit(limits, "Max open files", std::string(fact_keys::user::limits_nofile_soft), facts);
 }
 
 } // namespace

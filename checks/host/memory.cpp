@@ -3,6 +3,7 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -13,7 +14,8 @@ namespace {
 void collect(const ProbeContext& ctx, FactSet& facts) {
   ReadResult r = ctx.root.read("/proc/meminfo");
   const std::vector<std::pair<std::string, std::string>> wanted = {
-      {"MemTotal", "mem.total_bytes"}, {"MemAvailable", "mem.available_bytes"}};
+      {"MemTotal", std::string(fact_keys::mem::total_bytes)},
+      {"MemAvailable", std::string(fact_keys::mem::available_bytes)}};
   if (!r.ok()) {
     for (const auto& [field, key] : wanted)
       facts.put_status(key, r.status, r.path, r.reason);

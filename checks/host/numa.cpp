@@ -6,6 +6,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <optional>
 
 namespace halo::probes {
@@ -34,13 +36,14 @@ std::optional<std::int64_t> count_node_list(std::string_view text) {
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  put_int(facts, ctx.root, "numa.balancing", "/proc/sys/kernel/numa_balancing");
+  put_int(facts, ctx.root, std::string(fact_keys::numa::balancing),
+          "/proc/sys/kernel/numa_balancing");
   if (ReadResult r = ctx.root.read_trimmed("/sys/devices/system/node/online"); !r.ok())
-    facts.put_status("numa.nodes_online", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::numa::nodes_online), r.status, r.path, r.reason);
   else if (auto n = count_node_list(r.text))
-    facts.put_ok("numa.nodes_online", *n, r.path);
+    facts.put_ok(std::string(fact_keys::numa::nodes_online), *n, r.path);
   else
-    facts.put_status("numa.nodes_online", Status::error, r.path,
+    facts.put_status(std::string(fact_keys::numa::nodes_online), Status::error, r.path,
                      "not a node list: \"" + r.text.substr(0, 64) + "\"");
 }
 } // namespace

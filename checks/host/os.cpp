@@ -3,6 +3,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 namespace halo::probes {
 namespace {
 
@@ -23,7 +25,7 @@ std::string unquote(std::string_view v) {
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
-  put_text(facts, ctx.root, "host.name", "/proc/sys/kernel/hostname");
+  put_text(facts, ctx.root, std::string(fact_keys::host::name), "/proc/sys/kernel/hostname");
   // The host's distribution (its boot tools follow it); the image's only when no host root is
   // reachable in a container.
   const Root* host = ctx.host_config_root();
@@ -31,11 +33,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   ReadResult r = os_root.read("/etc/os-release");
   if (r.status == Status::missing) r = os_root.read("/usr/lib/os-release");
   const std::vector<std::pair<std::string, std::string>> wanted = {
-      {"ID", "os.id"},
-      {"ID_LIKE", "os.id_like"},
-      {"VERSION_ID", "os.version_id"},
-      {"VARIANT_ID", "os.variant_id"},
-      {"PRETTY_NAME", "os.pretty_name"}};
+      {"ID", std::string(fact_keys::os::id)},
+      {"ID_LIKE", std::string(fact_keys::os::id_like)},
+      {"VERSION_ID", std::string(fact_keys::os::version_id)},
+      {"VARIANT_ID", std::string(fact_keys::os::variant_id)},
+      {"PRETTY_NAME", std::string(fact_keys::os::pretty_name)}};
   if (!r.ok()) {
     for (const auto& [field, key] : wanted)
       facts.put_status(key, r.status, r.path, r.reason);
@@ -66,7 +68,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (sp > pos) family.push_back(like.substr(pos, sp - pos));
     pos = sp + 1;
   }
-  facts.put_ok("os.family", family, r.path);
+  facts.put_ok(std::string(fact_keys::os::family), family, r.path);
 }
 
 } // namespace

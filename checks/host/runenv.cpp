@@ -24,6 +24,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -56,11 +58,15 @@ std::vector<std::string> reads() {
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   if (ctx.host_config_root() != nullptr)
-    facts.put_ok("runenv.host_root", ctx.host_basis(), "host root detection");
+    facts.put_ok(std::string(fact_keys::runenv::host_root), ctx.host_basis(),
+                 "host root detection");
   else
-    facts.put_status("runenv.host_root", Status::missing, "host root detection", ctx.host_basis());
-  facts.put_ok("runenv.dockerenv", root.exists("/.dockerenv"), "/.dockerenv");
-  facts.put_ok("runenv.toolboxenv", root.exists("/run/.toolboxenv"), "/run/.toolboxenv");
+    facts.put_status(std::string(fact_keys::runenv::host_root), Status::missing,
+                     "host root detection", ctx.host_basis());
+  facts.put_ok(std::string(fact_keys::runenv::dockerenv), root.exists("/.dockerenv"),
+               "/.dockerenv");
+  facts.put_ok(std::string(fact_keys::runenv::toolboxenv), root.exists("/run/.toolboxenv"),
+               "/run/.toolboxenv");
   if (ReadResult r = root.read("/run/.containerenv", std::size_t{64} * 1024); r.ok()) {
     // key="value" lines; only the engine and name are kept.
     for (const auto& line : split_lines(r.text)) {
@@ -72,15 +78,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         facts.put_ok(std::string("runenv.containerenv.") + k, v, r.path);
       }
     }
-    facts.put_ok("runenv.containerenv", true, r.path);
+    facts.put_ok(std::string(fact_keys::runenv::containerenv), true, r.path);
   } else {
-    facts.put_ok("runenv.containerenv", root.exists("/run/.containerenv"), r.path);
+    facts.put_ok(std::string(fact_keys::runenv::containerenv), root.exists("/run/.containerenv"),
+                 r.path);
   }
   if (ReadResult r = root.read_trimmed("/run/systemd/container"); r.ok())
-    facts.put_ok("runenv.systemd_container", r.text, r.path);
+    facts.put_ok(std::string(fact_keys::runenv::systemd_container), r.text, r.path);
   else
-    facts.put_status("runenv.systemd_container", r.status, r.path, r.reason);
-  facts.put_ok("runenv.kubernetes",
+    facts.put_status(std::string(fact_keys::runenv::systemd_container), r.status, r.path, r.reason);
+  facts.put_ok(std::string(fact_keys::runenv::kubernetes),
                root.exists("/var/run/secrets/kubernetes.io/serviceaccount") ||
                    root.exists("/run/secrets/kubernetes.io/serviceaccount"),
                "/var/run/secrets/kubernetes.io/serviceaccount");
@@ -90,7 +97,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     for (const auto& line : split_lines(r.text)) {
       if (line.rfind("Seccomp:", 0) == 0) {
         if (auto v = parse_int(std::string_view(line).substr(8)); v && *v >= 0 && *v <= 2) {
-          facts.put_ok("runenv.seccomp_mode", *v, r.path + " (Seccomp:)");
+          facts.put_ok(std::string(fact_keys::runenv::seccomp_mode), *v, r.path + " (Seccomp:)");
           seccomp = true;
         }
       } else if (line.rfind("CapEff:", 0) == 0) {
@@ -101,7 +108,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), mask, 16);
         if (ec == std::errc() && end == hex.data() + hex.size() && !hex.empty()) {
           constexpr unsigned kCapSysNice = 23; // include/uapi/linux/capability.h
-          facts.put_ok("runenv.cap_sys_nice", ((mask >> kCapSysNice) & 1U) != 0,
+          facts.put_ok(std::string(fact_keys::runenv::cap_sys_nice),
+                       ((mask >> kCapSysNice) & 1U) != 0,
                        r.path + " (CapEff: bit 23, CAP_SYS_NICE)");
           caps = true;
         }
@@ -109,13 +117,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
     if (!seccomp)
       facts.put_status(
-          "runenv.seccomp_mode", Status::error, r.path,
+          std::string(fact_keys::runenv::seccomp_mode), Status::error, r.path,
           "no valid \"Seccomp:\" line (kernel without CONFIG_SECCOMP, or not a status file)");
     if (!caps)
-      facts.put_status("runenv.cap_sys_nice", Status::error, r.path, "no valid \"CapEff:\" line");
+      facts.put_status(std::string(fact_keys::runenv::cap_sys_nice), Status::error, r.path,
+                       "no valid \"CapEff:\" line");
   } else {
-    facts.put_status("runenv.seccomp_mode", r.status, r.path, r.reason);
-    facts.put_status("runenv.cap_sys_nice", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::runenv::seccomp_mode), r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::runenv::cap_sys_nice), r.status, r.path, r.reason);
   }
   for (const char* f : kDmiFiles) {
     const std::string path = std::string("/sys/class/dmi/id/") + f;
@@ -136,20 +145,21 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       break;
     }
     if (hv)
-      facts.put_ok("runenv.cpu_hypervisor_flag", *hv, r.path + " (flags)");
+      facts.put_ok(std::string(fact_keys::runenv::cpu_hypervisor_flag), *hv, r.path + " (flags)");
     else
-      facts.put_status("runenv.cpu_hypervisor_flag", Status::missing, r.path,
+      facts.put_status(std::string(fact_keys::runenv::cpu_hypervisor_flag), Status::missing, r.path,
                        "no \"flags\" line (not an x86 CPU)");
   } else {
-    facts.put_status("runenv.cpu_hypervisor_flag", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::runenv::cpu_hypervisor_flag), r.status, r.path,
+                     r.reason);
   }
   std::string engine;
   if (ReadResult r = root.read("/proc/1/cgroup", std::size_t{64} * 1024); r.ok()) {
     for (const char* word : {"kubepods", "docker", "libpod", "lxc"})
       if (engine.empty() && r.text.find(word) != std::string::npos) engine = word;
-    facts.put_ok("runenv.cgroup_engine", engine, r.path);
+    facts.put_ok(std::string(fact_keys::runenv::cgroup_engine), engine, r.path);
   } else {
-    facts.put_status("runenv.cgroup_engine", r.status, r.path, r.reason);
+    facts.put_status(std::string(fact_keys::runenv::cgroup_engine), r.status, r.path, r.reason);
   }
 }
 

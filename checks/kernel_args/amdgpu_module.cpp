@@ -5,6 +5,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <algorithm>
 #include <array>
 #include <string_view>
@@ -27,35 +29,40 @@ static_assert(std::ranges::is_sorted(kIntParams));
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   const bool loaded = root.is_dir("/sys/module/amdgpu");
-  facts.put_ok("amdgpu.loaded", loaded, "/sys/module/amdgpu");
+  facts.put_ok(std::string(fact_keys::amdgpu::loaded), loaded, "/sys/module/amdgpu");
   if (!loaded) {
-    for (const char* k : {"amdgpu.initstate", "amdgpu.version", "amdgpu.param_names"})
-      facts.put_status(k, Status::missing, "/sys/module/amdgpu", "amdgpu is not loaded");
+    for (const std::string_view k :
+         {fact_keys::amdgpu::initstate, fact_keys::amdgpu::version, fact_keys::amdgpu::param_names})
+      facts.put_status(std::string(k), Status::missing, "/sys/module/amdgpu",
+                       "amdgpu is not loaded");
     return;
   }
   ReadResult init = root.read_trimmed("/sys/module/amdgpu/initstate");
   if (init.ok())
-    facts.put_ok("amdgpu.initstate", init.text, init.path);
+    facts.put_ok(std::string(fact_keys::amdgpu::initstate), init.text, init.path);
   else
-    facts.put_status("amdgpu.initstate", init.status, init.path, init.reason);
-  facts.put_ok("amdgpu.builtin", init.status == Status::missing, init.path);
+    facts.put_status(std::string(fact_keys::amdgpu::initstate), init.status, init.path,
+                     init.reason);
+  facts.put_ok(std::string(fact_keys::amdgpu::builtin), init.status == Status::missing, init.path);
   // /sys/module/amdgpu/version exists for out-of-tree (DKMS) builds, which set MODULE_VERSION.
   ReadResult ver = root.read_trimmed("/sys/module/amdgpu/version");
   if (ver.ok())
-    facts.put_ok("amdgpu.version", ver.text, ver.path);
+    facts.put_ok(std::string(fact_keys::amdgpu::version), ver.text, ver.path);
   else
-    facts.put_status("amdgpu.version", ver.status, ver.path,
+    facts.put_status(std::string(fact_keys::amdgpu::version), ver.status, ver.path,
                      ver.status == Status::missing ? "no version file: the in-kernel driver"
                                                    : ver.reason);
-  facts.put_ok("amdgpu.dkms", ver.ok(), "/sys/module/amdgpu/version");
+  facts.put_ok(std::string(fact_keys::amdgpu::dkms), ver.ok(), "/sys/module/amdgpu/version");
 
   Status st = Status::ok;
   auto names = root.list("/sys/module/amdgpu/parameters", &st);
   if (!names) {
-    facts.put_status("amdgpu.param_names", st, "/sys/module/amdgpu/parameters", "cannot list");
+    facts.put_status(std::string(fact_keys::amdgpu::param_names), st,
+                     "/sys/module/amdgpu/parameters", "cannot list");
     return;
   }
-  facts.put_ok("amdgpu.param_names", *names, "/sys/module/amdgpu/parameters");
+  facts.put_ok(std::string(fact_keys::amdgpu::param_names), *names,
+               "/sys/module/amdgpu/parameters");
   for (const auto& n : *names) {
     const std::string key = "amdgpu.param." + n;
     const std::string path = "/sys/module/amdgpu/parameters/" + n;

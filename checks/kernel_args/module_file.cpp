@@ -32,6 +32,8 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <dlfcn.h>
@@ -50,18 +52,12 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::string_view kPath = "amdgpu.module.path";
-constexpr std::string_view kOrigin = "amdgpu.module.origin";
-constexpr std::string_view kSigned = "amdgpu.module.signed";
-constexpr std::string_view kSigner = "amdgpu.module.signer";
-constexpr std::string_view kSigKey = "amdgpu.module.sig_key";
-constexpr std::string_view kSigHash = "amdgpu.module.sig_hashalgo";
-constexpr std::string_view kVersion = "amdgpu.module.version";
-constexpr std::string_view kFirmware = "amdgpu.module.firmware";
-constexpr std::string_view kFirmwareCount = "amdgpu.module.firmware_count";
-
 constexpr std::array<std::string_view, 9> kAllKeys = {
-    kPath, kOrigin, kSigned, kSigner, kSigKey, kSigHash, kVersion, kFirmware, kFirmwareCount};
+    fact_keys::amdgpu::module_path,          fact_keys::amdgpu::module_origin,
+    fact_keys::amdgpu::module_signed,        fact_keys::amdgpu::module_signer,
+    fact_keys::amdgpu::module_sig_key,       fact_keys::amdgpu::module_sig_hashalgo,
+    fact_keys::amdgpu::module_version,       fact_keys::amdgpu::module_firmware,
+    fact_keys::amdgpu::module_firmware_count};
 
 /// The largest module file the child opens, compressed size in bytes. amdgpu.ko is about 30 MiB
 /// uncompressed in 6.x kernels (about 5 MiB as .ko.zst); anything near this is not a module.
@@ -366,10 +362,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // Reading the module costs a fork and a decompression of ~30 MiB: paid only where the file
   // can matter, i.e. where the kernel checks module signatures (Secure Boot, or lockdown in
   // integrity/confidentiality mode: kernel/module/signing.c) or amdgpu is not live.
-  const bool secure_boot = facts.get<bool>("boot.secure_boot") == true;
-  const auto lockdown = facts.get<std::string>("boot.lockdown");
+  const bool secure_boot = facts.get<bool>(fact_keys::boot::secure_boot) == true;
+  const auto lockdown = facts.get<std::string>(fact_keys::boot::lockdown);
   const bool locked = lockdown && *lockdown != "none";
-  const bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
+  const bool live = facts.get<std::string>(fact_keys::amdgpu::initstate) == std::string("live");
   if (!secure_boot && !locked && live) {
     put_all(facts, Status::missing, moddir,
             fmt::format("{}Secure Boot is off, the kernel is not locked down and amdgpu is "
@@ -419,22 +415,24 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::string file_source =
       path.empty() ? source : (link.empty() ? path : fmt::format("{} -> {}", path, link));
   if (builtin) {
-    facts.put_ok(std::string(kOrigin), std::string("builtin"), moddir + "/modules.builtin.bin");
+    facts.put_ok(std::string(fact_keys::amdgpu::module_origin), std::string("builtin"),
+                 moddir + "/modules.builtin.bin");
     for (std::string_view k : kAllKeys)
-      if (k != kOrigin)
+      if (k != fact_keys::amdgpu::module_origin)
         facts.put_status(std::string(k), Status::missing, moddir + "/modules.builtin.bin",
                          "amdgpu is built into the kernel image: no module file");
     return;
   }
   if (!path.empty()) {
-    facts.put_ok(std::string(kPath), path, source);
+    facts.put_ok(std::string(fact_keys::amdgpu::module_path), path, source);
     const std::string rel_path =
         path.starts_with(moddir + "/") ? path.substr(moddir.size() + 1) : std::string();
-    facts.put_ok(std::string(kOrigin), origin_of(rel_path), source);
+    facts.put_ok(std::string(fact_keys::amdgpu::module_origin), origin_of(rel_path), source);
   }
   if (status != Status::ok) {
     for (std::string_view k : kAllKeys)
-      if (path.empty() || (k != kPath && k != kOrigin))
+      if (path.empty() ||
+          (k != fact_keys::amdgpu::module_path && k != fact_keys::amdgpu::module_origin))
         facts.put_status(std::string(k), status, file_source, reason);
     return;
   }
@@ -443,10 +441,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     return i == info.end() ? nullptr : &i->second;
   };
   const bool is_signed = value("sig_id") != nullptr;
-  facts.put_ok(std::string(kSigned), is_signed,
+  facts.put_ok(std::string(fact_keys::amdgpu::module_signed), is_signed,
                file_source + " (a signed module ends with \"~Module signature appended~\")");
   const std::array<std::pair<std::string_view, const char*>, 3> sig = {
-      {{kSigner, "signer"}, {kSigKey, "sig_key"}, {kSigHash, "sig_hashalgo"}}};
+      {{fact_keys::amdgpu::module_signer, "signer"},
+       {fact_keys::amdgpu::module_sig_key, "sig_key"},
+       {fact_keys::amdgpu::module_sig_hashalgo, "sig_hashalgo"}}};
   for (const auto& [key, field] : sig) {
     const std::string* v = value(field);
     if (v != nullptr && !v->empty())
@@ -457,15 +457,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                  : "the module is not signed");
   }
   if (const std::string* v = value("version"))
-    facts.put_ok(std::string(kVersion), *v, file_source);
+    facts.put_ok(std::string(fact_keys::amdgpu::module_version), *v, file_source);
   else
-    facts.put_status(std::string(kVersion), Status::missing, file_source,
+    facts.put_status(std::string(fact_keys::amdgpu::module_version), Status::missing, file_source,
                      "the module declares no version (MODULE_VERSION; in-tree builds have none)");
   std::vector<std::string> fw;
   for (auto [i, end] = info.equal_range("firmware"); i != end; ++i)
     fw.push_back(i->second);
-  facts.put_ok(std::string(kFirmwareCount), static_cast<std::int64_t>(fw.size()), file_source);
-  facts.put_ok(std::string(kFirmware), std::move(fw), file_source);
+  facts.put_ok(std::string(fact_keys::amdgpu::module_firmware_count),
+               static_cast<std::int64_t>(fw.size()), file_source);
+  facts.put_ok(std::string(fact_keys::amdgpu::module_firmware), std::move(fw), file_source);
 }
 
 } // namespace
@@ -473,8 +474,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_module_file_probe() {
   return std::make_unique<BasicProbe>(
       "module_file",
-      std::vector<std::string>{std::string(keys::kernel_release), "amdgpu.initstate",
-                               "boot.secure_boot", "boot.lockdown"},
+      std::vector<std::string>{
+          std::string(keys::kernel_release), std::string(fact_keys::amdgpu::initstate),
+          std::string(fact_keys::boot::secure_boot), std::string(fact_keys::boot::lockdown)},
       std::vector<std::string>{
           "$MODDIR/modules.dep.bin ($MODDIR = /lib/modules/<kernel.release>, from the kernel "
           "probe; libkmod in a child process)",

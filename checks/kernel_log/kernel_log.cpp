@@ -23,6 +23,7 @@
 #include "probe_util.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/root.hpp>
 
 #include <fmt/format.h>
@@ -141,18 +142,19 @@ std::string find_firmware(const Root& root, const std::string& name, const std::
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const LogText log = ctx.root.is_live() ? read_kmsg() : read_capture(ctx.root);
   constexpr std::array keys = {
-      "kernel_log.amdgpu_probe_errors", "kernel_log.firmware_load_failures",
-      "kernel_log.firmware_on_disk",    "kernel_log.module_signature_rejected",
-      "kernel_log.ring_timeouts",       "kernel_log.lines",
-      "kernel_log.gpu_resets",          "kernel_log.mes_failures",
-      "kernel_log.page_faults",         "kernel_log.hang_events"};
+      fact_keys::kernel_log::amdgpu_probe_errors, fact_keys::kernel_log::firmware_load_failures,
+      fact_keys::kernel_log::firmware_on_disk,    fact_keys::kernel_log::module_signature_rejected,
+      fact_keys::kernel_log::ring_timeouts,       fact_keys::kernel_log::lines,
+      fact_keys::kernel_log::gpu_resets,          fact_keys::kernel_log::mes_failures,
+      fact_keys::kernel_log::page_faults,         fact_keys::kernel_log::hang_events};
   if (log.status != Status::ok) {
-    facts.put_status("kernel_log.status", log.status, log.source, log.reason);
-    for (const char* k : keys)
-      facts.put_status(k, log.status, log.source, log.reason);
+    facts.put_status(std::string(fact_keys::kernel_log::status), log.status, log.source,
+                     log.reason);
+    for (const std::string_view k : keys)
+      facts.put_status(std::string(k), log.status, log.source, log.reason);
     return;
   }
-  facts.put_ok("kernel_log.status", std::string("ok"), log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::status), std::string("ok"), log.source);
   static const RE2 probe_new(
       R"(amdgpu ([0-9a-fA-F:.]+): probe with driver amdgpu failed with error (-?\d+))");
   static const RE2 probe_old(R"(amdgpu: probe of ([0-9a-fA-F:.]+) failed with error (-?\d+))");
@@ -212,15 +214,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
           fmt::format("{}: {}", when.empty() ? "(no time)" : when + " s", line.substr(0, 160)));
     }
   }
-  facts.put_ok("kernel_log.amdgpu_probe_errors", probe_errors, log.source);
-  facts.put_ok("kernel_log.firmware_load_failures", fw, log.source);
-  facts.put_ok("kernel_log.module_signature_rejected", sig, log.source);
-  facts.put_ok("kernel_log.ring_timeouts", rings, log.source);
-  facts.put_ok("kernel_log.lines", kept, log.source);
-  facts.put_ok("kernel_log.gpu_resets", resets, log.source);
-  facts.put_ok("kernel_log.mes_failures", mes, log.source);
-  facts.put_ok("kernel_log.page_faults", faults, log.source);
-  facts.put_ok("kernel_log.hang_events", events, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::amdgpu_probe_errors), probe_errors, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::firmware_load_failures), fw, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::module_signature_rejected), sig, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::ring_timeouts), rings, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::lines), kept, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::gpu_resets), resets, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::mes_failures), mes, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::page_faults), faults, log.source);
+  facts.put_ok(std::string(fact_keys::kernel_log::hang_events), events, log.source);
   // The failed files as the kernel would find them now ("name: path"), for those it would find.
   const std::string release = facts.get<std::string>(keys::kernel_release).value_or("");
   ReadResult custom = ctx.root.read_trimmed("/sys/module/firmware_class/parameters/path");
@@ -232,7 +234,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // (a fixture, a bundle, a container) is not probed, not "missing".
   if (!fw.empty() && !ctx.root.is_dir("/lib/firmware") &&
       !(custom.ok() && ctx.root.is_dir(custom.text))) {
-    facts.put_status("kernel_log.firmware_on_disk", Status::missing, "/lib/firmware",
+    facts.put_status(std::string(fact_keys::kernel_log::firmware_on_disk), Status::missing,
+                     "/lib/firmware",
                      std::string(kNotProbedPrefix) + "no /lib/firmware in this root");
     return;
   }
@@ -244,7 +247,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         !p.empty())
       on_disk.push_back(fmt::format("{}: {}", name, p));
   }
-  facts.put_ok("kernel_log.firmware_on_disk", on_disk, fw_source);
+  facts.put_ok(std::string(fact_keys::kernel_log::firmware_on_disk), on_disk, fw_source);
 }
 
 } // namespace

@@ -4,6 +4,8 @@
 #include "derivation.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -26,17 +28,17 @@ namespace {
 /// means the distribution's firmware package lacks them. Both keep the log's status when it
 /// could not be read.
 void derive_firmware_now(FactSet& facts) {
-  const Fact* failed = facts.find("kernel_log.firmware_load_failures");
-  const Fact* disk = facts.find("kernel_log.firmware_on_disk");
-  const char* present_key = "kernel_log.firmware_present_now";
-  const char* missing_key = "kernel_log.firmware_missing_now";
+  const Fact* failed = facts.find(fact_keys::kernel_log::firmware_load_failures);
+  const Fact* disk = facts.find(fact_keys::kernel_log::firmware_on_disk);
+  const std::string_view present_key = fact_keys::kernel_log::firmware_present_now;
+  const std::string_view missing_key = fact_keys::kernel_log::firmware_missing_now;
   for (const Fact* f : {failed, disk}) {
     if (f == nullptr || !f->ok()) {
       const Status st = f == nullptr ? Status::missing : f->status;
       const std::string why = f == nullptr ? "not collected" : f->reason;
       const std::string src = f == nullptr ? "derived" : f->source;
-      facts.put_status(present_key, st, src, why);
-      facts.put_status(missing_key, st, src, why);
+      facts.put_status(std::string(present_key), st, src, why);
+      facts.put_status(std::string(missing_key), st, src, why);
       return;
     }
   }
@@ -51,8 +53,8 @@ void derive_firmware_now(FactSet& facts) {
     (there ? present : missing).push_back(name);
   }
   const std::string src = "derived: kernel_log.firmware_load_failures, kernel_log.firmware_on_disk";
-  facts.put_ok(present_key, present, src);
-  facts.put_ok(missing_key, missing, src);
+  facts.put_ok(std::string(present_key), present, src);
+  facts.put_ok(std::string(missing_key), missing, src);
 }
 
 /// The documented cause of each amdgpu probe failure in the kernel log, by error code.
@@ -62,8 +64,10 @@ void derive_firmware_now(FactSet& facts) {
 /// (ETIMEDOUT): the GPU or its SMU did not answer during init. -2 (ENOENT): a firmware file is
 /// missing (see kernel_log.firmware_load_failures). -19 (ENODEV): amdgpu declined the device.
 std::string firmware_cause(const FactSet& facts) {
-  const auto missing = facts.get<std::vector<std::string>>("kernel_log.firmware_missing_now");
-  const auto present = facts.get<std::vector<std::string>>("kernel_log.firmware_present_now");
+  const auto missing =
+      facts.get<std::vector<std::string>>(fact_keys::kernel_log::firmware_missing_now);
+  const auto present =
+      facts.get<std::vector<std::string>>(fact_keys::kernel_log::firmware_present_now);
   if (missing && !missing->empty())
     return fmt::format("firmware still missing: {}: install the distribution's linux-firmware "
                        "(amdgpu firmware), rebuild the initramfs and reboot",
@@ -77,11 +81,11 @@ std::string firmware_cause(const FactSet& facts) {
 }
 
 void derive_probe_causes(FactSet& facts) {
-  const Fact* f = facts.find("kernel_log.amdgpu_probe_errors");
+  const Fact* f = facts.find(fact_keys::kernel_log::amdgpu_probe_errors);
   if (f == nullptr || !f->ok()) {
     if (f != nullptr) {
       Fact c = *f;
-      c.key = "kernel_log.amdgpu_probe_causes";
+      c.key = fact_keys::kernel_log::amdgpu_probe_causes;
       facts.put(std::move(c));
     }
     return;
@@ -108,7 +112,7 @@ void derive_probe_causes(FactSet& facts) {
       why = "see the kernel log around this message";
     out.push_back(fmt::format("{} ({})", e, why));
   }
-  facts.put_ok("kernel_log.amdgpu_probe_causes", out, f->source);
+  facts.put_ok(std::string(fact_keys::kernel_log::amdgpu_probe_causes), out, f->source);
 }
 
 } // namespace
@@ -116,8 +120,9 @@ void derive_probe_causes(FactSet& facts) {
 std::unique_ptr<Probe> make_kernel_log_derivation() {
   return std::make_unique<BasicDerivation>(
       "kernel_log_causes",
-      std::vector<std::string>{"kernel_log.firmware_load_failures", "kernel_log.firmware_on_disk",
-                               "kernel_log.amdgpu_probe_errors"},
+      std::vector<std::string>{std::string(fact_keys::kernel_log::firmware_load_failures),
+                               std::string(fact_keys::kernel_log::firmware_on_disk),
+                               std::string(fact_keys::kernel_log::amdgpu_probe_errors)},
       [](const DeriveContext& /*ctx*/, FactSet& facts) {
         derive_firmware_now(facts);
         derive_probe_causes(facts);

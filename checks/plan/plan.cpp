@@ -6,6 +6,7 @@
 // rules/plan.json skip.
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/plan.hpp>
 
 #include <fmt/format.h>
@@ -13,7 +14,7 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::string_view kPresent = "plan.present";
+constexpr std::string_view kPresent = fact_keys::plan::present;
 
 std::string source(const plan::Origin& o) {
   switch (o.kind) {

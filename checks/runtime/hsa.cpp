@@ -19,6 +19,7 @@
 #include "hsa_internal.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
@@ -121,17 +122,17 @@ namespace {
 
 /// The summary keys every run sets, so rules always find them with a status and a reason.
 const std::vector<std::string>& summary_keys() {
-  static const std::vector<std::string> k = {"hsa.library_path",
-                                             "hsa.rocm_version",
-                                             "hsa.init_status",
-                                             "hsa.init_code",
-                                             "hsa.runtime_version",
-                                             "hsa.agent_count",
-                                             "hsa.gpu_count",
-                                             "hsa.gpu.0.agent",
-                                             "hsa.gpu.0.gfx_target",
-                                             "hsa.gpu.0.apu",
-                                             "hsa.gpu.0.coarse_pool_bytes"};
+  static const std::vector<std::string> k = {std::string(fact_keys::hsa::library_path),
+                                             std::string(fact_keys::hsa::rocm_version),
+                                             std::string(fact_keys::hsa::init_status),
+                                             std::string(fact_keys::hsa::init_code),
+                                             std::string(fact_keys::hsa::runtime_version),
+                                             std::string(fact_keys::hsa::agent_count),
+                                             std::string(fact_keys::hsa::gpu_count),
+                                             fact_keys::hsa::gpu_agent(0),
+                                             fact_keys::hsa::gpu_gfx_target(0),
+                                             fact_keys::hsa::gpu_apu(0),
+                                             fact_keys::hsa::gpu_coarse_pool_bytes(0)};
   return k;
 }
 
@@ -250,8 +251,8 @@ void put_summary_status(FactSet& facts, Status st, const std::string& source,
 }
 
 void put_failure(FactSet& facts, const std::string& reason) {
-  facts.put_ok("hsa.status", std::string("error"), "hsa probe");
-  facts.put_ok("hsa.error", reason, "hsa probe");
+  facts.put_ok(std::string(fact_keys::hsa::status), std::string("error"), "hsa probe");
+  facts.put_ok(std::string(fact_keys::hsa::error), reason, "hsa probe");
 }
 
 void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, FactSet& facts) {
@@ -269,7 +270,7 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   std::vector<std::string> load_errors;
   if (ev.load) load_errors = (*ev.load).value("errors", std::vector<std::string>{});
   if (ev.load_failed) load_errors = (*ev.load_failed).value("errors", std::vector<std::string>{});
-  facts.put_ok("hsa.load_errors", load_errors, "dlopen");
+  facts.put_ok(std::string(fact_keys::hsa::load_errors), load_errors, "dlopen");
   if (ev.load_failed || (!ev.load && !ended_badly)) {
     const std::string reason =
         fmt::format("ROCr ({}) could not be loaded: {}", kLibraryName,
@@ -286,11 +287,11 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
     return;
   }
   const std::string path = (*ev.load).value("path", "");
-  facts.put_ok("hsa.library_path", path, "dlopen + dladdr");
+  facts.put_ok(std::string(fact_keys::hsa::library_path), path, "dlopen + dladdr");
   if (auto v = rocm_version_of(path))
-    facts.put_ok("hsa.rocm_version", v->version, v->source);
+    facts.put_ok(std::string(fact_keys::hsa::rocm_version), v->version, v->source);
   else
-    facts.put_status("hsa.rocm_version", Status::missing, path,
+    facts.put_status(std::string(fact_keys::hsa::rocm_version), Status::missing, path,
                      "no .info/version beside the library and its path names no ROCm release");
 
   // 2. hsa_init.
@@ -302,8 +303,8 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
   }
   const auto code = (*ev.init).value("code", 0u);
   const std::string init_str = (*ev.init).value("string", "");
-  facts.put_ok("hsa.init_status", init_str, "hsa_init + hsa_status_string");
-  facts.put_ok("hsa.init_code", static_cast<std::int64_t>(code), "hsa_init");
+  facts.put_ok(std::string(fact_keys::hsa::init_status), init_str, "hsa_init + hsa_status_string");
+  facts.put_ok(std::string(fact_keys::hsa::init_code), static_cast<std::int64_t>(code), "hsa_init");
   if (code != kStatusSuccess) {
     const std::string reason = fmt::format("hsa_init failed: {}", init_str);
     put_failure(facts, reason);
@@ -314,12 +315,12 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
     const std::string vsrc = "hsa_system_get_info(HSA_SYSTEM_INFO_VERSION_MAJOR/MINOR)";
     const json s = ev.system ? *ev.system : json::object();
     if (s.contains("version_major") && s.contains("version_minor"))
-      facts.put_ok("hsa.runtime_version",
+      facts.put_ok(std::string(fact_keys::hsa::runtime_version),
                    fmt::format("{}.{}", s["version_major"].get<unsigned>(),
                                s["version_minor"].get<unsigned>()),
                    vsrc);
     else
-      facts.put_status("hsa.runtime_version", Status::missing, vsrc,
+      facts.put_status(std::string(fact_keys::hsa::runtime_version), Status::missing, vsrc,
                        "not reported by this ROCr: " +
                            dump_json(s.value("errors", json::object())));
   }
@@ -422,17 +423,18 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
     put_summary_status(facts, Status::error, "hsa_iterate_agents", reason);
     return;
   }
-  facts.put_ok("hsa.agent_count", static_cast<std::int64_t>(ev.agents.size()),
-               "hsa_iterate_agents");
-  facts.put_ok("hsa.gpu_count", gpu, "hsa_iterate_agents: agents with HSA_DEVICE_TYPE_GPU");
+  facts.put_ok(std::string(fact_keys::hsa::agent_count),
+               static_cast<std::int64_t>(ev.agents.size()), "hsa_iterate_agents");
+  facts.put_ok(std::string(fact_keys::hsa::gpu_count), gpu,
+               "hsa_iterate_agents: agents with HSA_DEVICE_TYPE_GPU");
   put_summary_status(facts, Status::missing, "hsa_iterate_agents", "ROCr lists no GPU agent");
   if (ended_badly) {
     // Everything was read; only hsa_shut_down or the exit misbehaved. Keep the facts, say so.
     put_failure(facts, fmt::format("ROCr ({}) {} {}", path, ending, step_after(ev)));
     return;
   }
-  facts.put_ok("hsa.status", std::string("ok"), "hsa probe");
-  facts.put_status("hsa.error", Status::missing, "hsa probe", "no error");
+  facts.put_ok(std::string(fact_keys::hsa::status), std::string("ok"), "hsa probe");
+  facts.put_status(std::string(fact_keys::hsa::error), Status::missing, "hsa probe", "no error");
 }
 
 /// parse_events() and convert() on untrusted lines: a report without the protocol's shape (a
@@ -460,8 +462,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     skip = "skipped: --root is not / (ROCr answers for the machine it runs on; pass --hsa-library "
            "to replay a recorded runtime for a fixture)";
   if (!skip.empty()) {
-    for (const char* k : {"hsa.status", "hsa.error", "hsa.load_errors"})
-      facts.put_status(k, Status::missing, "hsa probe", skip);
+    for (const std::string_view k :
+         {fact_keys::hsa::status, fact_keys::hsa::error, fact_keys::hsa::load_errors})
+      facts.put_status(std::string(k), Status::missing, "hsa probe", skip);
     put_summary_status(facts, Status::missing, "hsa probe", skip);
     return;
   }

@@ -15,6 +15,8 @@
 #include "hsa.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -24,12 +26,6 @@
 
 namespace halo::probes {
 namespace {
-
-constexpr const char* kInstallVersion = "rocm.install.version";
-constexpr const char* kInstallPrefix = "rocm.install.prefix";
-constexpr const char* kSdkVersion = "rocm.sdk.version";
-constexpr const char* kRocmPathEnv = "env.rocm_path";
-constexpr const char* kPythonEnv = "framework.python_env";
 
 /// A version file is a line; a manifest a few KiB (TheRock's lists its submodule pins).
 constexpr std::size_t kMaxVersionBytes = 256;
@@ -84,7 +80,8 @@ std::optional<Found> release_of(const Root& root, const std::string& prefix,
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> prefixes;
-  if (auto p = facts.get<std::string>(kRocmPathEnv); p && !p->empty() && p->front() == '/')
+  if (auto p = facts.get<std::string>(fact_keys::env::key("rocm_path"));
+      p && !p->empty() && p->front() == '/')
     prefixes.push_back(*p);
   prefixes.emplace_back("/opt/rocm");
   std::vector<std::string> why;
@@ -92,34 +89,38 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   for (const auto& prefix : prefixes)
     if ((install = release_of(ctx.root, prefix, why))) break;
   if (install) {
-    facts.put_ok(kInstallVersion, install->version, install->source);
-    facts.put_ok(kInstallPrefix, install->prefix, install->source);
+    facts.put_ok(std::string(fact_keys::rocm::install_version), install->version, install->source);
+    facts.put_ok(std::string(fact_keys::rocm::install_prefix), install->prefix, install->source);
   } else {
     const std::string reason =
         fmt::format("no ROCm installation says its release: {}", fmt::join(why, "; "));
-    facts.put_status(kInstallVersion, Status::missing, "/opt/rocm", reason);
-    facts.put_status(kInstallPrefix, Status::missing, "/opt/rocm", reason);
+    facts.put_status(std::string(fact_keys::rocm::install_version), Status::missing, "/opt/rocm",
+                     reason);
+    facts.put_status(std::string(fact_keys::rocm::install_prefix), Status::missing, "/opt/rocm",
+                     reason);
   }
 
-  const Fact* site = facts.find(kPythonEnv);
+  const Fact* site = facts.find(fact_keys::framework::python_env);
   if (site == nullptr || !site->ok()) {
-    facts.put_status(kSdkVersion, Status::missing, kPythonEnv,
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing,
+                     std::string(fact_keys::framework::python_env),
                      "no Python environment found (framework.python_env)");
     return;
   }
-  const std::string sdk = facts.get<std::string>(kPythonEnv).value_or("") + "/_rocm_sdk_core";
+  const std::string sdk =
+      facts.get<std::string>(fact_keys::framework::python_env).value_or("") + "/_rocm_sdk_core";
   if (!ctx.root.is_dir(sdk)) {
-    facts.put_status(kSdkVersion, Status::missing, sdk,
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing, sdk,
                      "no TheRock rocm-sdk-core in the Python environment");
     return;
   }
   std::vector<std::string> sdk_why;
   if (auto v = release_of(ctx.root, sdk, sdk_why))
-    facts.put_ok(kSdkVersion, v->version, v->source);
+    facts.put_ok(std::string(fact_keys::rocm::sdk_version), v->version, v->source);
   else
     // Missing, not error: a bundle carries the version files, not the directory, and replays
     // the same status.
-    facts.put_status(kSdkVersion, Status::missing, sdk,
+    facts.put_status(std::string(fact_keys::rocm::sdk_version), Status::missing, sdk,
                      fmt::format("rocm-sdk-core without a release: {}", fmt::join(sdk_why, "; ")));
 }
 
@@ -127,7 +128,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_rocm_install_probe() {
   auto p = std::make_unique<BasicProbe>(
-      "rocm_install", std::vector<std::string>{kRocmPathEnv, kPythonEnv},
+      "rocm_install",
+      std::vector<std::string>{fact_keys::env::key("rocm_path"),
+                               std::string(fact_keys::framework::python_env)},
       std::vector<std::string>{
           "/opt/rocm/.info/version", "/opt/rocm/share/therock/therock_manifest.json",
           "$ROCM_PATH/.info/version", "$ROCM_PATH/share/therock/therock_manifest.json",

@@ -12,6 +12,8 @@
 // It reads no file.
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -20,25 +22,24 @@
 namespace halo::probes {
 namespace {
 
-constexpr const char* kVersion = "rocm.version";
-constexpr const char* kBasis = "rocm.version_basis";
-
 void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
   struct Candidate {
-    const char* key;
+    std::string_view key;
     const char* basis;
   };
   static constexpr std::array<Candidate, 3> kOrder{{
-      {"hsa.rocm_version", "the ROCr the doctor loaded"},
-      {"rocm.install.version", "the installation on disk"},
-      {"rocm.sdk.version", "TheRock's rocm-sdk-core in the Python environment"},
+      {fact_keys::hsa::rocm_version, "the ROCr the doctor loaded"},
+      {fact_keys::rocm::install_version, "the installation on disk"},
+      {fact_keys::rocm::sdk_version, "TheRock's rocm-sdk-core in the Python environment"},
   }};
   for (const auto& c : kOrder) {
     const Fact* f = facts.find(c.key);
     if (f == nullptr || !f->ok()) continue;
     if (auto v = facts.get<std::string>(c.key)) {
-      facts.put_ok(kVersion, *v, fmt::format("{} ({})", c.key, f->source));
-      facts.put_ok(kBasis, std::string(c.basis), c.key);
+      facts.put_ok(std::string(fact_keys::rocm::version), *v,
+                   fmt::format("{} ({})", c.key, f->source));
+      facts.put_ok(std::string(fact_keys::rocm::version_basis), std::string(c.basis),
+                   std::string(c.key));
       return;
     }
   }
@@ -56,8 +57,8 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
       fmt::format("{}; and no ROCm installation on disk says its release (rocm.install.version, "
                   "rocm.sdk.version)",
                   rt_reason);
-  facts.put_status(kVersion, Status::missing, "derived", reason);
-  facts.put_status(kBasis, Status::missing, "derived", reason);
+  facts.put_status(std::string(fact_keys::rocm::version), Status::missing, "derived", reason);
+  facts.put_status(std::string(fact_keys::rocm::version_basis), Status::missing, "derived", reason);
 }
 
 } // namespace
@@ -65,7 +66,9 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
 std::unique_ptr<Probe> make_rocm_version_derivation() {
   return std::make_unique<BasicDerivation>(
       "rocm_version",
-      std::vector<std::string>{"hsa.rocm_version", "rocm.install.version", "rocm.sdk.version"},
+      std::vector<std::string>{std::string(fact_keys::hsa::rocm_version),
+                               std::string(fact_keys::rocm::install_version),
+                               std::string(fact_keys::rocm::sdk_version)},
       derive);
 }
 

@@ -11,6 +11,7 @@
 #include "probes.hpp"
 #include "ttm_modules.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/units.hpp>
 
 #include <array>
@@ -18,8 +19,29 @@
 namespace halo::probes {
 namespace {
 
-constexpr std::array<const char*, 3> kParams = {"pages_limit", "page_pool_size",
-                                                "dma32_pages_limit"};
+/// A TTM module parameter (ttm_tt.c / ttm_pool.c module_param) and the facts it gives: per module,
+/// ttm.module.<m>.<param>_pages/_bytes, and for the module amdgpu uses, ttm.<param>_pages/_bytes.
+struct TtmParam {
+  const char* name;
+  std::string_view pages;
+  std::string_view bytes;
+  std::string (*module_pages)(std::string_view module);
+  std::string (*module_bytes)(std::string_view module);
+};
+
+namespace ttm_keys = fact_keys::ttm;
+
+constexpr std::array<TtmParam, 3> kParams = {{
+    {"pages_limit", ttm_keys::pages_limit_pages, ttm_keys::pages_limit_bytes,
+     [](std::string_view m) { return ttm_keys::module_pages_limit_pages(m); },
+     [](std::string_view m) { return ttm_keys::module_pages_limit_bytes(m); }},
+    {"page_pool_size", ttm_keys::page_pool_size_pages, ttm_keys::page_pool_size_bytes,
+     [](std::string_view m) { return ttm_keys::module_page_pool_size_pages(m); },
+     [](std::string_view m) { return ttm_keys::module_page_pool_size_bytes(m); }},
+    {"dma32_pages_limit", ttm_keys::dma32_pages_limit_pages, ttm_keys::dma32_pages_limit_bytes,
+     [](std::string_view m) { return ttm_keys::module_dma32_pages_limit_pages(m); },
+     [](std::string_view m) { return ttm_keys::module_dma32_pages_limit_bytes(m); }},
+}};
 
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
@@ -27,33 +49,34 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> holders;
   for (const char* m : kTtmModules) {
     const std::string dir = std::string("/sys/module/") + m;
-    const std::string pre = std::string("ttm.module.") + m;
     const bool present = root.is_dir(dir);
-    facts.put_ok(pre + ".loaded", present, dir);
+    facts.put_ok(ttm_keys::module_loaded(m), present, dir);
     if (!present) continue;
     loaded.emplace_back(m);
     const bool holds = root.exists(dir + "/holders/amdgpu");
-    facts.put_ok(pre + ".used_by_amdgpu", holds, dir + "/holders/amdgpu");
+    facts.put_ok(ttm_keys::module_used_by_amdgpu(m), holds, dir + "/holders/amdgpu");
     if (holds) holders.emplace_back(m);
     if (auto names = root.list(dir + "/parameters"))
-      facts.put_ok(pre + ".param_names", *names, dir + "/parameters");
-    for (const char* p : kParams) {
-      auto v = put_int(facts, root, pre + "." + p + "_pages", dir + "/parameters/" + p);
-      const Fact* f = facts.find(pre + "." + p + "_pages");
+      facts.put_ok(ttm_keys::module_param_names(m), *names, dir + "/parameters");
+    for (const TtmParam& p : kParams) {
+      const std::string pages = p.module_pages(m);
+      const std::string bytes_key = p.module_bytes(m);
+      auto v = put_int(facts, root, pages, dir + "/parameters/" + p.name);
+      const Fact* f = facts.find(pages);
       // pages x 4096 in checked arithmetic: the kernel takes any unsigned long (module_param
       // ulong in ttm_tt.c / ttm_pool.c), so a sysfs value can be far beyond 2^63 bytes; that is
       // an error naming the file, never a wrapped (or negative) byte count.
       const auto bytes = v ? units::checked_bytes(*v, units::kTtmPageBytes) : std::nullopt;
       if (bytes)
-        facts.put_ok(pre + "." + p + "_bytes", *bytes, f->source);
+        facts.put_ok(bytes_key, *bytes, f->source);
       else if (v)
-        facts.put_status(pre + "." + p + "_bytes", Status::error, f->source,
+        facts.put_status(bytes_key, Status::error, f->source,
                          units::overflow_reason(*v, "pages", units::kTtmPageBytes));
       else
-        facts.put_status(pre + "." + p + "_bytes", f->status, f->source, f->reason);
+        facts.put_status(bytes_key, f->status, f->source, f->reason);
     }
   }
-  facts.put_ok("ttm.modules_loaded", loaded, "/sys/module");
+  facts.put_ok(std::string(ttm_keys::modules_loaded), loaded, "/sys/module");
 
   // Which TTM does amdgpu use? The holders link is authoritative. Without it (ttm built in,
   // no holders directory) a DKMS amdgpu means amdttm/amd_ttm, an in-kernel one means ttm.
@@ -62,8 +85,8 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (holders.size() == 1) {
     used = holders[0];
     basis = "/sys/module/" + used + "/holders/amdgpu";
-  } else if (facts.get<bool>("amdgpu.loaded") == true && holders.empty()) {
-    const bool dkms = facts.get<bool>("amdgpu.dkms") == true;
+  } else if (facts.get<bool>(fact_keys::amdgpu::loaded) == true && holders.empty()) {
+    const bool dkms = facts.get<bool>(fact_keys::amdgpu::dkms) == true;
     for (const auto& m : loaded) {
       if ((m == "ttm") != dkms) {
         used = m;
@@ -74,24 +97,24 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     }
   }
   if (used.empty()) {
-    const bool amdgpu = facts.get<bool>("amdgpu.loaded") == true;
-    facts.put_status("ttm.module", amdgpu ? Status::error : Status::missing, "/sys/module",
-                     amdgpu ? "amdgpu is loaded but no TTM module it uses was found"
-                            : "amdgpu is not loaded");
-    for (const char* p : kParams) {
-      facts.put_status(std::string("ttm.") + p + "_pages", Status::missing, "/sys/module",
+    const bool amdgpu = facts.get<bool>(fact_keys::amdgpu::loaded) == true;
+    facts.put_status(
+        std::string(ttm_keys::module), amdgpu ? Status::error : Status::missing, "/sys/module",
+        amdgpu ? "amdgpu is loaded but no TTM module it uses was found" : "amdgpu is not loaded");
+    for (const TtmParam& p : kParams) {
+      facts.put_status(std::string(p.pages), Status::missing, "/sys/module",
                        "no TTM module in use by amdgpu");
-      facts.put_status(std::string("ttm.") + p + "_bytes", Status::missing, "/sys/module",
+      facts.put_status(std::string(p.bytes), Status::missing, "/sys/module",
                        "no TTM module in use by amdgpu");
     }
     return;
   }
-  facts.put_ok("ttm.module", used, basis);
-  for (const char* p : kParams) {
-    for (const char* unit : {"_pages", "_bytes"}) {
-      const Fact* f = facts.find("ttm.module." + used + "." + p + unit);
-      Fact copy = *f;
-      copy.key = std::string("ttm.") + p + unit;
+  facts.put_ok(std::string(ttm_keys::module), used, basis);
+  for (const TtmParam& p : kParams) {
+    for (const auto& [from, to] :
+         {std::pair{p.module_pages(used), p.pages}, std::pair{p.module_bytes(used), p.bytes}}) {
+      Fact copy = *facts.find(from);
+      copy.key = std::string(to);
       facts.put(std::move(copy));
     }
   }
@@ -101,7 +124,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_ttm_probe() {
   return std::make_unique<BasicProbe>(
-      "ttm", std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"},
+      "ttm",
+      std::vector<std::string>{std::string(fact_keys::amdgpu::loaded),
+                               std::string(fact_keys::amdgpu::dkms)},
       std::vector<std::string>{"/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
                                "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"},
       collect);

@@ -6,6 +6,7 @@
 #include "probes.hpp"
 #include "ttm/ttm_modules.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -34,6 +35,34 @@ struct Configured {
   std::string modprobe_src;
 };
 
+namespace ttm_keys = fact_keys::ttm;
+
+/// A fact given in pages and in bytes (`..._pages`, `..._bytes`).
+struct PagesBytes {
+  std::string_view pages;
+  std::string_view bytes;
+};
+
+/// A TTM parameter configured for the module amdgpu uses: its facts from the kernel command line,
+/// from modprobe.d, and the value that wins (ttm.configured.*).
+struct ConfiguredKeys {
+  const char* param = nullptr;
+  PagesBytes cmdline;
+  PagesBytes modprobe;
+  PagesBytes configured;
+};
+
+constexpr std::array<ConfiguredKeys, 2> kConfiguredKeys = {{
+    {"pages_limit",
+     {ttm_keys::cmdline_pages_limit_pages, ttm_keys::cmdline_pages_limit_bytes},
+     {ttm_keys::modprobe_pages_limit_pages, ttm_keys::modprobe_pages_limit_bytes},
+     {ttm_keys::configured_pages_limit_pages, ttm_keys::configured_pages_limit_bytes}},
+    {"page_pool_size",
+     {ttm_keys::cmdline_page_pool_size_pages, ttm_keys::cmdline_page_pool_size_bytes},
+     {ttm_keys::modprobe_page_pool_size_pages, ttm_keys::modprobe_page_pool_size_bytes},
+     {ttm_keys::configured_page_pool_size_pages, ttm_keys::configured_page_pool_size_bytes}},
+}};
+
 Configured configured(const FactSet& facts, const std::string& m, const std::string& p) {
   Configured c;
   const IntParam* ip = int_param(m, p);
@@ -43,7 +72,7 @@ Configured configured(const FactSet& facts, const std::string& m, const std::str
     c.cmdline = ip != nullptr ? kernel_int(*ip, it->second.value) : std::nullopt;
     c.cmdline_src = it->second.source;
   }
-  const std::string mk = "modprobe.options." + m + "." + p;
+  const std::string mk = fact_keys::modprobe::options(m, p);
   if (auto v = facts.get<std::string>(mk)) {
     c.modprobe = ip != nullptr ? kernel_int(*ip, std::optional<std::string>(*v)) : std::nullopt;
     c.modprobe_src = facts.find(mk)->source;
@@ -51,15 +80,19 @@ Configured configured(const FactSet& facts, const std::string& m, const std::str
   return c;
 }
 
+/// The recommended TTM limit in GiB, pages and bytes.
+constexpr std::array<std::string_view, 3> kRecommended = {
+    ttm_keys::recommended_gib, ttm_keys::recommended_pages, ttm_keys::recommended_bytes};
+
 void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
   const std::array<std::string, 3> modules = {kTtmModules[0], kTtmModules[1], kTtmModules[2]};
-  const std::array<std::string, 2> params = {"pages_limit", "page_pool_size"};
-  auto used = facts.get<std::string>("ttm.module");
+  auto used = facts.get<std::string>(ttm_keys::module);
 
   std::vector<std::string> elsewhere;
   for (const auto& m : modules) {
     if (used && m == *used) continue;
-    for (const auto& p : params) {
+    for (const ConfiguredKeys& k : kConfiguredKeys) {
+      const std::string p = k.param;
       const Configured c = configured(facts, m, p);
       if (!c.cmdline_src.empty())
         elsewhere.push_back(fmt::format("{}.{} (kernel command line)", m, p));
@@ -69,75 +102,76 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
   }
   const Fact* hidden = hidden_host_config(facts);
   if (used && hidden != nullptr)
-    put_hidden(facts, "ttm.configured_elsewhere", *hidden);
+    put_hidden(facts, std::string(ttm_keys::configured_elsewhere), *hidden);
   else if (used)
-    facts.put_ok("ttm.configured_elsewhere", elsewhere, "derived: /proc/cmdline, modprobe.d");
+    facts.put_ok(std::string(ttm_keys::configured_elsewhere), elsewhere,
+                 "derived: /proc/cmdline, modprobe.d");
   else
-    facts.put_status("ttm.configured_elsewhere", Status::missing, kDerived,
+    facts.put_status(std::string(ttm_keys::configured_elsewhere), Status::missing, kDerived,
                      "the TTM module amdgpu uses is unknown");
 
   bool on_used = false;
-  for (const auto& p : params) {
-    const std::string base = "ttm.configured." + p;
-    const std::string cmd_key = "ttm.cmdline." + p;
-    const std::string mp_key = "ttm.modprobe." + p;
+  for (const ConfiguredKeys& k : kConfiguredKeys) {
     if (!used) {
-      for (const auto& k : {base, cmd_key, mp_key})
-        for (const char* u : {"_pages", "_bytes"})
-          facts.put_status(k + u, Status::missing, kDerived,
+      for (const PagesBytes& pb : {k.configured, k.cmdline, k.modprobe})
+        for (const std::string_view key : {pb.pages, pb.bytes})
+          facts.put_status(std::string(key), Status::missing, kDerived,
                            "the TTM module amdgpu uses is unknown");
       continue;
     }
-    Configured c = configured(facts, *used, p);
-    auto put = [&](const std::string& key, std::optional<std::int64_t> v, const std::string& src) {
+    Configured c = configured(facts, *used, k.param);
+    auto put = [&](const PagesBytes& key, std::optional<std::int64_t> v, const std::string& src) {
       if (v) {
-        facts.put_ok(key + "_pages", *v, src);
+        facts.put_ok(std::string(key.pages), *v, src);
         // The kernel accepts any unsigned long (ttm_tt.c: module_param_named(pages_limit, ...,
         // ulong)), far beyond RAM: pages x 4096 in checked arithmetic, and a product beyond 64
         // bits is an error naming where it was set, never a wrapped value. ttm-limit-overcommit
         // then cannot pass (the _pages fact exists, the _bytes comparison is unknown).
         if (const auto bytes = units::checked_bytes(*v, units::kTtmPageBytes))
-          facts.put_ok(key + "_bytes", *bytes, src);
+          facts.put_ok(std::string(key.bytes), *bytes, src);
         else
-          facts.put_status(key + "_bytes", Status::error, src,
+          facts.put_status(std::string(key.bytes), Status::error, src,
                            units::overflow_reason(*v, "pages", units::kTtmPageBytes));
       } else if (!src.empty()) {
-        for (const char* u : {"_pages", "_bytes"})
-          facts.put_status(key + u, Status::error, src,
+        for (const std::string_view each : {key.pages, key.bytes})
+          facts.put_status(std::string(each), Status::error, src,
                            "set to a value the kernel rejects: the module fails to load (see "
                            "modparam.invalid)");
       } else {
-        facts.put_status(key + "_pages", Status::missing, kDerived, "not configured");
-        facts.put_status(key + "_bytes", Status::missing, kDerived, "not configured");
+        facts.put_status(std::string(key.pages), Status::missing, kDerived, "not configured");
+        facts.put_status(std::string(key.bytes), Status::missing, kDerived, "not configured");
       }
     };
-    put(cmd_key, c.cmdline, c.cmdline_src);
+    put(k.cmdline, c.cmdline, c.cmdline_src);
     const bool cmd_given = !c.cmdline_src.empty();
     if (hidden != nullptr) {
-      for (const char* u : {"_pages", "_bytes"}) {
-        put_hidden(facts, mp_key + u, *hidden);
-        if (!cmd_given) put_hidden(facts, base + u, *hidden);
+      for (const auto& [mp, conf] : {std::pair{k.modprobe.pages, k.configured.pages},
+                                     std::pair{k.modprobe.bytes, k.configured.bytes}}) {
+        put_hidden(facts, std::string(mp), *hidden);
+        if (!cmd_given) put_hidden(facts, std::string(conf), *hidden);
       }
-      if (cmd_given) put(base, c.cmdline, c.cmdline_src);
+      if (cmd_given) put(k.configured, c.cmdline, c.cmdline_src);
       on_used = on_used || c.cmdline;
       continue;
     }
-    put(mp_key, c.modprobe, c.modprobe_src);
-    put(base, cmd_given ? c.cmdline : c.modprobe, cmd_given ? c.cmdline_src : c.modprobe_src);
+    put(k.modprobe, c.modprobe, c.modprobe_src);
+    put(k.configured, cmd_given ? c.cmdline : c.modprobe,
+        cmd_given ? c.cmdline_src : c.modprobe_src);
     on_used = on_used || c.cmdline || c.modprobe;
   }
   if (used && hidden != nullptr && !on_used)
-    put_hidden(facts, "ttm.configured_on_used", *hidden);
+    put_hidden(facts, std::string(ttm_keys::configured_on_used), *hidden);
   else if (used)
-    facts.put_ok("ttm.configured_on_used", on_used, "derived: /proc/cmdline, modprobe.d");
+    facts.put_ok(std::string(ttm_keys::configured_on_used), on_used,
+                 "derived: /proc/cmdline, modprobe.d");
   else
-    facts.put_status("ttm.configured_on_used", Status::missing, kDerived,
+    facts.put_status(std::string(ttm_keys::configured_on_used), Status::missing, kDerived,
                      "the TTM module amdgpu uses is unknown");
 
   // Recommended limit: MemTotal minus --reserve, in whole GiB, as 4 KiB pages. The largest limit
   // that leaves the OS its headroom is one fact, read by ttm-limit-overcommit and fix --ttm-limit.
-  if (auto total = facts.get_int("mem.total_bytes")) {
-    facts.put_ok("ttm.max_limit_bytes", *total - units::kTtmOsHeadroomBytes,
+  if (auto total = facts.get_int(fact_keys::mem::total_bytes)) {
+    facts.put_ok(std::string(ttm_keys::max_limit_bytes), *total - units::kTtmOsHeadroomBytes,
                  "derived: MemTotal - 2 GiB (units::kTtmOsHeadroomBytes)");
     const std::int64_t gib = *total / units::kGiB - opt.reserve_gib;
     const std::string src =
@@ -146,23 +180,23 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
     const auto pages = units::checked_bytes(gib, units::kPagesPerGiB);
     const auto bytes = units::checked_bytes(gib, units::kGiB);
     if (gib > 0 && pages && bytes) {
-      facts.put_ok("ttm.recommended_gib", gib, src);
-      facts.put_ok("ttm.recommended_pages", *pages, src);
-      facts.put_ok("ttm.recommended_bytes", *bytes, src);
+      facts.put_ok(std::string(ttm_keys::recommended_gib), gib, src);
+      facts.put_ok(std::string(ttm_keys::recommended_pages), *pages, src);
+      facts.put_ok(std::string(ttm_keys::recommended_bytes), *bytes, src);
     } else if (gib > 0) {
-      for (const char* k :
-           {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
-        facts.put_status(k, Status::error, facts.find("mem.total_bytes")->source,
+      for (const std::string_view k : kRecommended)
+        facts.put_status(std::string(k), Status::error,
+                         facts.find(fact_keys::mem::total_bytes)->source,
                          units::overflow_reason(gib, "GiB", units::kGiB));
     } else {
-      for (const char* k :
-           {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes"})
-        facts.put_status(k, Status::error, src, "--reserve leaves no memory for the GPU");
+      for (const std::string_view k : kRecommended)
+        facts.put_status(std::string(k), Status::error, src,
+                         "--reserve leaves no memory for the GPU");
     }
   } else {
-    for (const char* k : {"ttm.recommended_gib", "ttm.recommended_pages", "ttm.recommended_bytes",
-                          "ttm.max_limit_bytes"})
-      facts.put_status(k, Status::missing, kDerived, "MemTotal unknown");
+    for (const std::string_view k :
+         {kRecommended[0], kRecommended[1], kRecommended[2], ttm_keys::max_limit_bytes})
+      facts.put_status(std::string(k), Status::missing, kDerived, "MemTotal unknown");
   }
 }
 
@@ -171,10 +205,10 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
 std::unique_ptr<Probe> make_ttm_configured_derivation() {
   return std::make_unique<BasicDerivation>(
       "ttm_configured",
-      std::vector<std::string>{"ttm.module", "mem.total_bytes", std::string(kModuleOptionInputs[0]),
-                               std::string(kModuleOptionInputs[1]),
-                               std::string(kModuleOptionInputs[2]),
-                               std::string(kModuleOptionInputs[3])},
+      std::vector<std::string>{
+          std::string(fact_keys::ttm::module), std::string(fact_keys::mem::total_bytes),
+          std::string(kModuleOptionInputs[0]), std::string(kModuleOptionInputs[1]),
+          std::string(kModuleOptionInputs[2]), std::string(kModuleOptionInputs[3])},
       [](const DeriveContext& ctx, FactSet& facts) { derive_ttm(facts, ctx.options); });
 }
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// halo-facts-compile CHECKS_DIR OUT.cpp (a build step, CMakeLists.txt; issue 33): validates the
-// fact declarations of the built-in probes, checks/<folder>/facts.json, and writes them as C++
-// tables in static storage (checks/common/probes.hpp declared_probes(), declared_probe()), so the
-// binary reads no JSON and copies no table at start-up.
+// halo-facts-compile CHECKS_DIR OUT.cpp [OUT_KEYS.hpp] (a build step, CMakeLists.txt; issues 33,
+// 42): validates the fact declarations of the built-in probes, checks/<folder>/facts.json, and
+// writes them as C++ tables in static storage (checks/common/probes.hpp declared_probes(),
+// declared_probe()), so the binary reads no JSON and copies no table at start-up; and, with
+// OUT_KEYS.hpp, the header <halo/fact_keys.hpp>: one C++ name per declared pattern (the naming
+// scheme is the header's own comment, key_header below), so code names a fact by a constant the
+// declarations generate and a key not declared is a compile error.
 //
 // Every file is checked against checks/facts.schema.json (key pattern syntax, the type names of
 // fact_type_name, the unit vocabulary of FactDecl::unit, a non-empty meaning and source), and
@@ -29,8 +32,10 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -185,11 +190,226 @@ std::string generated_source(const std::vector<Entry>& entries) {
   return text;
 }
 
+/// The C++20 keywords and alternative tokens ([lex.key], [lex.digraph]): a segment spelled like
+/// one gets a trailing `_` as its name (`amdgpu.module.signed` -> `module_signed`; alone,
+/// `signed_`).
+bool is_keyword(std::string_view w) {
+  static const std::set<std::string_view> kKeywords = {
+      "alignas",       "alignof",     "and",
+      "and_eq",        "asm",         "auto",
+      "bitand",        "bitor",       "bool",
+      "break",         "case",        "catch",
+      "char",          "char8_t",     "char16_t",
+      "char32_t",      "class",       "compl",
+      "concept",       "const",       "consteval",
+      "constexpr",     "constinit",   "const_cast",
+      "continue",      "co_await",    "co_return",
+      "co_yield",      "decltype",    "default",
+      "delete",        "do",          "double",
+      "dynamic_cast",  "else",        "enum",
+      "explicit",      "export",      "extern",
+      "false",         "float",       "for",
+      "friend",        "goto",        "if",
+      "inline",        "int",         "long",
+      "mutable",       "namespace",   "new",
+      "noexcept",      "not",         "not_eq",
+      "nullptr",       "operator",    "or",
+      "or_eq",         "private",     "protected",
+      "public",        "register",    "reinterpret_cast",
+      "requires",      "return",      "short",
+      "signed",        "sizeof",      "static",
+      "static_assert", "static_cast", "struct",
+      "switch",        "template",    "this",
+      "thread_local",  "throw",       "true",
+      "try",           "typedef",     "typeid",
+      "typename",      "union",       "unsigned",
+      "using",         "virtual",     "void",
+      "volatile",      "wchar_t",     "while",
+      "xor",           "xor_eq"};
+  return kKeywords.contains(w);
+}
+
+/// `w` as a C++ identifier: a keyword gets a trailing `_`, a leading digit a leading `n`.
+std::string identifier(std::string w) {
+  if (!w.empty() && w.front() >= '0' && w.front() <= '9') w.insert(0, "n");
+  if (is_keyword(w)) w += '_';
+  return w;
+}
+
+/// The dotted segments of `pattern`.
+std::vector<std::string> segments(std::string_view pattern) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t dot = pattern.find('.', at);
+    out.emplace_back(pattern.substr(at, dot == std::string_view::npos ? dot : dot - at));
+    if (dot == std::string_view::npos) return out;
+    at = dot + 1;
+  }
+}
+
+/// One generated name: a constant (a pattern without `*` or `**`) or a function of the pattern's
+/// `*` segments and `**` tail.
+struct KeyName {
+  std::string family; ///< namespace: the first segment
+  std::string name;   ///< the other fixed segments joined by `_`
+  std::string pattern;
+  std::size_t params = 0; ///< `*` segments and a `**` tail
+  std::string origin;     ///< "checks/FOLDER/facts.json probe 'ID'"
+};
+
+/// The names of every declared pattern (the scheme of key_header's comment). Throws
+/// halo::InputError when two patterns of one family would get one name.
+std::vector<KeyName> key_names(const std::vector<Entry>& entries) {
+  std::vector<KeyName> out;
+  for (const Entry& e : entries)
+    for (const Decl& d : e.facts) {
+      const std::vector<std::string> seg = segments(d.pattern);
+      KeyName k{identifier(seg.front()), "", d.pattern, 0, e.file + " probe '" + e.id + "'"};
+      for (std::size_t i = 1; i < seg.size(); ++i) {
+        if (seg[i] == "*" || seg[i] == "**") {
+          ++k.params;
+          continue;
+        }
+        if (!k.name.empty()) k.name += '_';
+        k.name += seg[i];
+      }
+      if (k.name.empty()) k.name = "key";
+      k.name = identifier(k.name);
+      out.push_back(std::move(k));
+    }
+  // A function whose name a constant of its family already has takes `_of`
+  // (`runenv.containerenv.*` beside `runenv.containerenv`: runenv::containerenv_of(name)).
+  std::set<std::pair<std::string, std::string>> constants;
+  for (const KeyName& k : out)
+    if (k.params == 0) constants.emplace(k.family, k.name);
+  for (KeyName& k : out)
+    if (k.params > 0 && constants.contains({k.family, k.name})) k.name += "_of";
+  std::map<std::pair<std::string, std::string>, const KeyName*> seen;
+  for (const KeyName& k : out)
+    if (auto [it, fresh] = seen.emplace(std::pair{k.family, k.name}, &k); !fresh)
+      throw halo::InputError(fmt::format(
+          "{}: '{}' and '{}' ({}) would both be named fact_keys::{}::{} in <halo/fact_keys.hpp>: "
+          "rename one",
+          k.origin, k.pattern, it->second->pattern, it->second->origin, k.family, k.name));
+  std::ranges::stable_sort(out, [](const KeyName& a, const KeyName& b) {
+    return std::tie(a.family, a.name) < std::tie(b.family, b.name);
+  });
+  return out;
+}
+
+/// The generated header <halo/fact_keys.hpp>: one name per declared pattern, by family.
+std::string key_header(const std::vector<Entry>& entries) {
+  const std::vector<KeyName> names = key_names(entries);
+  std::string text =
+      R"(// Generated by halo-facts-compile (src/tools/facts_compile.cpp) from checks/*/facts.json. Do not
+// edit.
+//
+// The name of every declared fact key (issue 42): code names a fact by these, so a search for the
+// name finds every place a fact is produced or read, and a key that is not declared does not
+// exist here: naming it is a compile error. The scheme (docs/adding-a-probe.md), for a pattern
+// FAMILY.SEG1.SEG2...:
+//  - the namespace is halo::fact_keys::FAMILY;
+//  - the name is the segments after the family that are not `*` or `**`, joined by `_`
+//    (`ttm.pages_limit_bytes` -> ttm::pages_limit_bytes, `framework.torch.hip_version` ->
+//    framework::torch_hip_version); a name spelled like a C++ keyword takes a trailing `_`
+//    (`amdgpu.module.signed` -> amdgpu::module_signed, a lone `signed` -> signed_), one that
+//    starts with a digit a leading `n`, and a pattern of the family alone is named `key`;
+//  - a pattern without `*` is a constant, `inline constexpr std::string_view`;
+//  - a pattern with `*` segments (and/or a trailing `**`) is a function taking one argument per
+//    `*` and `**`, in order, anything fmt formats (an index, a card name, a string), and
+//    returning the key as std::string: drm::device_id(card) is "drm." + card + ".device_id";
+//    passing "*" (or "**") gives the pattern back, for FactSet::match and a probe's inputs;
+//  - a function whose name a constant of its family has takes `_of`
+//    (`runenv.containerenv.*` -> runenv::containerenv_of(name));
+//  - two patterns that would still share a name fail the build, naming both.
+// fact_keys::declared(key) says whether a key (or pattern) is matched by a declaration, at compile
+// time, for keys written elsewhere (include/halo/fact.hpp's halo::keys).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace halo::fact_keys {
+)";
+  std::string family;
+  for (const KeyName& k : names) {
+    if (k.family != family) {
+      if (!family.empty()) text += fmt::format("}} // namespace {}\n", family);
+      family = k.family;
+      text += fmt::format("\nnamespace {} {{\n", family);
+    }
+    if (k.params == 0) {
+      text += fmt::format("inline constexpr ::std::string_view {} = {};\n", k.name,
+                          cxx_literal(k.pattern));
+      continue;
+    }
+    std::string params;
+    std::string args;
+    std::string format = k.pattern;
+    for (std::size_t i = 1; i <= k.params; ++i) {
+      params += fmt::format("{}const auto& s{}", i > 1 ? ", " : "", i);
+      args += fmt::format(", s{}", i);
+    }
+    // `*` and `**` become {} in the format string ({ and } never occur in a pattern).
+    for (std::size_t at = 0; (at = format.find('*', at)) != std::string::npos;) {
+      const std::size_t n = format.compare(at, 2, "**") == 0 ? 2 : 1;
+      format.replace(at, n, "{}");
+      at += 2;
+    }
+    text += fmt::format("/// {}\ninline ::std::string {}({}) {{ return ::fmt::format({}{}); }}\n",
+                        k.pattern, k.name, params, cxx_literal(format), args);
+  }
+  if (!family.empty()) text += fmt::format("}} // namespace {}\n", family);
+  text += "\n/// Every declared pattern, sorted.\ninline constexpr auto kPatterns = "
+          "::std::to_array<::std::string_view>({\n";
+  std::vector<std::string> patterns;
+  patterns.reserve(names.size());
+  for (const KeyName& k : names)
+    patterns.push_back(k.pattern);
+  std::ranges::sort(patterns);
+  for (const std::string& p : patterns)
+    text += fmt::format("    {},\n", cxx_literal(p));
+  text += R"(});
+
+/// True if dotted `key` matches declared `pattern`: a `*` segment of either matches one segment,
+/// a trailing `**` of the pattern one or more (halo::key_matches, include/halo/fact.hpp, at
+/// compile time).
+constexpr bool matches(::std::string_view key, ::std::string_view pattern) {
+  for (;;) {
+    const auto kd = key.find('.');
+    const auto pd = pattern.find('.');
+    const ::std::string_view ks = key.substr(0, kd);
+    const ::std::string_view ps = pattern.substr(0, pd);
+    if (ps == "**") return pd == ::std::string_view::npos && !ks.empty();
+    if (ps != "*" && ks != "*" && ps != ks) return false;
+    if (kd == ::std::string_view::npos || pd == ::std::string_view::npos)
+      return kd == ::std::string_view::npos && pd == ::std::string_view::npos;
+    key.remove_prefix(kd + 1);
+    pattern.remove_prefix(pd + 1);
+  }
+}
+
+/// True if some declaration of checks/*/facts.json matches `key` (a key or a pattern).
+constexpr bool declared(::std::string_view key) {
+  for (const ::std::string_view p : kPatterns)
+    if (matches(key, p)) return true;
+  return false;
+}
+
+} // namespace halo::fact_keys
+)";
+  return text;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    halo::write_stderr_text("usage: halo-facts-compile CHECKS_DIR OUT.cpp\n");
+  if (argc != 3 && argc != 4) {
+    halo::write_stderr_text("usage: halo-facts-compile CHECKS_DIR OUT.cpp [OUT_KEYS.hpp]\n");
     return 2;
   }
   const fs::path dir = argv[1];
@@ -209,6 +429,7 @@ int main(int argc, char** argv) {
       for (Entry& e :
            read_file(dir / folder / "facts.json", folder, schema, seen_ids, seen_patterns))
         entries.push_back(std::move(e));
+    if (argc == 4) halo::write_output_file(argv[3], key_header(entries));
     halo::write_output_file(out, generated_source(entries));
     return 0;
   } catch (const std::exception& e) {

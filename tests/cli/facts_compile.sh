@@ -12,9 +12,23 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad() { echo "FAIL: $*"; fail=1; }
 
-"$tool" "$checks" "$tmp/ok.cpp" || bad "the source declarations were refused (exit $?)"
+"$tool" "$checks" "$tmp/ok.cpp" "$tmp/fact_keys.hpp" || bad "the source declarations were refused (exit $?)"
 grep -q 'std::span<const DeclaredProbe> declared_probes()' "$tmp/ok.cpp" || bad "no tables written"
 grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.module.*.loaded not compiled"
+# The names of <halo/fact_keys.hpp> (issue 42; the scheme is docs/adding-a-probe.md): a fixed key is a
+# constant in its family's namespace, a `*` pattern a function of its segments, `_of` where a constant
+# of the family has the name.
+for want in 'namespace ttm {' \
+    'inline constexpr ::std::string_view pages_limit_bytes = "ttm.pages_limit_bytes";' \
+    'inline constexpr ::std::string_view torch_hip_version = "framework.torch.hip_version";' \
+    'inline ::std::string module_loaded(const auto& s1) { return ::fmt::format("ttm.module.{}.loaded", s1); }' \
+    'inline ::std::string options(const auto& s1, const auto& s2) { return ::fmt::format("modprobe.options.{}.{}", s1, s2); }' \
+    'inline ::std::string cmdline_param(const auto& s1) { return ::fmt::format("kernel.cmdline.param.{}", s1); }' \
+    'inline constexpr ::std::string_view containerenv = "runenv.containerenv";' \
+    'inline ::std::string containerenv_of(const auto& s1) { return ::fmt::format("runenv.containerenv.{}", s1); }' \
+    '    "ttm.module.*.loaded",'; do
+  grep -qxF "$want" "$tmp/fact_keys.hpp" || bad "<halo/fact_keys.hpp> lacks: $want"
+done
 
 # Each copy breaks checks/ttm/facts.json one way: LINES|SED|what the message says. Line 3 is the
 # first probe's id ("ttm"), line 4 its source, lines 7-10 its first fact, line 111 the second
@@ -59,4 +73,24 @@ for b in "${breakages[@]}"; do
   fi
   [[ -e $tmp/bad.cpp ]] && bad "tables were written for invalid declarations"
 done
+
+# Two patterns that would get one C++ name (ttm.module.*.loaded and ttm.module_loaded.*: both
+# fact_keys::ttm::module_loaded) fail the build naming both, and nothing is written.
+rm -rf "$tmp/checks" "$tmp/bad.cpp" "$tmp/bad.hpp"
+mkdir "$tmp/checks"
+cp "$checks/facts.schema.json" "$tmp/checks/"
+for f in "$checks"/*/facts.json; do
+  mkdir "$tmp/checks/$(basename "$(dirname "$f")")"
+  cp "$f" "$tmp/checks/$(basename "$(dirname "$f")")/"
+done
+sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.module_loaded.*"/' "$tmp/checks/ttm/facts.json"
+if "$tool" "$tmp/checks" "$tmp/bad.cpp" "$tmp/bad.hpp" 2>"$tmp/err"; then
+  bad "two patterns named fact_keys::ttm::module_loaded were compiled"
+else
+  grep -qF "'ttm.module_loaded.*' and 'ttm.module.*.loaded'" "$tmp/err" ||
+    grep -qF "'ttm.module.*.loaded' and 'ttm.module_loaded.*'" "$tmp/err" ||
+    { bad "the name clash is not named:"; cat "$tmp/err"; }
+  grep -qF "fact_keys::ttm::module_loaded" "$tmp/err" || { bad "the clashing name is not said:"; cat "$tmp/err"; }
+fi
+[[ -e $tmp/bad.cpp || -e $tmp/bad.hpp ]] && bad "files were written for clashing declarations"
 exit $fail

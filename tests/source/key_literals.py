@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Guard for issue 10: no fact key and no rule id as a string literal in src/ outside src/rules/,
-nor in the public headers (include/) outside the declarations (fact.hpp's halo::keys, rules.hpp's
-halo::rule_ids).
+"""Guard for issues 10 and 42: no fact key and no rule id as a string literal in src/ outside
+src/rules/, nor in the public headers (include/) outside the declarations (fact.hpp's halo::keys,
+rules.hpp's halo::rule_ids), nor in checks/, whose code names facts by <halo/fact_keys.hpp> (the
+names halo-facts-compile generates from checks/*/facts.json) but for the files of CHECKS_PENDING,
+not converted yet, each held to the number of key literals it has.
 
 Code outside the rule engine asks for facts by declared name (the constants and helpers of
 `halo::keys` in include/halo/fact.hpp) and names rules through `halo::rule_ids`
-(include/halo/rules.hpp); the probes (checks/) declare their own keys and are not scanned.
+(include/halo/rules.hpp); the probes (checks/) name their keys by the generated header.
 
-Every string literal of every .cpp/.hpp/.h file under src/ and include/ (src/rules/ and the two
-declaring headers excepted) is read with
-comments removed (// and /* */; raw strings R"d(...)d" understood). A literal is reported when
-  - it looks like a fact key: one of the fact-key prefixes below, a dot, then only key
+Every string literal of every .cpp/.hpp/.h file under src/, include/ and checks/ (src/rules/ and
+DECLARATIONS excepted) is read with comments and #include lines removed (// and /* */; raw strings
+R"d(...)d" understood). A literal is reported when
+  - it looks like a fact key: a fact family of src/core/fact_families.cpp (or bench, probe), a dot, then only key
     characters (a-z, 0-9, _, *, {, }, .), e.g. "gpu.*.usable_bytes", "gpu.", "probe.{}.status";
   - or it is exactly the id of a rule in rules/*.json, e.g. "ttm-limit-low".
 Literals that look like keys but are not fact keys are listed in ALLOWED with the reason; an
@@ -24,14 +26,22 @@ import pathlib
 import re
 import sys
 
-# The first segment of every fact key (docs/facts.md; declared in checks/*/facts.json).
-PREFIXES = [
-    "access", "amd", "amdgpu", "apu", "bench", "boot", "drm", "env", "firmware", "framework",
-    "fw", "gpu", "gpu_metrics", "group", "host", "hsa", "initramfs", "kernel", "kernel_log", "kfd",
-    "libdrm", "mem", "modparam", "modprobe", "numa", "os", "pci", "plan", "probe", "ras", "rocm", "runenv",
-    "ttm", "user", "xgmi",
-]
-KEY_RE = re.compile(r"(?:%s)\.[a-z0-9_*{}.]*" % "|".join(re.escape(p) for p in PREFIXES))
+# The first segment of every fact key: the fact families of src/core/fact_families.cpp (the one
+# table; read here as tests/source/families.py reads it), and two prefixes that are not a family
+# of checks/: `bench` (the facts `bench --json` writes, declared by docs/bench.md) and `probe`
+# (the registry's probe.<id>.status, src/core/registry.cpp).
+FAMILY = re.compile(r'^\s*\{"([a-z_0-9]+)",\s*"([a-z_0-9]+)"\},', re.M)
+NOT_FAMILIES = ["bench", "probe"]
+
+
+def key_re(root):
+    families = FAMILY.findall((root / "src/core/fact_families.cpp").read_text(encoding="utf-8"))
+    if len(families) < 10:
+        sys.exit("key_literals.py: could not read the family table of src/core/fact_families.cpp")
+    prefixes = sorted({f for f, _ in families} | set(NOT_FAMILIES), key=len, reverse=True)
+    return re.compile(r"(?:%s)\.[a-z0-9_*{}.]*" % "|".join(re.escape(p) for p in prefixes))
+
+
 
 # (path relative to the source dir, literal, why it is not a fact key or rule id).
 ALLOWED = [
@@ -80,6 +90,9 @@ def literals(text):
             j = n if j < 0 else j + 2
             line += text.count("\n", i, j)
             i = j
+        elif c == "#" and text.startswith("include", i + 1 + len(text[i + 1:]) - len(text[i + 1:].lstrip(" "))):
+            j = text.find("\n", i)  # an #include "file.hpp" names a file, not a fact
+            i = n if j < 0 else j
         elif c.isalnum() or c == "_":
             j = i
             while j < n and (text[j].isalnum() or text[j] == "_"):
@@ -111,8 +124,45 @@ def literals(text):
             i += 1
 
 
-# The declarations themselves: halo::keys and halo::rule_ids.
-DECLARATIONS = {"include/halo/fact.hpp", "include/halo/rules.hpp"}
+# The files of checks/ that still write fact keys as literals (issue 42 §1: each is to name its
+# facts by <halo/fact_keys.hpp>, generated from checks/*/facts.json), with how many they held when
+# listed. Every other file of checks/ is held to the rule. A file here may hold at most that many
+# (a new key is named by the header, never typed), and one that holds none fails, so the list
+# only shrinks.
+CHECKS_PENDING = {  # file: the key literals it held when listed
+    "checks/framework/environment.cpp": 6,
+    "checks/framework/framework_deep.cpp": 30,
+    "checks/framework/framework_derive.cpp": 79,
+    "checks/gpus/drm.cpp": 1,
+    "checks/gpus/gpu_cards.cpp": 43,
+    "checks/gpus/gpu_firmware.cpp": 1,
+    "checks/gpus/gpu_list.cpp": 61,
+    "checks/gpus/gpu_metrics.cpp": 1,
+    "checks/gpus/gpu_visibility.cpp": 57,
+    "checks/gpus/kfd_topology.cpp": 1,
+    "checks/gpus/libdrm.cpp": 20,
+    "checks/gpus/pci.cpp": 1,
+    "checks/gpus/ras.cpp": 1,
+    "checks/gpus/xgmi.cpp": 1,
+    "checks/host/device_access.cpp": 6,
+    "checks/host/host_derive.cpp": 32,
+    "checks/host/runenv.cpp": 3,
+    "checks/host/wsl.cpp": 56,
+    "checks/kernel_args/amdgpu_module.cpp": 1,
+    "checks/kernel_args/driver_derive.cpp": 61,
+    "checks/kernel_args/kernel.cpp": 2,
+    "checks/kernel_args/modprobe.cpp": 28,
+    "checks/kernel_args/module_options.cpp": 4,
+    "checks/kernel_args/module_options.hpp": 4,
+    "checks/kernel_args/suspects_derive.cpp": 27,
+    "checks/plan/plan.cpp": 45,
+    "checks/plan/plan_gpu.cpp": 26,
+    "checks/runtime/hsa.cpp": 2,
+}
+
+# The declarations themselves: halo::keys and halo::rule_ids, and the compile-time check that
+# every key of halo::keys is declared (its `gpu.*.` and `hsa.gpu.*.` heads).
+DECLARATIONS = {"include/halo/fact.hpp", "include/halo/rules.hpp", "checks/common/declarations.cpp"}
 
 
 def rule_ids(rules_dir):
@@ -133,10 +183,12 @@ def main():
     ids = rule_ids(root / "rules")
     if len(ids) < 10:
         sys.exit(f"key_literals.py: only {len(ids)} rule ids in {root / 'rules'}: wrong directory?")
+    key = key_re(root)
     allowed = {(p, lit): why for p, lit, why in ALLOWED}
     used = set()
+    pending_left = {}
     findings = []
-    files = sorted(p for d in ("src", "include") for p in (root / d).rglob("*")
+    files = sorted(p for d in ("src", "include", "checks") for p in (root / d).rglob("*")
                    if p.suffix in (".cpp", ".hpp", ".h") and p.is_file())
     for path in files:
         rel = path.relative_to(root).as_posix()
@@ -144,7 +196,7 @@ def main():
         if rel.startswith("src/rules/") or rel in DECLARATIONS:
             continue
         for line, lit in literals(path.read_text(encoding="utf-8", errors="replace")):
-            if KEY_RE.fullmatch(lit):
+            if key.fullmatch(lit):
                 kind = "fact key"
             elif lit in ids:
                 kind = "rule id"
@@ -153,17 +205,29 @@ def main():
             if (rel, lit) in allowed:
                 used.add((rel, lit))
                 continue
+            if rel in CHECKS_PENDING and kind == "fact key":
+                pending_left.setdefault(rel, []).append(f'{rel}:{line}: {kind} "{lit}"')
+                continue
             findings.append(f'{rel}:{line}: {kind} "{lit}"')
     stale = [f'{p}: "{lit}" is in ALLOWED but no longer occurs' for p, lit in allowed
              if (p, lit) not in used]
+    stale += [f"{p}: is in CHECKS_PENDING but writes no fact key by hand any more: drop it"
+              for p in sorted(set(CHECKS_PENDING) - set(pending_left))]
+    for p, found in sorted(pending_left.items()):
+        if len(found) > CHECKS_PENDING[p]:
+            findings += found
+            findings.append(f"{p}: {len(found)} fact key literals, more than the "
+                            f"{CHECKS_PENDING[p]} CHECKS_PENDING allows: name new keys by "
+                            "<halo/fact_keys.hpp>")
     if not files:
         sys.exit(f"key_literals.py: no source files under {root / 'src'}")
     for f in findings + stale:
         print(f)
     if findings:
         print(f"{len(findings)} fact key or rule id literal(s) outside src/rules/: use the "
-              "constants of halo::keys (include/halo/fact.hpp) or halo::rule_ids "
-              "(include/halo/rules.hpp), or add a false positive to ALLOWED with its reason")
+              "constants of halo::keys (include/halo/fact.hpp) in src/, the generated names of "
+              "<halo/fact_keys.hpp> in checks/, or halo::rule_ids (include/halo/rules.hpp), or "
+              "add a false positive to ALLOWED with its reason")
     return 1 if findings or stale else 0
 
 
