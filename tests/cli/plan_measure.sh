@@ -15,9 +15,14 @@ F=tests/fixtures
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# --measure runs on this machine only (--root, --facts and --bundle are refused, section 0), so the
+# machine is probed live, with the Strix Halo fixture's facts merged over it (--add-facts: HIP device 0,
+# an APU with 62.54 GiB usable at the default TTM limit; the derivations run again over the merge), so
+# the verdict does not depend on the machine the test runs on.
+"$bin" facts --root $F/strix-halo-default-ttm --no-runtime --format json >"$tmp/gpu.json" || exit 1
 run() { # name, interpreter, extra args...
   local name=$1 interp=$2; shift 2
-  "$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/llama-3-8b --method lora --batch 1 \
+  "$bin" plan --add-facts "$tmp/gpu.json" --no-runtime --model $M/llama-3-8b --method lora --batch 1 \
     --seq 2048 --gradient-checkpointing true --measure --python "$interp" --format json "$@" >"$tmp/$name.json" 2>"$tmp/$name.err"
   echo $? >"$tmp/$name.rc"
 }
@@ -30,6 +35,30 @@ $2
 print("ok", name + ":", m["status"], (m["reason"] or m["detail"])[:110])
 PY
 }
+
+# 0. --measure measures this machine: a --root other than /, --facts or --bundle describes another
+#    system, so the pair is a usage error (exit 2) that says why, and no interpreter is started
+#    (the recorded one writes the spec it was given to HALO_FAKE_SPEC_OUT when it runs).
+for how in "--root $F/strix-halo-default-ttm" "--facts $tmp/gpu.json" "--bundle $tmp/no-such.tar.gz"; do
+  rm -f "$tmp/started"
+  # shellcheck disable=SC2086 # $how is two words on purpose
+  HALO_FAKE_SPEC_OUT=$tmp/started "$bin" plan $how --no-runtime --model $M/llama-3-8b --method lora --measure \
+    --python "$replay/plan-measure-ok.sh" --format json >"$tmp/refused.out" 2>"$tmp/refused.err"
+  rc=$?
+  if [ $rc -ne 2 ] || ! grep -q "runs the training run on this machine's GPU" "$tmp/refused.err" ||
+    ! grep -q -- "${how%% *}" "$tmp/refused.err" || [ -s "$tmp/refused.out" ] || [ -e "$tmp/started" ]; then
+    echo "FAIL: plan --measure $how was not refused before anything ran (rc $rc)"; cat "$tmp/refused.err"; fail=1
+  else
+    echo "ok plan --measure $how refused: $(head -c 160 "$tmp/refused.err")"
+  fi
+done
+# --root / is this machine: honoured (the recorded interpreter runs and its measurement is reported).
+rm -f "$tmp/started"
+HALO_FAKE_SPEC_OUT=$tmp/started "$bin" plan --root / --add-facts "$tmp/gpu.json" --no-runtime --model $M/llama-3-8b \
+  --method lora --measure --python "$replay/plan-measure-ok.sh" --format json >"$tmp/root.json" 2>"$tmp/root.err"
+if [ ! -s "$tmp/started" ] || ! grep -q '"device_bytes"' "$tmp/root.json"; then
+  echo "FAIL: plan --measure --root / (this machine) was not measured"; cat "$tmp/root.err"; fail=1
+fi
 
 # 1. A GPU that ran the whole model: the measurement is shown beside the estimate and judges the
 #    fit (the estimate of this LoRA run fits in 62.54 GiB; the measured 65.7 GiB does not).
@@ -51,7 +80,7 @@ assert s["config_dir"] == ".", s["config_dir"]  # the private directory holding 
 assert s["estimate_bytes"] > 0, s
 print("ok the spec carries the run's knobs:", {k: s[k] for k in ("method", "micro_batch", "seq_len", "optim")})
 PY
-"$bin" plan --root $F/strix-halo-default-ttm --no-runtime --model $M/llama-3-8b --method lora --batch 1 --seq 2048 \
+"$bin" plan --add-facts "$tmp/gpu.json" --no-runtime --model $M/llama-3-8b --method lora --batch 1 --seq 2048 \
   --gradient-checkpointing true --measure --python "$replay/plan-measure-ok.sh" --color never >"$tmp/ok.txt" 2>&1
 if ! grep -Eq 'device peak \(reserved \+ context\) +estimate +[0-9.]+ GiB +measured +65.69 GiB' "$tmp/ok.txt" ||
   ! grep -q "judged by the measurement" "$tmp/ok.txt"; then
@@ -81,8 +110,13 @@ run crash "$replay/crashes.sh"
 check crash 'assert m["status"] == "error" and "signal 11" in m["reason"], m'
 run garbage "$replay/plan-measure-garbage.sh"
 check garbage 'assert m["status"] == "error" and "gave no answer" in m["reason"], m'
-run none "$tmp/no-such-python"
+printf '#!/bin/sh\n' >"$tmp/not-executable" && chmod 644 "$tmp/not-executable"
+run none "$tmp/not-executable"
 check none 'assert m["status"] == "not_measured" and "is not an executable file" in m["reason"] and rc == 0, (m, rc)'
+# An interpreter that does not exist on this machine is a usage error, as for check --python.
+run missing "$tmp/no-such-python"
+[ "$(cat "$tmp/missing.rc")" = 2 ] && grep -q "no such file" "$tmp/missing.err" ||
+  { echo "FAIL: plan --measure --python MISSING is not exit 2"; cat "$tmp/missing.err"; fail=1; }
 
 # 4. Debian's real python3 here: no transformers/peft or no GPU, "not measured" and why.
 if [ -x /usr/bin/python3 ]; then
