@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 namespace halo::probes {
@@ -45,7 +46,34 @@ std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
   return 0;
 }
 
-plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
+/// The words of one progress message of plan_measure.py ({"progress": {...}}), or "" for a line
+/// that is none. Numbers are formatted here; the one string (`phase`) is cut to 120 bytes.
+std::string progress_text(std::string_view line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("progress") || !j["progress"].is_object()) return {};
+  const nlohmann::json& g = j["progress"];
+  const auto layers = non_negative(g, "layers");
+  const std::string who = layers ? fmt::format("{} layers: ", *layers) : std::string();
+  const auto step = non_negative(g, "step");
+  const auto steps = non_negative(g, "steps");
+  if (step && steps) {
+    const double t =
+        g.contains("step_s") && g["step_s"].is_number() ? g["step_s"].get<double>() : -1.0;
+    return fmt::format("{}step {} of {} done{}", who, *step, *steps,
+                       t >= 0 && t < 1e9 ? fmt::format(" ({:.1f} s)", t) : std::string());
+  }
+  const auto alloc = non_negative(g, "peak_allocated");
+  const auto resv = non_negative(g, "peak_reserved");
+  if (alloc && resv)
+    return fmt::format("{}measured: peak {:.2f} GiB allocated, {:.2f} GiB reserved", who,
+                       static_cast<double>(*alloc) / (1 << 30),
+                       static_cast<double>(*resv) / (1 << 30));
+  const std::string phase = str(g, "phase").substr(0, 120);
+  return phase.empty() ? std::string() : who + phase;
+}
+
+plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s,
+                               const std::function<void(std::string_view)>& progress) {
   plan::Measurement m;
   m.layers = p.model.num_layers;
   // What one process on one GPU cannot reproduce is refused with the reason, never measured as a
@@ -114,8 +142,15 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     m.reason = e.what();
     return m;
   }
+  std::function<void(std::string_view)> on_line;
+  if (progress) {
+    progress(fmt::format("running {} (killed after {:.0f} s)", python, timeout_s));
+    on_line = [&progress](std::string_view line) {
+      if (std::string text = progress_text(line); !text.empty()) progress(text);
+    };
+  }
   const PythonRun confined = run_python(python, script, {spec_text}, timeout_s, kMaxOutputBytes,
-                                        {{"config.json", std::move(config)}});
+                                        {{"config.json", std::move(config)}}, on_line);
   const ChildRun& run = confined.run;
   if (!confined.how.empty()) m.python += "; " + confined.how;
   if (!run.started) {
@@ -219,8 +254,9 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
 
 namespace halo::plan {
 
-Measurement measure(const Plan& p, const std::string& given, double timeout_s) {
-  return probes::measure_plan(p, given, timeout_s);
+Measurement measure(const Plan& p, const std::string& given, double timeout_s,
+                    const std::function<void(std::string_view)>& progress) {
+  return probes::measure_plan(p, given, timeout_s, progress);
 }
 
 } // namespace halo::plan

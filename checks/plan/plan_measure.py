@@ -11,7 +11,9 @@ and the number of steps. The model is built from its config with random weights
 PEFT; the steps follow transformers' Trainer.training_step (autocast when bf16/fp16, the model's
 own loss, backward, clip_grad_norm_, optimizer.step, zero_grad(set_to_none=True)).
 
-Output: progress lines, then one JSON object per line, the last one the answer:
+Output: progress lines ({"progress": {"layers": L, "phase": "..."}} when a depth starts, {"progress":
+{"layers": L, "step": k, "steps": n, "step_s": t}} after each optimizer step, and the run's figures after each
+depth; halo-doctor shows them on a terminal), then one JSON object per line, the last one the answer:
   {"status": "ok", "runs": [{"layers": L, "peak_allocated": B, "peak_reserved": B,
    "non_allocator_bytes": B, "step_times_s": [...]}, ...], "torch": ..., "device": ...}
   {"status": "not_measured", "reason": "..."}   no torch / transformers / peft / GPU
@@ -43,6 +45,8 @@ def run(spec, layers, torch, dev_name):
         config.num_hidden_layers = layers
         if hasattr(config, "layer_types") and isinstance(config.layer_types, list):
             config.layer_types = config.layer_types[:layers]
+    depth = layers or config.num_hidden_layers
+    say({"progress": {"layers": depth, "phase": "building the model from config.json (random weights)"}})
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(spec["load_dtype"], torch.float32)
     kw = {"attn_implementation": spec["attention"], "trust_remote_code": False}
     with torch.device(dev_name):
@@ -80,7 +84,7 @@ def run(spec, layers, torch, dev_name):
     torch.cuda.reset_peak_memory_stats()
     times = []
     g = torch.Generator(device="cpu").manual_seed(0)
-    for _ in range(spec["steps"]):
+    for step in range(spec["steps"]):
         t0 = time.time()
         for _ in range(spec["grad_accum"]):
             ids = torch.randint(0, vocab, (b, s), generator=g).to(dev_name)
@@ -96,8 +100,9 @@ def run(spec, layers, torch, dev_name):
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(round(time.time() - t0, 4))
+        say({"progress": {"layers": depth, "step": step + 1, "steps": spec["steps"], "step_s": times[-1]}})
     free, total = torch.cuda.mem_get_info()
-    res = {"layers": layers or config.num_hidden_layers,
+    res = {"layers": depth,
            "peak_allocated": int(torch.cuda.max_memory_allocated()),
            "peak_reserved": int(torch.cuda.max_memory_reserved()),
            "non_allocator_bytes": int(total - free - torch.cuda.memory_reserved()),

@@ -14,7 +14,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <system_error>
 
@@ -125,7 +129,16 @@ int run(Options& o, const CLI::Option* reserve_flag) {
     // plan::measure); it never throws: what could not be measured is a status with its reason.
     require_python_exists(o.common);
     auto measured = std::make_shared<plan::Plan>(*o.common.probe.plan);
-    measured->measured = plan::measure(*measured, o.common.probe.python, o.measure_timeout_s);
+    // A progress line per message of the child on a terminal (the run can take minutes), never
+    // in a log or a pipe (isatty(3) on stderr); the child's words escaped (halo::one_line).
+    std::function<void(std::string_view)> progress;
+    if (::isatty(STDERR_FILENO) == 1)
+      progress = [](std::string_view text) {
+        fmt::print(stderr, "halo-doctor plan --measure: {}\n", one_line(text));
+        std::fflush(stderr);
+      };
+    measured->measured =
+        plan::measure(*measured, o.common.probe.python, o.measure_timeout_s, progress);
     o.common.probe.plan = measured;
   }
   // The plan rules, unless --only names others.

@@ -127,7 +127,59 @@ assert "transformers" in m["reason"] or "torch" in m["reason"] or "no GPU" in m[
 assert d["verdict"] == "fits" and rc == 0, (d["verdict"], rc)'
 fi
 
-# 5. The measuring script ships clean (pyflakes) and is the one compiled in.
+# 5. Progress on a terminal: stderr a real terminal (script(1) from util-linux runs the doctor on a
+#    pseudo-terminal), one line per progress message of the child, as the child writes it; a string
+#    from the child reaches the terminal escaped (an ESC as \x1B, never the sequence itself). With
+#    stderr not a terminal (a log, a pipe), no progress line at all.
+cat >"$tmp/progress-py" <<'EOF'
+#!/bin/sh
+# A measuring child that reports progress: a depth, two steps 1.5 s apart, a phase holding an
+# escape sequence (ESC ] 0 ; sets the terminal's title), the figures, then the answer.
+[ "$1" = "-P" ] && shift
+echo '{"progress": {"layers": 32, "phase": "building the model from config.json (random weights)"}}'
+echo '{"progress": {"layers": 32, "step": 1, "steps": 3, "step_s": 9.12}}'
+/bin/sleep 1.5
+echo '{"progress": {"layers": 32, "step": 2, "steps": 3, "step_s": 2.5}}'
+echo '{"progress": {"phase": "\u001b]0;owned\u0007 title"}}'
+echo '{"progress": {"layers": 32, "peak_allocated": 66000000000, "peak_reserved": 70000000000}}'
+echo '{"status": "ok", "reduced": false, "torch": "2.11.0", "device": "AMD Radeon Graphics", "runs": [{"layers": 32, "peak_allocated": 66000000000, "peak_reserved": 70000000000, "non_allocator_bytes": 536870912, "step_times_s": [9.1, 2.5, 2.4]}]}'
+EOF
+chmod 755 "$tmp/progress-py"
+measure_cmd="'$bin' plan --add-facts '$tmp/gpu.json' --no-runtime --model $M/llama-3-8b --method lora --batch 1 --seq 2048 --measure --python '$tmp/progress-py' --format json"
+# Each line of the terminal stamped with the time it arrived (seconds since the epoch).
+[ -x /usr/bin/script ] || { echo "FAIL: /usr/bin/script (util-linux's bsdutils) is needed for a terminal"; fail=1; }
+/usr/bin/script -qec "$measure_cmd -o '$tmp/tty.json'" /dev/null </dev/null |
+  while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/tty.txt"
+"$py" - "$tmp/tty.txt" "$tmp/tty.json" <<'PY' || fail=1
+import json, sys
+lines = [l.rstrip("\r\n").split(" ", 1) for l in open(sys.argv[1], encoding="utf-8", errors="replace")]
+text = [t.rstrip("\r") for _, t in lines]
+prefix = "halo-doctor plan --measure: "
+prog = [t[len(prefix):] for t in text if t.startswith(prefix)]
+want = ["running ", "32 layers: building the model", "32 layers: step 1 of 3 done (9.1 s)",
+        "32 layers: step 2 of 3 done (2.5 s)", "\\x1B]0;owned\\x07 title",
+        "32 layers: measured: peak 61.47 GiB allocated, 65.19 GiB reserved"]
+assert len(prog) == len(want), text
+for p, w in zip(prog, want):
+    assert p.startswith(w), (p, w)
+assert not any("\x1b" in t or "\x07" in t for t in text), "an escape sequence from the child reached the terminal"
+t1 = [float(s) for s, t in lines if "step 1 of 3" in t][0]
+t2 = [float(s) for s, t in lines if "step 2 of 3" in t][0]
+assert t2 - t1 > 1.0, ("the lines came together, not as the child wrote them", t2 - t1)
+m = json.load(open(sys.argv[2]))["memory"]["measured"]
+assert m["status"] == "ok" and m["peak_allocated_bytes"] == 66000000000, m
+print(f"ok on a terminal: {len(prog)} progress lines, step 2 {t2 - t1:.1f} s after step 1, the escape escaped")
+PY
+eval "$measure_cmd" >"$tmp/pipe.json" 2>"$tmp/pipe.err"
+if [ -s "$tmp/pipe.err" ]; then
+  echo "FAIL: progress written to a stderr that is not a terminal:"; cat "$tmp/pipe.err"; fail=1
+elif ! grep -q '"peak_allocated_bytes": 66000000000' "$tmp/pipe.json"; then
+  echo "FAIL: the measurement without a terminal"; fail=1
+else
+  echo "ok stderr not a terminal: no progress line"
+fi
+
+# 6. The measuring script ships clean (pyflakes) and is the one compiled in.
 if command -v pyflakes3 >/dev/null; then
   pyflakes3 checks/plan/plan_measure.py || { echo "FAIL: pyflakes3 checks/plan/plan_measure.py"; fail=1; }
 fi
