@@ -8,6 +8,7 @@
 
 #include <halo/checks.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
@@ -16,7 +17,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -130,12 +130,12 @@ int run(Options& o, const CLI::Option* reserve_flag) {
     require_python_exists(o.common);
     auto measured = std::make_shared<plan::Plan>(*o.common.probe.plan);
     // A progress line per message of the child on a terminal (the run can take minutes), never
-    // in a log or a pipe (isatty(3) on stderr); the child's words escaped (halo::one_line).
+    // in a log or a pipe (isatty(3) on stderr); the child's words escaped (halo::one_line), written
+    // by the one writer of stderr (halo::write_stderr_text).
     std::function<void(std::string_view)> progress;
     if (::isatty(STDERR_FILENO) == 1)
       progress = [](std::string_view text) {
-        fmt::print(stderr, "halo-doctor plan --measure: {}\n", one_line(text));
-        std::fflush(stderr);
+        write_stderr_text(fmt::format("halo-doctor plan --measure: {}\n", one_line(text)));
       };
     measured->measured =
         plan::measure(*measured, o.common.probe.python, o.measure_timeout_s, progress);
