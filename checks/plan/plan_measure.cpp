@@ -95,6 +95,24 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
                "would measure a different run";
     return m;
   }
+  // torchtune's QLoRA quantizes with torchao (its qlora_* builders wrap the weights in torchao's
+  // NF4Tensor), not bitsandbytes' Linear4bit, which is what the script builds.
+  if (rs.method.value == plan::Method::qlora &&
+      rs.config_format.find("torchtune") != std::string::npos) {
+    m.status = "not_measured";
+    m.reason = "torchtune's QLoRA quantizes with torchao's NF4Tensor; the measuring script "
+               "reproduces bitsandbytes' 4-bit layers only, which would measure a different run";
+    return m;
+  }
+  // The script computes the model's own loss over all logits (transformers' ForCausalLMLoss); a
+  // chunked loss (torchtune's CEWithChunkedOutputLoss) never holds them all.
+  if (rs.chunked_loss.value) {
+    m.status = "not_measured";
+    m.reason = "the configured loss is computed in chunks, which the measuring script does not "
+               "reproduce (it computes the model's own loss over all logits): measuring it would "
+               "measure a different run";
+    return m;
+  }
   const auto chosen = choose_python(given);
   const std::string& python = chosen.first;
   const std::string& how = chosen.second;
@@ -124,14 +142,10 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
       {"lora_r", s.lora_r.value},
       {"lora_targets", s.lora_targets.value},
       {"lora_dropout", s.lora_dropout.value},
+      {"load_in_8bit", s.load_in_8bit.value},
       {"steps", kSteps},
       {"estimate_bytes", p.estimate.required_bytes},
   };
-  if (s.method.value == plan::Method::qlora) {
-    m.status = "not_measured";
-    m.reason = "QLoRA is not measured (it needs bitsandbytes' 4-bit layers); the estimate stands";
-    return m;
-  }
   const std::string spec_text = spec.dump();
   const std::string script(plan_measure_script());
   std::string config;
@@ -195,6 +209,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   struct Run {
     std::int64_t layers, allocated, reserved, context;
     double step_s;
+    std::string as; ///< what the script built: the optimizer, the quantized layers
   };
   std::vector<Run> runs;
   if (j.contains("runs") && j["runs"].is_array())
@@ -209,7 +224,13 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
           !r["step_times_s"].empty() && r["step_times_s"].back().is_number())
         step = r["step_times_s"].back().get<double>();
       if (!layers || !alloc || !resv || *resv < *alloc) continue;
-      runs.push_back({*layers, *alloc, *resv, ctx.value_or(0), step});
+      // "measured_as": {"optimizer": "...", "weights": "..."}, words of the script's (bounded).
+      std::string as;
+      if (r.contains("measured_as") && r["measured_as"].is_object())
+        for (const char* k : {"weights", "optimizer"})
+          if (std::string v = str(r["measured_as"], k); !v.empty())
+            as += (as.empty() ? "" : "; ") + v.substr(0, 160);
+      runs.push_back({*layers, *alloc, *resv, ctx.value_or(0), step, as});
     }
   m.reduced = j.value("reduced", false);
   const auto fail = [&m](const std::string& why) {
@@ -224,6 +245,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     m.context_bytes = runs[0].context;
     m.step_s = runs[0].step_s;
     m.detail = fmt::format("{} layers measured", runs[0].layers);
+    if (!runs[0].as.empty()) m.detail += "; built as: " + runs[0].as;
   } else {
     if (runs.size() != 2 || runs[0].layers == runs[1].layers)
       return fail("the reduced-depth answer does not hold two depths");
@@ -244,6 +266,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
                            "extrapolated to {} layers; the reserve is the estimate's",
                            a.layers, b.layers, static_cast<double>(a.allocated) / (1 << 30),
                            static_cast<double>(b.allocated) / (1 << 30), m.layers);
+    if (!b.as.empty()) m.detail += "; built as: " + b.as;
   }
   m.device_bytes = m.peak_reserved + m.context_bytes;
   return m;
