@@ -142,11 +142,11 @@ def quantize_linears(module, torch, bnb, kind, prefix=""):
                 else:
                     new = bnb.nn.Linear8bitLt(child.in_features, child.out_features, bias,
                                               has_fp16_weights=False, threshold=6.0)
-            if kind == "4bit":
-                new.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, compress_statistics=True,
-                                               quant_type="nf4", quant_storage=torch.uint8)
-            else:
-                new.weight = bnb.nn.Int8Params(child.weight.data, requires_grad=False, has_fp16_weights=False)
+            # The weight, as transformers' set_module_quantized_tensor_to_device makes it for a weight it
+            # loads: the new module's parameter class with that parameter's own attributes (quant_type,
+            # compress_statistics, quant_storage, blocksize, module / has_fp16_weights), quantized by .to().
+            cls = bnb.nn.Params4bit if kind == "4bit" else bnb.nn.Int8Params
+            new.weight = cls(child.weight.data, requires_grad=False, **new.weight.__dict__)
             if bias:
                 new.bias = child.bias
             new.requires_grad_(False)
@@ -186,6 +186,9 @@ def run(spec, layers, torch, dev_name):
         replaced = quantize_linears(model, torch, bnb, quant)
         if not replaced:
             raise NotMeasured("no nn.Linear to quantize in this model")
+        # What from_pretrained sets on a model it quantized, and PEFT reads (prepare_model_for_kbit_training).
+        model.is_quantized = True
+        setattr(model, "is_loaded_in_4bit" if quant == "4bit" else "is_loaded_in_8bit", True)
         model = model.to(dev_name)
         torch.cuda.empty_cache()
         # What TRL's SFTTrainer and axolotl do with a quantized base before LoRA (peft utils/other.py

@@ -223,7 +223,10 @@ q = [e for e in ev if e["event"] == "bnb.nn.Linear4bit"]
 assert len(q) == 32 * 7, len(q)  # q k v o gate up down of 32 layers; lm_head stays nn.Linear
 assert all(e["quant_type"] == "nf4" and e["compute_dtype"] == "bfloat16" and e["compress_statistics"] is True
            and e["quant_storage"] == "uint8" and e["device"] == "meta" for e in q), q[0]
-assert names.count("bnb.nn.Params4bit") == len(q), names.count("bnb.nn.Params4bit")
+w = [e for e in ev if e["event"] == "bnb.nn.Params4bit"]  # each weight, with the settings of its layer
+assert len(w) == len(q) and all(e["quant_type"] == "nf4" and e["compress_statistics"] is True and
+                                e["quant_storage"] == "uint8" and e["module"] == "Linear4bit" and
+                                e["dtype"] == "bfloat16" for e in w), w[:1]
 order = [n for n in names if n in ("bnb.nn.Linear4bit", "model.to", "prepare_model_for_kbit_training", "get_peft_model")]
 assert order[-3:] == ["model.to", "prepare_model_for_kbit_training", "get_peft_model"], order[-4:]
 assert [e["device"] for e in ev if e["event"] == "model.to"] == ["cuda"]
@@ -258,7 +261,8 @@ assert names == [], names'
 assert m["status"] == "ok", m
 q = [e for e in ev if e["event"] == "bnb.nn.Linear8bitLt"]
 assert len(q) == 32 * 7 and all(e["has_fp16_weights"] is False and e["threshold"] == 6.0 for e in q), q[:1]
-assert names.count("bnb.nn.Int8Params") == len(q) and "bnb.nn.Linear4bit" not in names
+w = [e for e in ev if e["event"] == "bnb.nn.Int8Params"]
+assert len(w) == len(q) and all(e["has_fp16_weights"] is False for e in w) and "bnb.nn.Linear4bit" not in names
 assert "prepare_model_for_kbit_training" in names and "Linear8bitLt" in m["detail"], m["detail"]'
 fi
 
