@@ -119,8 +119,9 @@ def make_optimizer(spec, params, torch):
 
 def quantize_linears(module, torch, bnb, kind, prefix=""):
     """Replaces every nn.Linear under `module` but lm_head with bitsandbytes' quantized layer holding
-    the same (random) weight, as transformers' integrations/bitsandbytes.py _replace_with_bnb_linear
-    does for from_pretrained (modules_to_not_convert defaults to ["lm_head"]; the new module built on
+    the same (random) weight, as transformers' src/transformers/integrations/bitsandbytes.py
+    (huggingface/transformers 01ae98ae: replace_with_bnb_linear, _replace_with_bnb_linear,
+    set_module_quantized_tensor_to_device) does for from_pretrained (modules_to_not_convert defaults to ["lm_head"]; the new module built on
     the meta device, as under init_empty_weights; requires_grad_(False)):
       4 bit: bnb.nn.Linear4bit(in, out, bias, compute_dtype, compress_statistics=bnb_4bit_use_double_quant,
              quant_type=bnb_4bit_quant_type, quant_storage=bnb_4bit_quant_storage), here NF4 with double
