@@ -134,12 +134,12 @@ fi
 #    stderr not a terminal (a log, a pipe), no progress line at all.
 cat >"$tmp/progress-py" <<'EOF'
 #!/bin/sh
-# A measuring child that reports progress: a depth, two steps 1.5 s apart, a phase holding an
+# A measuring child that reports progress: a depth, two steps 2 s apart, a phase holding an
 # escape sequence (ESC ] 0 ; sets the terminal's title), the figures, then the answer.
 [ "$1" = "-P" ] && shift
 echo '{"progress": {"layers": 32, "phase": "building the model from config.json (random weights)"}}'
 echo '{"progress": {"layers": 32, "step": 1, "steps": 3, "step_s": 9.12}}'
-/bin/sleep 1.5
+/bin/sleep 2
 echo '{"progress": {"layers": 32, "step": 2, "steps": 3, "step_s": 2.5}}'
 echo '{"progress": {"phase": "\u001b]0;owned\u0007 title"}}'
 echo '{"progress": {"layers": 32, "peak_allocated": 66000000000, "peak_reserved": 70000000000}}'

@@ -324,15 +324,15 @@ TEST_CASE("child runner: complete lines only", "[child]") {
 
 TEST_CASE("child runner: each stdout line is handed on as it arrives, while the child runs",
           "[child]") {
-  // Two lines 1 s apart, a line on stderr, and a last line without a newline. The callback
-  // stamps each line; the second comes about a second after the first, so the first was handed
+  // Two lines 1.5 s apart, a line on stderr, and a last line without a newline. The callback
+  // stamps each line; the second comes 1.5 s after the first, so the first was handed
   // on while the child slept, not when it ended.
   using Clock = std::chrono::steady_clock;
   std::vector<std::pair<std::string, Clock::time_point>> got;
   auto o = with_limit(10s);
   o.on_line = [&got](std::string_view line) { got.emplace_back(line, Clock::now()); };
   const auto r = child::run(
-      {"/bin/sh", "-c", "echo one; echo err >&2; /bin/sleep 1; printf 'two\\n\\nthree'"}, o);
+      {"/bin/sh", "-c", "echo one; echo err >&2; /bin/sleep 1.5; printf 'two\\n\\nthree'"}, o);
   CHECK(r.ok());
   CHECK(r.out == "one\ntwo\n\nthree");
   REQUIRE(got.size() == 3); // "three" has no newline; stderr is not stdout
