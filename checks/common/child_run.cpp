@@ -201,7 +201,8 @@ std::optional<child::Identity> invoking_user(std::string& home) {
 
 PythonRun run_python(const std::string& python, const std::string& script,
                      const std::vector<std::string>& args, double timeout_s, std::size_t max_bytes,
-                     const std::vector<PrivateFile>& files) {
+                     const std::vector<PrivateFile>& files,
+                     const std::function<void(std::string_view)>& on_line) {
   PythonRun out;
   PrivateDir dir;
   if (dir.path().empty()) {
@@ -219,6 +220,7 @@ PythonRun run_python(const std::string& python, const std::string& script,
   options.search_path = false;
   options.cwd = dir.path();
   options.no_new_privs = true;
+  options.on_line = on_line;
   options.env_set = {{"PYTHONSAFEPATH", "1"},
                      {"PYTHONDONTWRITEBYTECODE", "1"},
                      {"HF_HUB_OFFLINE", "1"},

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -74,10 +75,13 @@ struct PythonRun {
 ///   passwd entry, so their user site (~/.local) is the one judged; judging an environment
 ///   never needs root. PYTHONPATH, PYTHONUSERBASE and PYTHONNOUSERSITE are kept as they are.
 /// stdin and stderr are /dev/null; stdout is read as lines, under the limits of run_program.
-/// An error making the directory or its files is !started with the reason.
+/// `on_line`, when set, also gets each complete stdout line as the child writes it
+/// (child::Options::on_line: a progress line of a run that takes minutes); the lines are untrusted
+/// text. An error making the directory or its files is !started with the reason.
 PythonRun run_python(const std::string& python, const std::string& script,
                      const std::vector<std::string>& args, double timeout_s, std::size_t max_bytes,
-                     const std::vector<PrivateFile>& files = {});
+                     const std::vector<PrivateFile>& files = {},
+                     const std::function<void(std::string_view)>& on_line = {});
 
 /// How the child ended, in words: "killed after the 10 s time limit", "crashed with signal 11
 /// (Segmentation fault)", "exited with status 1", "ended normally".

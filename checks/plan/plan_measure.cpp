@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 namespace halo::probes {
@@ -45,7 +46,34 @@ std::int64_t item_bytes(const plan::Plan& p, std::string_view key) {
   return 0;
 }
 
-plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s) {
+/// The words of one progress message of plan_measure.py ({"progress": {...}}), or "" for a line
+/// that is none. Numbers are formatted here; the one string (`phase`) is cut to 120 bytes.
+std::string progress_text(std::string_view line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("progress") || !j["progress"].is_object()) return {};
+  const nlohmann::json& g = j["progress"];
+  const auto layers = non_negative(g, "layers");
+  const std::string who = layers ? fmt::format("{} layers: ", *layers) : std::string();
+  const auto step = non_negative(g, "step");
+  const auto steps = non_negative(g, "steps");
+  if (step && steps) {
+    const double t =
+        g.contains("step_s") && g["step_s"].is_number() ? g["step_s"].get<double>() : -1.0;
+    return fmt::format("{}step {} of {} done{}", who, *step, *steps,
+                       t >= 0 && t < 1e9 ? fmt::format(" ({:.1f} s)", t) : std::string());
+  }
+  const auto alloc = non_negative(g, "peak_allocated");
+  const auto resv = non_negative(g, "peak_reserved");
+  if (alloc && resv)
+    return fmt::format("{}measured: peak {:.2f} GiB allocated, {:.2f} GiB reserved", who,
+                       static_cast<double>(*alloc) / (1 << 30),
+                       static_cast<double>(*resv) / (1 << 30));
+  const std::string phase = str(g, "phase").substr(0, 120);
+  return phase.empty() ? std::string() : who + phase;
+}
+
+plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, double timeout_s,
+                               const std::function<void(std::string_view)>& progress) {
   plan::Measurement m;
   m.layers = p.model.num_layers;
   // What one process on one GPU cannot reproduce is refused with the reason, never measured as a
@@ -65,6 +93,24 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     m.status = "not_measured";
     m.reason = "modules_to_save is not reproduced by the measuring script; measuring without it "
                "would measure a different run";
+    return m;
+  }
+  // torchtune's QLoRA quantizes with torchao (its qlora_* builders wrap the weights in torchao's
+  // NF4Tensor), not bitsandbytes' Linear4bit, which is what the script builds.
+  if (rs.method.value == plan::Method::qlora &&
+      rs.config_format.find("torchtune") != std::string::npos) {
+    m.status = "not_measured";
+    m.reason = "torchtune's QLoRA quantizes with torchao's NF4Tensor; the measuring script "
+               "reproduces bitsandbytes' 4-bit layers only, which would measure a different run";
+    return m;
+  }
+  // The script computes the model's own loss over all logits (transformers' ForCausalLMLoss); a
+  // chunked loss (torchtune's CEWithChunkedOutputLoss) never holds them all.
+  if (rs.chunked_loss.value) {
+    m.status = "not_measured";
+    m.reason = "the configured loss is computed in chunks, which the measuring script does not "
+               "reproduce (it computes the model's own loss over all logits): measuring it would "
+               "measure a different run";
     return m;
   }
   const auto chosen = choose_python(given);
@@ -96,14 +142,10 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
       {"lora_r", s.lora_r.value},
       {"lora_targets", s.lora_targets.value},
       {"lora_dropout", s.lora_dropout.value},
+      {"load_in_8bit", s.load_in_8bit.value},
       {"steps", kSteps},
       {"estimate_bytes", p.estimate.required_bytes},
   };
-  if (s.method.value == plan::Method::qlora) {
-    m.status = "not_measured";
-    m.reason = "QLoRA is not measured (it needs bitsandbytes' 4-bit layers); the estimate stands";
-    return m;
-  }
   const std::string spec_text = spec.dump();
   const std::string script(plan_measure_script());
   std::string config;
@@ -114,8 +156,15 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     m.reason = e.what();
     return m;
   }
+  std::function<void(std::string_view)> on_line;
+  if (progress) {
+    progress(fmt::format("running {} (killed after {:.0f} s)", python, timeout_s));
+    on_line = [&progress](std::string_view line) {
+      if (std::string text = progress_text(line); !text.empty()) progress(text);
+    };
+  }
   const PythonRun confined = run_python(python, script, {spec_text}, timeout_s, kMaxOutputBytes,
-                                        {{"config.json", std::move(config)}});
+                                        {{"config.json", std::move(config)}}, on_line);
   const ChildRun& run = confined.run;
   if (!confined.how.empty()) m.python += "; " + confined.how;
   if (!run.started) {
@@ -160,6 +209,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   struct Run {
     std::int64_t layers, allocated, reserved, context;
     double step_s;
+    std::string as; ///< what the script built: the optimizer, the quantized layers
   };
   std::vector<Run> runs;
   if (j.contains("runs") && j["runs"].is_array())
@@ -174,7 +224,13 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
           !r["step_times_s"].empty() && r["step_times_s"].back().is_number())
         step = r["step_times_s"].back().get<double>();
       if (!layers || !alloc || !resv || *resv < *alloc) continue;
-      runs.push_back({*layers, *alloc, *resv, ctx.value_or(0), step});
+      // "measured_as": {"optimizer": "...", "weights": "..."}, words of the script's (bounded).
+      std::string as;
+      if (r.contains("measured_as") && r["measured_as"].is_object())
+        for (const char* k : {"weights", "optimizer"})
+          if (std::string v = str(r["measured_as"], k); !v.empty())
+            as += (as.empty() ? "" : "; ") + v.substr(0, 160);
+      runs.push_back({*layers, *alloc, *resv, ctx.value_or(0), step, as});
     }
   m.reduced = j.value("reduced", false);
   const auto fail = [&m](const std::string& why) {
@@ -189,6 +245,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
     m.context_bytes = runs[0].context;
     m.step_s = runs[0].step_s;
     m.detail = fmt::format("{} layers measured", runs[0].layers);
+    if (!runs[0].as.empty()) m.detail += "; built as: " + runs[0].as;
   } else {
     if (runs.size() != 2 || runs[0].layers == runs[1].layers)
       return fail("the reduced-depth answer does not hold two depths");
@@ -209,6 +266,7 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
                            "extrapolated to {} layers; the reserve is the estimate's",
                            a.layers, b.layers, static_cast<double>(a.allocated) / (1 << 30),
                            static_cast<double>(b.allocated) / (1 << 30), m.layers);
+    if (!b.as.empty()) m.detail += "; built as: " + b.as;
   }
   m.device_bytes = m.peak_reserved + m.context_bytes;
   return m;
@@ -219,8 +277,9 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
 
 namespace halo::plan {
 
-Measurement measure(const Plan& p, const std::string& given, double timeout_s) {
-  return probes::measure_plan(p, given, timeout_s);
+Measurement measure(const Plan& p, const std::string& given, double timeout_s,
+                    const std::function<void(std::string_view)>& progress) {
+  return probes::measure_plan(p, given, timeout_s, progress);
 }
 
 } // namespace halo::plan

@@ -74,6 +74,13 @@ struct Options {
   /// prctl(PR_SET_NO_NEW_PRIVS, 1) in the child: execve(2) then grants no privilege (set-user-ID,
   /// set-group-ID and file capabilities are ignored; Documentation/userspace-api/no_new_privs.rst).
   bool no_new_privs = false;
+  /// Called in the doctor's process for each complete newline-terminated line of the program's
+  /// stdout (without the newline) as soon as it has been read, in order, while the program still
+  /// runs (a progress line of a long child); the same lines are in Result::out at the end. Only
+  /// what fits under Limits::max_output_bytes is passed on. Not called for stderr, not for a last
+  /// line without a newline. It runs inside the supervision loop: it must return quickly and not
+  /// throw (an exception ends the run: the child's group is killed and reaped, and it propagates).
+  std::function<void(std::string_view)> on_line;
 };
 
 /// How a run ended.

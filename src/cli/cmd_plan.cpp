@@ -8,13 +8,19 @@
 
 #include <halo/checks.hpp>
 #include <halo/error.hpp>
+#include <halo/io.hpp>
 #include <halo/plan.hpp>
 #include <halo/report.hpp>
 #include <halo/sanitize.hpp>
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
 #include <memory>
+#include <system_error>
 
 namespace halo::cli {
 
@@ -90,7 +96,31 @@ struct Options {
   double measure_timeout_s = 600.0;
 };
 
+/// --measure runs the training run on the GPU of the machine the doctor runs on, with that
+/// machine's interpreter: a --root other than / (a fixture or a mounted system), a --facts file
+/// or a --bundle describe another system, and a measurement beside their capacity would judge a
+/// run on one machine by another's memory (issue 47 §5). Refused, exit 2, before anything runs.
+void refuse_measure_elsewhere(const Options& o) {
+  if (!o.measure) return;
+  std::string what;
+  std::error_code ec;
+  if (!o.common.bundle.empty())
+    what = "--bundle replays another machine's capture";
+  else if (!o.common.facts_file.empty())
+    what = "--facts replays facts saved elsewhere";
+  else if (!std::filesystem::equivalent(o.common.root, "/", ec))
+    what = fmt::format("--root {} describes the system under that directory",
+                       terminal_safe(o.common.root));
+  if (what.empty()) return;
+  throw InputError(fmt::format(
+      "--measure runs the training run on this machine's GPU with this machine's Python, which "
+      "{} does not describe: the measurement would be judged against another system's memory. "
+      "Drop --measure (the estimate alone), or run plan --measure on that machine",
+      what));
+}
+
 int run(Options& o, const CLI::Option* reserve_flag) {
+  refuse_measure_elsewhere(o);
   if (o.plan.model.empty())
     throw InputError("plan needs --model (a model directory or config.json)");
   o.common.probe.plan = build_plan(o.plan);
@@ -99,7 +129,16 @@ int run(Options& o, const CLI::Option* reserve_flag) {
     // plan::measure); it never throws: what could not be measured is a status with its reason.
     require_python_exists(o.common);
     auto measured = std::make_shared<plan::Plan>(*o.common.probe.plan);
-    measured->measured = plan::measure(*measured, o.common.probe.python, o.measure_timeout_s);
+    // A progress line per message of the child on a terminal (the run can take minutes), never
+    // in a log or a pipe (isatty(3) on stderr); the child's words escaped (halo::one_line), written
+    // by the one writer of stderr (halo::write_stderr_text).
+    std::function<void(std::string_view)> progress;
+    if (::isatty(STDERR_FILENO) == 1)
+      progress = [](std::string_view text) {
+        write_stderr_text(fmt::format("halo-doctor plan --measure: {}\n", one_line(text)));
+      };
+    measured->measured =
+        plan::measure(*measured, o.common.probe.python, o.measure_timeout_s, progress);
     o.common.probe.plan = measured;
   }
   // The plan rules, unless --only names others.
@@ -160,7 +199,8 @@ Runner add_plan_command(CLI::App& app) {
     sub->add_flag("--measure", o->measure,
                   "Also run the training run for a few steps on this machine's GPU with the "
                   "interpreter --python names (random weights, nothing downloaded) and judge the "
-                  "fit by the measured peak (docs/plan.md)");
+                  "fit by the measured peak (this machine: not with --root, --facts or --bundle; "
+                  "docs/plan.md)");
     sub->add_option("--measure-timeout", o->measure_timeout_s,
                     "Seconds the measuring child may take before it is killed (--measure)")
         ->check(CLI::Range(5.0, 3600.0));

@@ -140,7 +140,21 @@ struct Stream {
   bool* truncated = nullptr; ///< null: the stream has no mark (the exec-error pipe)
   std::size_t cap = 0;
   bool kill_on_overflow = false;
+  /// Options::on_line for stdout: each complete line of `sink` past `scanned` as it arrives.
+  const std::function<void(std::string_view)>* on_line = nullptr;
+  std::size_t scanned = 0; ///< where the next line of `sink` starts
 };
+
+/// Passes the complete lines of `s.sink` not yet passed to `s.on_line`.
+void deliver_lines(Stream& s) {
+  if (s.on_line == nullptr || !*s.on_line) return;
+  const std::string_view text(*s.sink);
+  for (auto nl = text.find('\n', s.scanned); nl != std::string_view::npos;
+       nl = text.find('\n', s.scanned)) {
+    (*s.on_line)(text.substr(s.scanned, nl - s.scanned));
+    s.scanned = nl + 1;
+  }
+}
 
 /// The child of one run: killed (its whole group) and reaped on every way out of the runner.
 class Child {
@@ -256,6 +270,7 @@ void supervise(Child& child, std::vector<Stream>& streams, UniqueFd stdin_fd,
       const auto got = static_cast<std::size_t>(n);
       const std::size_t room = s.cap - std::min(s.cap, s.sink->size());
       s.sink->append(chunk.data(), std::min(got, room));
+      deliver_lines(s);
       if (got > room) {
         if (s.truncated != nullptr) *s.truncated = true;
         if (s.kill_on_overflow) overflow = true;
@@ -408,8 +423,8 @@ Result run(const std::vector<std::string>& argv, const Options& options) {
   std::string exec_errno_bytes;
   std::vector<Stream> streams;
   const bool kill_over = options.limits.on_overflow == Overflow::kill;
-  streams.push_back(
-      {std::move(out_r), &res.out, &res.out_truncated, options.limits.max_output_bytes, kill_over});
+  streams.push_back({std::move(out_r), &res.out, &res.out_truncated,
+                     options.limits.max_output_bytes, kill_over, &options.on_line});
   if (err_r.get() >= 0)
     streams.push_back({std::move(err_r), &res.err, &res.err_truncated,
                        options.limits.max_output_bytes, kill_over});

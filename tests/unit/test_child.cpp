@@ -16,7 +16,11 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 using namespace halo;
 using namespace std::chrono_literals;
@@ -316,4 +320,32 @@ TEST_CASE("child runner: complete lines only", "[child]") {
   CHECK(child::complete_lines("").empty());
   CHECK(child::complete_lines("no newline").empty());
   CHECK(child::complete_lines("a\n\nb\nc") == std::vector<std::string>{"a", "", "b"});
+}
+
+TEST_CASE("child runner: each stdout line is handed on as it arrives, while the child runs",
+          "[child]") {
+  // Two lines 1.5 s apart, a line on stderr, and a last line without a newline. The callback
+  // stamps each line; the second comes 1.5 s after the first, so the first was handed
+  // on while the child slept, not when it ended.
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::pair<std::string, Clock::time_point>> got;
+  auto o = with_limit(10s);
+  o.on_line = [&got](std::string_view line) { got.emplace_back(line, Clock::now()); };
+  const auto r = child::run(
+      {"/bin/sh", "-c", "echo one; echo err >&2; /bin/sleep 1.5; printf 'two\\n\\nthree'"}, o);
+  CHECK(r.ok());
+  CHECK(r.out == "one\ntwo\n\nthree");
+  REQUIRE(got.size() == 3); // "three" has no newline; stderr is not stdout
+  CHECK(got[0].first == "one");
+  CHECK(got[1].first == "two");
+  CHECK(got[2].first.empty());
+  CHECK(got[1].second - got[0].second > 700ms);
+
+  // Only what fits under the cap is handed on: a line cut by it is no line.
+  got.clear();
+  o.limits.max_output_bytes = 6;
+  const auto c = child::run({"/bin/sh", "-c", "echo abc; echo defgh; echo ijk"}, o);
+  CHECK(c.out == "abc\nde");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].first == "abc");
 }

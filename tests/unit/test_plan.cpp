@@ -624,4 +624,17 @@ TEST_CASE("plan --measure refuses what one GPU cannot reproduce, with the reason
   pl.settings.modules_to_save.value.clear();
   CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
              Catch::Contains("not an executable"));
+  // A chunked loss, and torchtune's QLoRA (torchao's NF4, not bitsandbytes'), are refused; a
+  // QLoRA of Trainer or axolotl reaches the script (here: no interpreter).
+  pl.settings.chunked_loss.value = true;
+  CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
+             Catch::Contains("chunks") && Catch::Contains("different run"));
+  pl.settings.chunked_loss.value = false;
+  pl.settings.method.value = plan::Method::qlora;
+  pl.settings.config_format = "torchtune";
+  CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
+             Catch::Contains("torchao") && Catch::Contains("different run"));
+  pl.settings.config_format = "axolotl";
+  CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
+             Catch::Contains("not an executable"));
 }
