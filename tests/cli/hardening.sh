@@ -169,22 +169,17 @@ run 2 "u64.json: not a halo-doctor facts file: fact 'ttm.pages_limit_pages': an 
 run 2 "policy_version: must be 1" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/version-overflow.json"
 run 2 "--runtime-timeout: 'nan' is not a finite number" -- "$bin" check --root "$fx" --runtime-timeout nan
 run 2 "--runtime-timeout: 'inf' is not a finite number" -- "$bin" capture --root "$fx" -o "$tmp/x.tar.gz" --runtime-timeout inf
-# 16,000 waivers load in well under a second (main took 14 s: a line lookup per waiver scanned
-# the whole text).
-start=$(date +%s%N)
+# 16,000 waivers load (once 14 s: a line lookup per waiver scanned the whole text). How fast is
+# measured by scripts/bench-check.sh --suite, not here: a timed test fails on a loaded machine.
 run 0 "" -- "$bin" check --root "$fx" --no-runtime --policy "$tmp/waivers-16k.json"
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 5000 ]; then ok "16,000 waivers in $ms ms"; else bad "16,000 waivers took $ms ms"; fi
 # A rule's regular expression cannot backtrack exponentially (RE2): `(a+)+$` against 40 a's and a b.
 long=$tmp/long-release
 cp -r "$fx" "$long"
 printf '%s\n' "$(printf 'a%.0s' $(seq 40))b" >"$long/proc/sys/kernel/osrelease"
 mkdir "$tmp/rules-re"
 printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a+)+$"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
-start=$(date +%s%N)
+# Exponential backtracking would take about 2^40 steps: run's 60 s kill (exit 137) fails it.
 run 0 "" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ "$ms" -lt 5000 ]; then ok "(a+)+\$ in $ms ms"; else bad "(a+)+\$ took $ms ms"; fi
 printf '{"area": "a", "rules": [{"id": "x", "title": "t", "pass_message": "p", "why": "w", "sources": [],\n "fail": [{"severity": "error", "when": {"fact": "kernel.release", "matches": "(a)\\\\1"}, "message": "m"}]}]}\n' >"$tmp/rules-re/re.json"
 run 2 "re.json:.*bad regular expression" -- "$bin" check --root "$long" --no-runtime --rules "$tmp/rules-re"
 # Unbounded recursion: a 30,000-digit HSA_OVERRIDE_GFX_VERSION and a 60,000-character kernel
