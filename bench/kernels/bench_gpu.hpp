@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Host-side interface of the halo-bench GPU code (bench_kernels.cpp, compiled as HIP or CUDA).
-// Plain C++17: the driver (main.cpp) is compiled by the host C++ compiler and never sees a GPU
+// Host-side interface of the halo-bench GPU code (kernels/*.cpp, compiled as HIP or CUDA).
+// Plain C++17: the driver (driver/*.cpp) is compiled by the host C++ compiler and never sees a GPU
 // header, so the GPU translation unit is the only one that needs hipcc/clang/nvcc.
 #pragma once
 
@@ -123,7 +123,7 @@ private:
 
 /// Fused 4-bit GEMV/GEMM for the generation regime (M = 1..64 activation rows): the packed
 /// weights are streamed once with 128-bit loads, dequantized in registers and reduced across K
-/// (see bench_kernels.cpp `gemv4_kernel` and docs/bench.md "Fused 4-bit GEMV"). Also times the
+/// (see kernels/gemv.cpp `gemv4_kernel` and docs/bench.md "Fused 4-bit GEMV"). Also times the
 /// vendor BLAS on the bf16 weight at the same M for the comparison. Requires 1 <= M <= 64,
 /// N % 16 == 0, K % 32 == 0, int4 group size and NF4 block size multiples of 32 (GpuError
 /// otherwise; halo-bench validates them before it opens the device).

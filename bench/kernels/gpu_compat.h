@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Portability header: the halo-bench kernel source is written against the HIP API and builds
-// unchanged with nvcc. Under __CUDACC__ every hip* name used by bench_kernels.cpp maps to its
+// unchanged with nvcc. Under __CUDACC__ every hip* name used by kernels/*.cpp maps to its
 // cuda* counterpart; bf16 is carried as raw uint16_t bits everywhere (ROCm 5.2 has no
 // __hip_bfloat16, and raw bits make the host and device conversions bit-identical).
 #pragma once

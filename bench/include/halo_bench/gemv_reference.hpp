@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// CPU model of the fused 4-bit GEMV kernel (bench_kernels.cpp gemv4_kernel): the same decoding of
+// CPU model of the fused 4-bit GEMV kernel (kernels/gemv.cpp gemv4_kernel): the same decoding of
 // the packed 16-byte chunks and the same arithmetic order per chunk, so the kernel's layout logic
 // is tested without a GPU and the GPU result can be compared with it.
 #pragma once

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Known bit patterns of the integrity part, generated identically on the host (halo_bench_ref,
-// C++20) and on the device (bench_kernels.cpp, HIP/CUDA C++17): keep this header C++17-clean.
+// C++20) and on the device (kernels/integrity.cpp, HIP/CUDA C++17): keep this header C++17-clean.
 #pragma once
 
 #include <cstdint>
