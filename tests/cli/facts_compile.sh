@@ -21,11 +21,11 @@ grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.modul
 for want in 'namespace ttm {' \
     'inline constexpr ::std::string_view pages_limit_bytes = "ttm.pages_limit_bytes";' \
     'inline constexpr ::std::string_view torch_hip_version = "framework.torch.hip_version";' \
-    'inline ::std::string module_loaded(const auto& s1) { return ::fmt::format("ttm.module.{}.loaded", s1); }' \
-    'inline ::std::string options(const auto& s1, const auto& s2) { return ::fmt::format("modprobe.options.{}.{}", s1, s2); }' \
-    'inline ::std::string cmdline_param(const auto& s1) { return ::fmt::format("kernel.cmdline.param.{}", s1); }' \
+    'inline ::std::string module_loaded(const auto& s1) { return ::fmt::format(FMT_COMPILE("ttm.module.{}.loaded"), s1); }' \
+    'inline ::std::string options(const auto& s1, const auto& s2) { return ::fmt::format(FMT_COMPILE("modprobe.options.{}.{}"), s1, s2); }' \
+    'inline ::std::string cmdline_param(const auto& s1) { return ::fmt::format(FMT_COMPILE("kernel.cmdline.param.{}"), s1); }' \
     'inline constexpr ::std::string_view containerenv = "runenv.containerenv";' \
-    'inline ::std::string containerenv_of(const auto& s1) { return ::fmt::format("runenv.containerenv.{}", s1); }' \
+    'inline ::std::string containerenv_of(const auto& s1) { return ::fmt::format(FMT_COMPILE("runenv.containerenv.{}"), s1); }' \
     '    "ttm.module.*.loaded",'; do
   grep -qxF "$want" "$tmp/fact_keys.hpp" || bad "<halo/fact_keys.hpp> lacks: $want"
 done
