@@ -148,11 +148,12 @@ void derive_hsa_override(FactSet& facts) {
       continue;
     }
     const auto g = facts.get<std::string>(fact_keys::gpu::gfx_target(i));
-    per_gpu.push_back(
-        fmt::format("gpu.{} ({}): {} ({})", i, g.value_or("unknown target"), setting, *target));
+    per_gpu.push_back(fmt::format("{} ({}): {} ({})", fact_keys::gpu::prefix::key(i),
+                                  g.value_or("unknown target"), setting, *target));
     const bool seen = std::find(rocr.begin(), rocr.end(), i) != rocr.end();
     if (seen && g && *g != *target)
-      mismatch.push_back(fmt::format("gpu.{} ({}) runs {} code ({})", i, *g, *target, setting));
+      mismatch.push_back(fmt::format("{} ({}) runs {} code ({})", fact_keys::gpu::prefix::key(i),
+                                     *g, *target, setting));
   }
   // Per-node variables of nodes that are no GPU here are still read by nobody: not listed.
   if (auto names = facts.get<std::vector<std::string>>(fact_keys::env::names))
