@@ -42,20 +42,6 @@ child::Limits limits_of(double timeout_s, std::size_t max_bytes) {
   return limits;
 }
 
-ChildRun from_result(const child::Result& r) {
-  ChildRun run;
-  run.started = r.started();
-  run.start_error = r.start_error;
-  if (!run.started) return run;
-  run.lines = child::complete_lines(r.out);
-  run.timed_out = r.end == child::End::timed_out;
-  run.too_much_output = r.end == child::End::output_overflow;
-  run.exited = r.exit_code >= 0;
-  run.exit_code = std::max(r.exit_code, 0);
-  run.term_signal = r.signal;
-  return run;
-}
-
 /// What a signal handler needs to remove the private directory of the run in progress: its path
 /// and the paths of the files put in it, in fixed buffers (a handler may make only
 /// async-signal-safe calls: unlink(2), rmdir(2), sigaction(2), raise(3); signal-safety(7)).
@@ -254,49 +240,31 @@ PythonRun run_python(const std::string& python, const std::string& script,
       kept.push_back(fmt::format("{}={}", name, std::string_view(v).substr(0, 200)));
   std::vector<std::string> argv = {python, "-P", "-c", script};
   argv.insert(argv.end(), args.begin(), args.end());
-  out.run = from_result(child::run(argv, options));
+  out.run = child::run(argv, options);
   // Before Python 3.11 -P is a usage error: "Unknown option: -P", status 2, nothing on stdout.
-  if (out.run.started && out.run.exited && out.run.exit_code == 2 && out.run.lines.empty() &&
-      !out.run.timed_out) {
+  if (out.run.end == child::End::exited && out.run.exit_code == 2 &&
+      child::complete_lines(out.run.out).empty()) {
     argv.erase(argv.begin() + 1);
     parts.front() = "no -P (the interpreter rejects it: '' removed by the script)";
-    out.run = from_result(child::run(argv, options));
+    out.run = child::run(argv, options);
   }
   out.how = fmt::format("{}", fmt::join(parts, ", "));
   if (!kept.empty()) out.how += fmt::format("; kept {}", fmt::join(kept, ", "));
   return out;
 }
 
-ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
-                      std::size_t max_bytes) {
-  return from_result(child::run_function(body, limits_of(timeout_s, max_bytes)));
+child::Result run_in_child(const std::function<void(int fd)>& body, double timeout_s,
+                           std::size_t max_bytes) {
+  return child::run_function(body, limits_of(timeout_s, max_bytes));
 }
 
-ChildRun run_program(const std::vector<std::string>& argv, double timeout_s,
-                     std::size_t max_bytes) {
+child::Result run_program(const std::vector<std::string>& argv, double timeout_s,
+                          std::size_t max_bytes) {
   child::Options options;
   options.limits = limits_of(timeout_s, max_bytes);
   options.stderr_to = child::Stderr::discard;
   options.search_path = false;
-  return from_result(child::run(argv, options));
-}
-
-std::string describe_end(const ChildRun& run, double timeout_s) {
-  child::Result r;
-  r.start_error = run.start_error;
-  r.signal = run.term_signal;
-  r.exit_code = run.exited ? run.exit_code : -1;
-  if (!run.started)
-    r.end = child::End::not_started;
-  else if (run.timed_out)
-    r.end = child::End::timed_out;
-  else if (run.too_much_output)
-    r.end = child::End::output_overflow;
-  else if (run.term_signal != 0)
-    r.end = child::End::signalled;
-  else
-    r.end = child::End::exited;
-  return child::describe_end(r, timeout_s);
+  return child::run(argv, options);
 }
 
 } // namespace halo::probes

@@ -14,34 +14,28 @@
 
 namespace halo::probes {
 
-/// What a child run produced: the complete newline-terminated lines the child wrote to its pipe
-/// and how it ended.
-struct ChildRun {
-  std::vector<std::string> lines; ///< complete lines, without the newline
-  bool started = false;           ///< the child ran (fork, and execve for run_program, succeeded)
-  std::string start_error;        ///< when !started: pipe/fork/execve failure, with strerror text
-  bool timed_out = false;         ///< killed with SIGKILL after the time limit
-  bool too_much_output = false;   ///< killed because it wrote more than the output cap
-  bool exited = false;            ///< ended through exit/_exit
-  int exit_code = 0;              ///< when exited
-  int term_signal = 0;            ///< when killed by a signal (including our SIGKILL)
-};
-
 using child::executable;
 using child::write_all;
+
+/// The runs below return the core runner's child::Result (include/halo/child.hpp): how the child
+/// ended (`end`, `exit_code`, `signal`, `start_error`) and its output `out`, whose complete lines
+/// child::complete_lines gives; child::describe_end says the ending in words.
 
 /// Forks; the child runs `body(fd)` (which writes newline-terminated messages to fd) and ends
 /// with _exit(0) (70 if body throws), through the core runner (child::run_function: its own
 /// process group, default crash signals, killed with the doctor). The parent reads the pipe until
 /// EOF or until `timeout_s` seconds have passed, then kills the child's group (SIGKILL) if it is
-/// still running and reaps it. More than `max_bytes` of output kills it too (too_much_output).
-ChildRun run_in_child(const std::function<void(int fd)>& body, double timeout_s,
-                      std::size_t max_bytes = 8u << 20);
+/// still running and reaps it. More than `max_bytes` of output kills it too
+/// (child::End::output_overflow).
+child::Result run_in_child(const std::function<void(int fd)>& body, double timeout_s,
+                           std::size_t max_bytes = 8u << 20);
 
 /// Runs the program `argv` (no shell; argv[0] a path) through the core runner (child::run) with
 /// stdin and stderr on /dev/null and stdout read as lines, under the same limits and with the
-/// same ending as run_in_child. A program that cannot be exec'd is !started, with the errno text.
-ChildRun run_program(const std::vector<std::string>& argv, double timeout_s, std::size_t max_bytes);
+/// same ending as run_in_child. A program that cannot be exec'd is child::End::not_started, with
+/// the errno text in start_error.
+child::Result run_program(const std::vector<std::string>& argv, double timeout_s,
+                          std::size_t max_bytes);
 
 /// A file put into run_python's private directory before the interpreter starts.
 struct PrivateFile {
@@ -51,7 +45,7 @@ struct PrivateFile {
 
 /// What run_python ran and how.
 struct PythonRun {
-  ChildRun run;
+  child::Result run; ///< how the interpreter ended and what it printed (stdout)
   /// How it was confined, for a fact's source or a report line: "-P, PYTHONSAFEPATH=1, a
   /// private empty directory, no new privileges, as uid 1000 gid 1000 (SUDO_UID/SUDO_GID),
   /// HOME=/home/u; kept PYTHONPATH=/opt/lib".
@@ -77,15 +71,11 @@ struct PythonRun {
 /// stdin and stderr are /dev/null; stdout is read as lines, under the limits of run_program.
 /// `on_line`, when set, also gets each complete stdout line as the child writes it
 /// (child::Options::on_line: a progress line of a run that takes minutes); the lines are untrusted
-/// text. An error making the directory or its files is !started with the reason.
+/// text. An error making the directory or its files is child::End::not_started with the reason.
 PythonRun run_python(const std::string& python, const std::string& script,
                      const std::vector<std::string>& args, double timeout_s, std::size_t max_bytes,
                      const std::vector<PrivateFile>& files = {},
                      const std::function<void(std::string_view)>& on_line = {});
-
-/// How the child ended, in words: "killed after the 10 s time limit", "crashed with signal 11
-/// (Segmentation fault)", "exited with status 1", "ended normally".
-std::string describe_end(const ChildRun& run, double timeout_s);
 
 /// The interpreter the training run uses and how it was chosen
 /// (checks/framework/framework_deep.cpp): `given` (--python) when set, else

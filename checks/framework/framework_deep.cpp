@@ -122,24 +122,26 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // Never in the caller's working directory, never as root under sudo (issue 44 item 2).
   const PythonRun confined =
       run_python(python, kScript, {}, o.framework_timeout_s, kMaxOutputBytes);
-  const ChildRun& run = confined.run;
+  const child::Result& run = confined.run;
   if (!confined.how.empty()) src += "; " + confined.how;
   if (tell)
     write_stderr_text(fmt::format(
         "{:.1f} s\n",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));
-  if (!run.started) {
+  if (!run.started()) {
     all_status(facts, Status::error, src, "could not start it: " + run.start_error);
     return;
   }
   nlohmann::json j;
-  for (auto it = run.lines.rbegin(); it != run.lines.rend() && j.is_null(); ++it) {
+  const std::vector<std::string> lines = child::complete_lines(run.out);
+  for (auto it = lines.rbegin(); it != lines.rend() && j.is_null(); ++it) {
     auto parsed = nlohmann::json::parse(*it, nullptr, false);
     if (parsed.is_object()) j = std::move(parsed);
   }
   if (j.is_null()) {
-    all_status(facts, Status::error, src,
-               fmt::format("it printed no answer ({})", describe_end(run, o.framework_timeout_s)));
+    all_status(
+        facts, Status::error, src,
+        fmt::format("it printed no answer ({})", child::describe_end(run, o.framework_timeout_s)));
     return;
   }
   if (j.contains("uid") && j["uid"].is_number_integer())

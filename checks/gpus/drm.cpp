@@ -23,12 +23,21 @@ namespace {
 
 /// The PCIe link of the card's PCI function: speeds in GT/s (the leading number of
 /// "32.0 GT/s PCIe"), widths in lanes. "Unknown" (a link the kernel cannot decode) is an error.
-void collect_pcie_link(const Root& root, const std::string& dev, const std::string& pre,
+void collect_pcie_link(const Root& root, const std::string& dev, const std::string& card,
                        FactSet& facts) {
   static const RE2 speed_re(R"(([0-9]+(?:\.[0-9]+)?) GT/s(?: PCIe)?)");
-  for (const char* which : {"current", "max"}) {
+  struct Link {
+    const char* which;
+    std::string speed_key;
+    std::string width_key;
+  };
+  for (const Link& link : {Link{"current", fact_keys::drm::pcie_current_speed_gts(card),
+                                fact_keys::drm::pcie_current_width(card)},
+                           Link{"max", fact_keys::drm::pcie_max_speed_gts(card),
+                                fact_keys::drm::pcie_max_width(card)}}) {
+    const char* which = link.which;
     const std::string speed_path = fmt::format("{}/{}_link_speed", dev, which);
-    const std::string key = fmt::format("{}.pcie.{}_speed_gts", pre, which);
+    const std::string& key = link.speed_key;
     ReadResult r = root.read_trimmed(speed_path);
     std::string num;
     double gts = 0;
@@ -39,13 +48,12 @@ void collect_pcie_link(const Root& root, const std::string& dev, const std::stri
       facts.put_status(key, Status::error, r.path, "not 'N GT/s PCIe': '" + r.text + "'");
     else
       facts.put_ok(key, gts, r.path);
-    put_int(facts, root, fmt::format("{}.pcie.{}_width", pre, which),
-            fmt::format("{}/{}_link_width", dev, which));
+    put_int(facts, root, link.width_key, fmt::format("{}/{}_link_width", dev, which));
   }
 }
 
 /// The card's hwmon temperatures by label (edge, junction, mem), current and critical.
-void collect_temperatures(const Root& root, const std::string& dev, const std::string& pre,
+void collect_temperatures(const Root& root, const std::string& dev, const std::string& card,
                           FactSet& facts) {
   static const RE2 hwmon_re("hwmon[0-9]+");
   std::string hw;
@@ -60,22 +68,34 @@ void collect_temperatures(const Root& root, const std::string& dev, const std::s
     ReadResult label = root.read_trimmed(fmt::format("{}/temp{}_label", hw, i));
     if (!label.ok()) continue;
     const std::string& l = label.text;
-    if (l != "edge" && l != "junction" && l != "mem") continue;
-    put_int(facts, root, fmt::format("{}.temp.{}_mc", pre, l),
-            fmt::format("{}/temp{}_input", hw, i));
-    put_int(facts, root, fmt::format("{}.temp.{}_crit_mc", pre, l),
-            fmt::format("{}/temp{}_crit", hw, i));
+    std::string key;
+    std::string crit_key;
+    if (l == "edge") {
+      key = fact_keys::drm::temp_edge_mc(card);
+      crit_key = fact_keys::drm::temp_edge_crit_mc(card);
+    } else if (l == "junction") {
+      key = fact_keys::drm::temp_junction_mc(card);
+      crit_key = fact_keys::drm::temp_junction_crit_mc(card);
+    } else if (l == "mem") {
+      key = fact_keys::drm::temp_mem_mc(card);
+      crit_key = fact_keys::drm::temp_mem_crit_mc(card);
+    } else {
+      continue;
+    }
+    put_int(facts, root, key, fmt::format("{}/temp{}_input", hw, i));
+    put_int(facts, root, crit_key, fmt::format("{}/temp{}_crit", hw, i));
   }
   // Power in microwatts (Documentation/gpu/amdgpu/thermal.rst): the cap the SMU holds the GPU to
   // (power1_cap) and its range, and the last reading (power1_input where the GPU has it,
   // MI300-class and newer; else power1_average, which on an APU includes the CPU).
-  for (const char* f : {"power1_cap", "power1_cap_max", "power1_cap_default"})
-    if (root.exists(hw + "/" + f))
-      put_int(facts, root, fmt::format("{}.power.{}_uw", pre, std::string_view(f).substr(7)),
-              hw + "/" + f);
+  for (const auto& [f, key] :
+       {std::pair{"power1_cap", fact_keys::drm::power_cap_uw(card)},
+        std::pair{"power1_cap_max", fact_keys::drm::power_cap_max_uw(card)},
+        std::pair{"power1_cap_default", fact_keys::drm::power_cap_default_uw(card)}})
+    if (root.exists(hw + "/" + f)) put_int(facts, root, key, hw + "/" + f);
   for (const char* f : {"power1_input", "power1_average"})
     if (root.exists(hw + "/" + f)) {
-      put_int(facts, root, pre + ".power.now_uw", hw + "/" + f);
+      put_int(facts, root, fact_keys::drm::power_now_uw(card), hw + "/" + f);
       break;
     }
 }
@@ -85,30 +105,35 @@ void collect_temperatures(const Root& root, const std::string& dev, const std::s
 /// modes this GPU offers ("SPX, DPX, QPX, CPX"). The files exist only on GPUs with partitions. A
 /// read refused with EPERM is a GPU in reset: amdgpu rejects partition queries during a reset
 /// (commit 75f138db48c5, "Disallow partition query during reset"); the files are world-readable.
-void collect_partitions(const Root& root, const std::string& dev, const std::string& pre,
+void collect_partitions(const Root& root, const std::string& dev, const std::string& card,
                         FactSet& facts) {
-  for (const char* p : {"current_compute_partition", "current_memory_partition"}) {
+  for (const auto& [p, key] :
+       {std::pair{"current_compute_partition", fact_keys::drm::current_compute_partition(card)},
+        std::pair{"current_memory_partition", fact_keys::drm::current_memory_partition(card)}}) {
     const std::string path = dev + "/" + p;
     if (!root.exists(path)) continue;
     ReadResult r = root.read_trimmed(path);
     if (r.ok())
-      facts.put_ok(pre + "." + p, r.text, r.path);
+      facts.put_ok(key, r.text, r.path);
     else if (r.status == Status::denied)
-      facts.put_status(pre + "." + p, Status::error, r.path,
+      facts.put_status(key, Status::error, r.path,
                        "the kernel refused the read: the GPU is being reset (amdgpu answers "
                        "EPERM to partition queries during a reset)");
     else
-      facts.put_status(pre + "." + p, r.status, r.path, r.reason);
+      facts.put_status(key, r.status, r.path, r.reason);
   }
-  for (const char* p : {"available_compute_partition", "available_memory_partition"}) {
+  for (const auto& [p, key] :
+       {std::pair{"available_compute_partition", fact_keys::drm::available_compute_partition(card)},
+        std::pair{"available_memory_partition",
+                  fact_keys::drm::available_memory_partition(card)}}) {
     const std::string path = dev + "/" + p;
     if (!root.exists(path)) continue;
     ReadResult r = root.read_trimmed(path);
     if (!r.ok()) {
-      facts.put_status(pre + "." + p, r.status, r.path, r.reason);
+      facts.put_status(key, r.status, r.path, r.reason);
       continue;
     }
-    facts.put_ok(pre + "." + p, split_list(r.text, ',', 16), r.path);
+    facts.put_ok(key, split_list(r.text, ',', 16), r.path);
   }
 }
 
@@ -128,31 +153,36 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     ReadResult vendor = ctx.root.read_trimmed(dev + "/vendor");
     if (!vendor.ok() || parse_hex(vendor.text) != 0x1002) continue;
     cards.push_back(e);
-    const std::string pre = "drm." + e;
     ReadResult did = ctx.root.read_trimmed(dev + "/device");
     if (auto d = did.ok() ? parse_hex(did.text) : std::nullopt)
-      facts.put_ok(pre + ".device_id", *d, did.path);
+      facts.put_ok(fact_keys::drm::device_id(e), *d, did.path);
     else
-      facts.put_status(pre + ".device_id", did.ok() ? Status::error : did.status, did.path,
-                       did.reason);
+      facts.put_status(fact_keys::drm::device_id(e), did.ok() ? Status::error : did.status,
+                       did.path, did.reason);
     auto drv = ctx.root.link_name(dev + "/driver");
-    facts.put_ok(pre + ".driver", drv.value_or(""), dev + "/driver");
+    facts.put_ok(fact_keys::drm::driver(e), drv.value_or(""), dev + "/driver");
     ReadResult ue = ctx.root.read(dev + "/uevent");
     if (ue.ok()) {
       for (const auto& line : split_lines(ue.text))
         if (line.rfind("PCI_SLOT_NAME=", 0) == 0)
-          facts.put_ok(pre + ".pci_slot", line.substr(14), ue.path);
+          facts.put_ok(fact_keys::drm::pci_slot(e), line.substr(14), ue.path);
     }
-    for (const char* m : {"vram_total", "vis_vram_total", "gtt_total", "vram_used", "gtt_used"})
-      put_int(facts, ctx.root, pre + "." + m + "_bytes", dev + "/mem_info_" + m);
-    collect_partitions(ctx.root, dev, pre, facts);
+    for (const auto& [m, key] :
+         {std::pair{"vram_total", fact_keys::drm::vram_total_bytes(e)},
+          std::pair{"vis_vram_total", fact_keys::drm::vis_vram_total_bytes(e)},
+          std::pair{"gtt_total", fact_keys::drm::gtt_total_bytes(e)},
+          std::pair{"vram_used", fact_keys::drm::vram_used_bytes(e)},
+          std::pair{"gtt_used", fact_keys::drm::gtt_used_bytes(e)}})
+      put_int(facts, ctx.root, key, dev + "/mem_info_" + m);
+    collect_partitions(ctx.root, dev, e, facts);
     // power_dpm_force_performance_level (amdgpu_pm.c, 0644): auto (the default), low, high,
     // manual, profile_standard, profile_min_sclk, profile_min_mclk, profile_peak,
     // perf_determinism. Absent where the GPU has no DPM (a GPU without power management).
     if (ctx.root.exists(dev + "/power_dpm_force_performance_level"))
-      put_text(facts, ctx.root, pre + ".perf_level", dev + "/power_dpm_force_performance_level");
+      put_text(facts, ctx.root, fact_keys::drm::perf_level(e),
+               dev + "/power_dpm_force_performance_level");
     if (ctx.root.exists(dev + "/uma/carveout"))
-      put_text(facts, ctx.root, pre + ".uma_carveout", dev + "/uma/carveout");
+      put_text(facts, ctx.root, fact_keys::drm::uma_carveout(e), dev + "/uma/carveout");
     // uma/carveout_options (amdgpu_acpi.c, kernel 7.0+, only where the firmware's ATCS function
     // 0xA is supported): lines "INDEX: NAME (SIZE MB|GB)"; the sizes this machine can boot with.
     if (ReadResult o = ctx.root.read(dev + "/uma/carveout_options"); o.ok()) {
@@ -171,16 +201,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         options.push_back(line);
         if (!min_bytes || bytes < *min_bytes) min_bytes = bytes;
       }
-      facts.put_ok(pre + ".uma_carveout_options", options, o.path);
-      if (min_bytes) facts.put_ok(pre + ".uma_carveout_min_bytes", *min_bytes, o.path);
+      facts.put_ok(fact_keys::drm::uma_carveout_options(e), options, o.path);
+      if (min_bytes) facts.put_ok(fact_keys::drm::uma_carveout_min_bytes(e), *min_bytes, o.path);
     }
-    collect_pcie_link(ctx.root, dev, pre, facts);
-    collect_temperatures(ctx.root, dev, pre, facts);
+    collect_pcie_link(ctx.root, dev, e, facts);
+    collect_temperatures(ctx.root, dev, e, facts);
     if (auto nodes = ctx.root.list(dev + "/drm")) {
       for (const auto& n : *nodes) {
         if (n.rfind("renderD", 0) == 0)
           if (auto minor = parse_int(n.substr(7)))
-            facts.put_ok(pre + ".render_minor", *minor, fmt::format("{}/drm/{}", dev, n));
+            facts.put_ok(fact_keys::drm::render_minor(e), *minor, fmt::format("{}/drm/{}", dev, n));
       }
     }
   }

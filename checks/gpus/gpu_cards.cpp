@@ -24,35 +24,59 @@
 namespace halo::probes {
 namespace {
 
+namespace gpu_keys = fact_keys::gpu;
+
+/// The card GPU N is on (gpu.N.card), empty when it has none.
+std::string card_of(const FactSet& facts, std::int64_t i) {
+  return facts.get<std::string>(gpu_keys::card(i)).value_or("");
+}
+
 /// gpu.N.ras.*: the RAS counters (checks/gpus/ras.cpp) of GPU N's DRM card.
 void derive_ras_per_gpu(FactSet& facts) {
+  namespace ras = fact_keys::ras;
   const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string card = facts.get<std::string>(fmt::format("gpu.{}.card", i)).value_or("");
-    alias_fields(facts, fmt::format("gpu.{}.ras", i), card.empty() ? std::string() : "ras." + card,
-                 {"supported", "ue_count", "ce_count", "de_count", "ue_blocks", "bad_pages_retired",
-                  "bad_pages_pending", "bad_pages_failed"},
-                 "no amdgpu DRM card for this GPU, so no RAS counters");
+    const std::string card = card_of(facts, i);
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::ras_supported(i), ras::supported(card)},
+                {gpu_keys::ras_ue_count(i), ras::ue_count(card)},
+                {gpu_keys::ras_ce_count(i), ras::ce_count(card)},
+                {gpu_keys::ras_de_count(i), ras::de_count(card)},
+                {gpu_keys::ras_ue_blocks(i), ras::ue_blocks(card)},
+                {gpu_keys::ras_bad_pages_retired(i), ras::bad_pages_retired(card)},
+                {gpu_keys::ras_bad_pages_pending(i), ras::bad_pages_pending(card)},
+                {gpu_keys::ras_bad_pages_failed(i), ras::bad_pages_failed(card)}},
+               "no amdgpu DRM card for this GPU, so no RAS counters");
   }
 }
 
 /// gpu.N.pcie.* and gpu.N.temp.*: the PCIe link and hwmon temperatures (checks/gpus/drm.cpp) of GPU
 /// N's DRM card.
 void derive_link_and_thermal_per_gpu(FactSet& facts) {
+  namespace drm = fact_keys::drm;
   const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-    const std::string from = card.empty() ? std::string() : "drm." + card;
-    alias_fields(facts, keys::gpu(i, "pcie"), card.empty() ? std::string() : from + ".pcie",
-                 {"current_speed_gts", "max_speed_gts", "current_width", "max_width"},
-                 "no amdgpu DRM card for this GPU, so no PCIe link facts");
-    alias_fields(
-        facts, keys::gpu(i, "temp"), card.empty() ? std::string() : from + ".temp",
-        {"edge_mc", "edge_crit_mc", "junction_mc", "junction_crit_mc", "mem_mc", "mem_crit_mc"},
-        "no amdgpu DRM card for this GPU, so no hwmon temperatures");
-    alias_fields(facts, keys::gpu(i, "power"), card.empty() ? std::string() : from + ".power",
-                 {"cap_uw", "cap_max_uw", "cap_default_uw", "now_uw"},
-                 "no amdgpu DRM card for this GPU, so no hwmon power");
+    const std::string card = card_of(facts, i);
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::pcie_current_speed_gts(i), drm::pcie_current_speed_gts(card)},
+                {gpu_keys::pcie_max_speed_gts(i), drm::pcie_max_speed_gts(card)},
+                {gpu_keys::pcie_current_width(i), drm::pcie_current_width(card)},
+                {gpu_keys::pcie_max_width(i), drm::pcie_max_width(card)}},
+               "no amdgpu DRM card for this GPU, so no PCIe link facts");
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::temp_edge_mc(i), drm::temp_edge_mc(card)},
+                {gpu_keys::temp_edge_crit_mc(i), drm::temp_edge_crit_mc(card)},
+                {gpu_keys::temp_junction_mc(i), drm::temp_junction_mc(card)},
+                {gpu_keys::temp_junction_crit_mc(i), drm::temp_junction_crit_mc(card)},
+                {gpu_keys::temp_mem_mc(i), drm::temp_mem_mc(card)},
+                {gpu_keys::temp_mem_crit_mc(i), drm::temp_mem_crit_mc(card)}},
+               "no amdgpu DRM card for this GPU, so no hwmon temperatures");
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::power_cap_uw(i), drm::power_cap_uw(card)},
+                {gpu_keys::power_cap_max_uw(i), drm::power_cap_max_uw(card)},
+                {gpu_keys::power_cap_default_uw(i), drm::power_cap_default_uw(card)},
+                {gpu_keys::power_now_uw(i), drm::power_now_uw(card)}},
+               "no amdgpu DRM card for this GPU, so no hwmon power");
   }
 }
 
@@ -64,27 +88,34 @@ void derive_xgmi(FactSet& facts) {
   std::int64_t members = 0;
   std::map<std::string, std::int64_t> hives;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-    alias_fields(facts, keys::gpu(i, "xgmi"), card.empty() ? std::string() : "xgmi." + card,
-                 {"member", "hive_id", "hive_size", "far_peers", "physical_id"},
-                 "no amdgpu DRM card for this GPU, so no XGMI facts");
-    if (facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
+    const std::string card = card_of(facts, i);
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::xgmi_member(i), fact_keys::xgmi::member(card)},
+                {gpu_keys::xgmi_hive_id(i), fact_keys::xgmi::hive_id(card)},
+                {gpu_keys::xgmi_hive_size(i), fact_keys::xgmi::hive_size(card)},
+                {gpu_keys::xgmi_far_peers(i), fact_keys::xgmi::far_peers(card)},
+                {gpu_keys::xgmi_physical_id(i), fact_keys::xgmi::physical_id(card)}},
+               "no amdgpu DRM card for this GPU, so no XGMI facts");
+    if (facts.get_int(gpu_keys::partition_index(i)).value_or(0) != 0) continue;
     // MI300- and MI350-series boards alike join their eight OAMs in one fully connected hive (AMD's
     // system acceptance guides, docs/gpus/mi325x.md and mi355x.md: UBB 2.0, "fully-meshed Infinity
     // Fabric connectivity between accelerators").
-    const auto series = facts.get<std::string>(keys::gpu(i, "instinct_series"));
+    const auto series = facts.get<std::string>(gpu_keys::instinct_series(i));
     if (series == "MI300" || series == "MI350") ++members;
-    if (auto h = facts.get<std::string>(keys::gpu(i, "xgmi.hive_id")); h && *h != "0") ++hives[*h];
+    if (auto h = facts.get<std::string>(gpu_keys::xgmi_hive_id(i)); h && *h != "0") ++hives[*h];
   }
-  facts.put_ok("xgmi.expected_members", members,
-               "derived: physical MI300- and MI350-series GPUs (gpu.*.instinct_series)");
+  facts.put_ok(std::string(fact_keys::xgmi::expected_members), members,
+               fmt::format("derived: physical MI300- and MI350-series GPUs ({})",
+                           gpu_keys::instinct_series("*")));
   if (hives.empty()) {
-    facts.put_status("xgmi.main_hive_id", Status::missing, kDerived, "no GPU is in an XGMI hive");
+    facts.put_status(std::string(fact_keys::xgmi::main_hive_id), Status::missing, kDerived,
+                     "no GPU is in an XGMI hive");
     return;
   }
   const auto best = std::max_element(
       hives.begin(), hives.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  facts.put_ok("xgmi.main_hive_id", best->first, "derived: the hive most GPUs are in");
+  facts.put_ok(std::string(fact_keys::xgmi::main_hive_id), best->first,
+               "derived: the hive most GPUs are in");
 }
 
 /// Firmware of the GPUs (checks/gpus/gpu_firmware.cpp) compared within each product (PCI device
@@ -97,36 +128,41 @@ void derive_gpu_firmware(FactSet& facts) {
   const std::int64_t n = bounded_gpu_count(facts);
   std::map<std::int64_t, std::vector<std::int64_t>> by_product;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-    alias(facts, keys::gpu(i, "perf_level"),
-          card.empty() ? std::string() : "drm." + card + ".perf_level",
-          "no power_dpm_force_performance_level for this GPU");
-    alias_fields(facts, keys::gpu(i, "metrics"),
-                 card.empty() ? std::string() : "gpu_metrics." + card,
-                 {"version", "temperature_edge_c", "temperature_hotspot_c", "temperature_mem_c",
-                  "socket_power_w", "throttle_power", "throttle_current", "throttle_thermal"},
-                 "no amdgpu DRM card for this GPU, so no gpu_metrics");
-    if (card.empty() || facts.get_int(keys::gpu(i, "partition_index")).value_or(0) != 0) continue;
-    if (!facts.get<std::vector<std::string>>("fw." + card + ".names")) continue;
-    if (auto id = facts.get_int(keys::gpu(i, "device_id"))) by_product[*id].push_back(i);
+    namespace gm = fact_keys::gpu_metrics;
+    const std::string card = card_of(facts, i);
+    alias_each(facts, !card.empty(), {{gpu_keys::perf_level(i), fact_keys::drm::perf_level(card)}},
+               "no power_dpm_force_performance_level for this GPU");
+    alias_each(facts, !card.empty(),
+               {{gpu_keys::metrics_version(i), gm::version(card)},
+                {gpu_keys::metrics_temperature_edge_c(i), gm::temperature_edge_c(card)},
+                {gpu_keys::metrics_temperature_hotspot_c(i), gm::temperature_hotspot_c(card)},
+                {gpu_keys::metrics_temperature_mem_c(i), gm::temperature_mem_c(card)},
+                {gpu_keys::metrics_socket_power_w(i), gm::socket_power_w(card)},
+                {gpu_keys::metrics_throttle_power(i), gm::throttle_power(card)},
+                {gpu_keys::metrics_throttle_current(i), gm::throttle_current(card)},
+                {gpu_keys::metrics_throttle_thermal(i), gm::throttle_thermal(card)}},
+               "no amdgpu DRM card for this GPU, so no gpu_metrics");
+    if (card.empty() || facts.get_int(gpu_keys::partition_index(i)).value_or(0) != 0) continue;
+    if (!facts.get<std::vector<std::string>>(fact_keys::fw::names(card))) continue;
+    if (auto id = facts.get_int(gpu_keys::device_id(i))) by_product[*id].push_back(i);
   }
   std::vector<std::string> mismatch;
   std::size_t compared = 0;
   for (const auto& [id, gpus] : by_product) {
     compared = std::max(compared, gpus.size());
     if (gpus.size() < 2) continue;
+    // The firmware names of fw.CARD.names, and the VBIOS (fw.CARD.vbios_version).
     std::set<std::string> names = {"vbios_version"};
     for (const auto i : gpus) {
-      const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-      for (const auto& name : facts.get<std::vector<std::string>>("fw." + card + ".names")
+      const std::string card = card_of(facts, i);
+      for (const auto& name : facts.get<std::vector<std::string>>(fact_keys::fw::names(card))
                                   .value_or(std::vector<std::string>{}))
         names.insert(name);
     }
     for (const auto& name : names) {
       std::map<std::string, std::vector<std::int64_t>> by_value;
       for (const auto i : gpus) {
-        const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-        const Fact* f = facts.find(fmt::format("fw.{}.{}", card, name));
+        const Fact* f = facts.find(fact_keys::fw::key(card_of(facts, i), name));
         by_value[f == nullptr ? "absent"
                  : f->ok()    ? format_value(f->value)
                               : "unreadable"]
@@ -140,9 +176,9 @@ void derive_gpu_firmware(FactSet& facts) {
       mismatch.push_back(fmt::format("{} ({})", name, fmt::join(parts, "; ")));
     }
   }
-  facts.put_ok("gpu.firmware_mismatch", mismatch,
+  facts.put_ok(std::string(gpu_keys::firmware_mismatch), mismatch,
                "derived: /sys/class/drm/card*/device/fw_version/*, vbios_version");
-  facts.put_ok("gpu.firmware_compared", static_cast<std::int64_t>(compared),
+  facts.put_ok(std::string(gpu_keys::firmware_compared), static_cast<std::int64_t>(compared),
                "derived: GPUs of one product whose fw_version/ could be read");
 }
 
@@ -150,21 +186,30 @@ void derive_render_access(FactSet& facts) {
   const std::int64_t n = bounded_gpu_count(facts);
   std::int64_t present = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string pre = fmt::format("gpu.{}.render", i);
-    const auto minor = facts.get_int(fmt::format("gpu.{}.render_minor", i));
-    const std::string found = minor ? member_with(facts, "access.render.*.path",
-                                                  fmt::format("/dev/dri/renderD{}", *minor))
-                                    : std::string();
+    namespace access = fact_keys::access;
+    const auto minor = facts.get_int(gpu_keys::render_minor(i));
+    const auto found = minor ? member_with(facts, access::render_path("*"),
+                                           fmt::format("/dev/dri/renderD{}", *minor))
+                             : std::nullopt;
     const std::string why =
-        !minor ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
-        : found.empty() ? "the device access probe did not look at this GPU's render node"
-                        : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
-    alias_fields(facts, pre, found, {"path", "exists", "rw", "gid", "group", "mode"}, why);
-    if (facts.get<bool>(pre + ".exists") == true) ++present;
+        !minor   ? "no render node is known for this GPU (no KFD drm_render_minor, no DRM card)"
+        : !found ? "the device access probe did not look at this GPU's render node"
+                 : fmt::format("not recorded for /dev/dri/renderD{}", *minor);
+    const std::string m = found.value_or("");
+    alias_each(facts, found.has_value(),
+               {{gpu_keys::render_path(i), access::render_path(m)},
+                {gpu_keys::render_exists(i), access::render_exists(m)},
+                {gpu_keys::render_rw(i), access::render_rw(m)},
+                {gpu_keys::render_gid(i), access::render_gid(m)},
+                {gpu_keys::render_group(i), access::render_group(m)},
+                {gpu_keys::render_mode(i), access::render_mode(m)}},
+               why);
+    if (facts.get<bool>(gpu_keys::render_exists(i)) == true) ++present;
   }
   // How many GPUs' render nodes exist here: 0 in a container started without /dev/dri, fewer
   // than gpu.count where only some were passed in on purpose (--device=/dev/dri/renderD<N>).
-  facts.put_ok("gpu.render_nodes_present", present, "derived: gpu.*.render.exists");
+  facts.put_ok(std::string(gpu_keys::render_nodes_present), present,
+               fmt::format("derived: {}", gpu_keys::render_exists("*")));
 }
 
 /// gpu.N.mes_fw_version{,_hex}, gpu.N.mes_feature_version: what libdrm_amdgpu read from the
@@ -172,10 +217,11 @@ void derive_render_access(FactSet& facts) {
 void derive_libdrm_per_gpu(FactSet& facts) {
   const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto slot = facts.get<std::string>(fmt::format("gpu.{}.pci_slot", i));
-    const std::string found = slot ? member_with(facts, "libdrm.dev.*.bus_id", *slot) : "";
+    namespace libdrm = fact_keys::libdrm;
+    const auto slot = facts.get<std::string>(gpu_keys::pci_slot(i));
+    const auto found = slot ? member_with(facts, libdrm::dev_bus_id("*"), *slot) : std::nullopt;
     // Without a match, copy libdrm's own status (not probed, not installed) where it has one.
-    const Fact* status = facts.find("libdrm.status");
+    const Fact* status = facts.find(libdrm::status);
     const std::string why =
         status != nullptr && !status->ok()
             ? status->reason
@@ -183,28 +229,32 @@ void derive_libdrm_per_gpu(FactSet& facts) {
     // Without libdrm's answer, the card's fw_version/mes_fw_version (sysfs, no root; the same
     // masked number: amdgpu_ucode.c FW_VERSION_ATTR(mes_fw_version, mes.sched_version &
     // AMDGPU_MES_VERSION_MASK)).
-    const std::string card = facts.get<std::string>(keys::gpu(i, "card")).value_or("");
-    const Fact* sysfs_mes = card.empty() ? nullptr : facts.find("fw." + card + ".mes");
-    if ((found.empty() || !facts.get_int(found + ".mes_fw_version")) && sysfs_mes != nullptr &&
+    const std::string card = card_of(facts, i);
+    // fw.CARD.mes: the firmware amdgpu names "mes" (its file mes_fw_version).
+    const Fact* sysfs_mes = card.empty() ? nullptr : facts.find(fact_keys::fw::key(card, "mes"));
+    if ((!found || !facts.get_int(libdrm::dev_mes_fw_version(*found))) && sysfs_mes != nullptr &&
         sysfs_mes->ok()) {
       if (const auto v = parse_hex(format_value(sysfs_mes->value)); v && *v > 0) {
-        facts.put_ok(keys::gpu(i, "mes_fw_version"), *v, sysfs_mes->source);
-        facts.put_ok(keys::gpu(i, "mes_fw_version_hex"), fmt::format("0x{:08x}", *v),
+        facts.put_ok(gpu_keys::mes_fw_version(i), *v, sysfs_mes->source);
+        facts.put_ok(gpu_keys::mes_fw_version_hex(i), fmt::format("0x{:08x}", *v),
                      sysfs_mes->source);
-        facts.put_status(keys::gpu(i, "mes_feature_version"), Status::missing, sysfs_mes->source,
+        facts.put_status(gpu_keys::mes_feature_version(i), Status::missing, sysfs_mes->source,
                          "sysfs gives the MES firmware version only");
         continue;
       }
     }
-    for (const char* field : {"mes_fw_version", "mes_fw_version_hex", "mes_feature_version"}) {
-      const std::string to = fmt::format("gpu.{}.{}", i, field);
-      if (found.empty() && status != nullptr && !status->ok()) {
+    const std::string m = found.value_or("");
+    for (const auto& [to, from] :
+         {std::pair{gpu_keys::mes_fw_version(i), libdrm::dev_mes_fw_version(m)},
+          std::pair{gpu_keys::mes_fw_version_hex(i), libdrm::dev_mes_fw_version_hex(m)},
+          std::pair{gpu_keys::mes_feature_version(i), libdrm::dev_mes_feature_version(m)}}) {
+      if (!found && status != nullptr && !status->ok()) {
         Fact c = *status;
         c.key = to;
         c.value = {};
         facts.put(std::move(c));
       } else {
-        alias(facts, to, found.empty() ? std::string() : found + "." + field, why);
+        alias(facts, to, found ? from : std::string(), why);
       }
     }
   }

@@ -25,16 +25,15 @@ constexpr std::size_t kMaxFirmwareFiles = 64; // 26 names in amdgpu_ucode.c toda
 void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& card) {
   const std::string dev = "/sys/class/drm/" + card + "/device";
   const std::string dir = dev + "/fw_version";
-  const std::string pre = "fw." + card + ".";
   if (ctx.root.exists(dev + "/vbios_version"))
-    put_text(facts, ctx.root, pre + "vbios_version", dev + "/vbios_version");
+    put_text(facts, ctx.root, fact_keys::fw::vbios_version(card), dev + "/vbios_version");
   else
-    facts.put_status(pre + "vbios_version", Status::missing, dev + "/vbios_version",
+    facts.put_status(fact_keys::fw::vbios_version(card), Status::missing, dev + "/vbios_version",
                      "no vbios_version (an APU, or a kernel without it)");
   Status st = Status::ok;
   const auto names = ctx.root.list(dir, &st);
   if (!names) {
-    facts.put_status(pre + "names", st, dir,
+    facts.put_status(fact_keys::fw::names(card), st, dir,
                      st == Status::missing ? "no fw_version directory (kernel before 5.1)"
                                            : "cannot list " + dir);
     return;
@@ -47,7 +46,7 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
     if (!RE2::FullMatch(file, name_re, &name)) continue;
     if (found.size() >= kMaxFirmwareFiles) break;
     const ReadResult r = ctx.root.read_trimmed(fmt::format("{}/{}", dir, file));
-    const std::string key = pre + name;
+    const std::string key = fact_keys::fw::key(card, name);
     if (!r.ok())
       facts.put_status(key, r.status, r.path, r.reason);
     else if (!RE2::FullMatch(r.text, value_re))
@@ -56,7 +55,7 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
       facts.put_ok(key, r.text, r.path);
     found.push_back(name);
   }
-  facts.put_ok(pre + "names", found, dir);
+  facts.put_ok(fact_keys::fw::names(card), found, dir);
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

@@ -90,30 +90,53 @@ void put_u16(FactSet& facts, const std::string& key, const std::string& b, std::
     facts.put_ok(key, static_cast<std::int64_t>(v), src);
 }
 
-void put_throttle(FactSet& facts, const std::string& pre, const std::string& b, std::size_t off,
+/// The keys of one card's facts (gpu_metrics.CARD.*).
+struct MetricKeys {
+  explicit MetricKeys(const std::string& card)
+      : version(fact_keys::gpu_metrics::version(card)),
+        temperature_edge_c(fact_keys::gpu_metrics::temperature_edge_c(card)),
+        temperature_hotspot_c(fact_keys::gpu_metrics::temperature_hotspot_c(card)),
+        temperature_mem_c(fact_keys::gpu_metrics::temperature_mem_c(card)),
+        socket_power_w(fact_keys::gpu_metrics::socket_power_w(card)),
+        throttle_power(fact_keys::gpu_metrics::throttle_power(card)),
+        throttle_current(fact_keys::gpu_metrics::throttle_current(card)),
+        throttle_thermal(fact_keys::gpu_metrics::throttle_thermal(card)) {}
+  std::string version;
+  std::string temperature_edge_c;
+  std::string temperature_hotspot_c;
+  std::string temperature_mem_c;
+  std::string socket_power_w;
+  std::string throttle_power;
+  std::string throttle_current;
+  std::string throttle_thermal;
+};
+
+void put_throttle(FactSet& facts, const MetricKeys& keys, const std::string& b, std::size_t off,
                   const std::string& src) {
   const std::uint64_t s = le(b, off, 8);
   if (s == ~std::uint64_t{0}) {
-    for (const char* k : {"throttle_power", "throttle_current", "throttle_thermal"})
-      facts.put_status(pre + k, Status::missing, src,
+    for (const std::string* k :
+         {&keys.throttle_power, &keys.throttle_current, &keys.throttle_thermal})
+      facts.put_status(*k, Status::missing, src,
                        "the firmware does not report throttle status (all bits set)");
     return;
   }
-  facts.put_ok(pre + "throttle_power", active(s, kPowerBits), src);
-  facts.put_ok(pre + "throttle_current", active(s, kCurrentBits), src);
-  facts.put_ok(pre + "throttle_thermal", active(s, kTemperatureBits), src);
+  facts.put_ok(keys.throttle_power, active(s, kPowerBits), src);
+  facts.put_ok(keys.throttle_current, active(s, kCurrentBits), src);
+  facts.put_ok(keys.throttle_thermal, active(s, kTemperatureBits), src);
 }
 
 void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& card) {
   const std::string path = "/sys/class/drm/" + card + "/device/gpu_metrics";
-  const std::string pre = "gpu_metrics." + card + ".";
-  const std::vector<std::string> fields = {
-      "temperature_edge_c", "temperature_hotspot_c", "temperature_mem_c", "socket_power_w",
-      "throttle_power",     "throttle_current",      "throttle_thermal"};
+  const MetricKeys keys(card);
+  const std::vector<const std::string*> fields = {
+      &keys.temperature_edge_c, &keys.temperature_hotspot_c, &keys.temperature_mem_c,
+      &keys.socket_power_w,     &keys.throttle_power,        &keys.throttle_current,
+      &keys.throttle_thermal};
   auto all_status = [&](Status st, const std::string& why, bool with_version) {
-    if (with_version) facts.put_status(pre + "version", st, path, why);
-    for (const auto& f : fields)
-      facts.put_status(pre + f, st, path, why);
+    if (with_version) facts.put_status(keys.version, st, path, why);
+    for (const std::string* f : fields)
+      facts.put_status(*f, st, path, why);
   };
   if (!ctx.root.exists(path)) {
     all_status(Status::missing, "no gpu_metrics (a GPU without SMU metrics, or an older kernel)",
@@ -140,7 +163,7 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
                fmt::format("v{} says {} bytes but {} were read", version, size, b.size()), true);
     return;
   }
-  facts.put_ok(pre + "version", version, path);
+  facts.put_ok(keys.version, version, path);
   // The layout this version has, and the bytes it needs.
   std::size_t need = 0;
   if (format == 1 && content == 3)
@@ -161,24 +184,25 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
   }
   const std::string why_absent = fmt::format("not in gpu_metrics v{}", version);
   if (format == 1 && content == 3) {
-    put_u16(facts, pre + "temperature_edge_c", b, 4, path);
-    put_u16(facts, pre + "temperature_hotspot_c", b, 6, path);
-    put_u16(facts, pre + "temperature_mem_c", b, 8, path);
-    put_u16(facts, pre + "socket_power_w", b, 22, path);
-    put_throttle(facts, pre, b, 112, path);
+    put_u16(facts, keys.temperature_edge_c, b, 4, path);
+    put_u16(facts, keys.temperature_hotspot_c, b, 6, path);
+    put_u16(facts, keys.temperature_mem_c, b, 8, path);
+    put_u16(facts, keys.socket_power_w, b, 22, path);
+    put_throttle(facts, keys, b, 112, path);
   } else if (format == 1) {
-    facts.put_status(pre + "temperature_edge_c", Status::missing, path, why_absent);
-    put_u16(facts, pre + "temperature_hotspot_c", b, 4, path);
-    put_u16(facts, pre + "temperature_mem_c", b, 6, path);
-    put_u16(facts, pre + "socket_power_w", b, 10, path);
-    for (const char* k : {"throttle_power", "throttle_current", "throttle_thermal"})
-      facts.put_status(pre + k, Status::missing, path,
+    facts.put_status(keys.temperature_edge_c, Status::missing, path, why_absent);
+    put_u16(facts, keys.temperature_hotspot_c, b, 4, path);
+    put_u16(facts, keys.temperature_mem_c, b, 6, path);
+    put_u16(facts, keys.socket_power_w, b, 10, path);
+    for (const std::string* k :
+         {&keys.throttle_power, &keys.throttle_current, &keys.throttle_thermal})
+      facts.put_status(*k, Status::missing, path,
                        why_absent + " (no ASIC-independent throttle status)");
   } else {
-    for (const char* k :
-         {"temperature_edge_c", "temperature_hotspot_c", "temperature_mem_c", "socket_power_w"})
-      facts.put_status(pre + k, Status::missing, path, why_absent);
-    put_throttle(facts, pre, b, 120, path);
+    for (const std::string* k : {&keys.temperature_edge_c, &keys.temperature_hotspot_c,
+                                 &keys.temperature_mem_c, &keys.socket_power_w})
+      facts.put_status(*k, Status::missing, path, why_absent);
+    put_throttle(facts, keys, b, 120, path);
   }
 }
 

@@ -26,6 +26,9 @@
 namespace halo::probes {
 namespace {
 
+namespace gpu_keys = fact_keys::gpu;
+namespace apu_keys = fact_keys::apu;
+
 /// gpu.N.hip_device, gpu.visible*, gpu.device0*: which GPUs training sees, in HIP's order
 /// (device 0 first), by visible_gpus(); apu.*: the APU wherever it is; gpu.N.hsa_coarse_pool_bytes:
 /// ROCr's pool of GPU N's agent.
@@ -40,94 +43,99 @@ void derive_visibility(FactSet& facts) {
   for (std::int64_t i = 0; i < n; ++i) {
     const auto pos = std::find(hip.begin(), hip.end(), i);
     if (uuid)
-      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
+      facts.put_status(gpu_keys::hip_device(i), Status::missing, src,
                        "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
     else if (pos == hip.end())
-      facts.put_status(fmt::format("gpu.{}.hip_device", i), Status::missing, src,
-                       "not visible to HIP here");
+      facts.put_status(gpu_keys::hip_device(i), Status::missing, src, "not visible to HIP here");
     else
-      facts.put_ok(fmt::format("gpu.{}.hip_device", i),
-                   static_cast<std::int64_t>(pos - hip.begin()), src);
+      facts.put_ok(gpu_keys::hip_device(i), static_cast<std::int64_t>(pos - hip.begin()), src);
   }
   if (uuid) {
-    for (const char* k : {"gpu.visible", "gpu.device0", "gpu.device0_gfx_target",
-                          "gpu.visible_gfx_targets", "gpu.visible_gfx_target_count"})
-      facts.put_status(k, Status::missing, src,
+    for (const auto k : {gpu_keys::visible, gpu_keys::device0, gpu_keys::device0_gfx_target,
+                         gpu_keys::visible_gfx_targets, gpu_keys::visible_gfx_target_count})
+      facts.put_status(std::string(k), Status::missing, src,
                        "a GPU-<uuid> entry in a *_VISIBLE_DEVICES list is not resolved");
   } else {
     std::vector<std::string> names;
     names.reserve(hip.size());
     for (auto i : hip)
-      names.push_back(fmt::format(
-          "gpu.{} ({})", i,
-          facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i)).value_or("unknown target")));
-    facts.put_ok("gpu.visible", names, src);
+      names.push_back(
+          fmt::format("gpu.{} ({})", i,
+                      facts.get<std::string>(gpu_keys::gfx_target(i)).value_or("unknown target")));
+    facts.put_ok(std::string(gpu_keys::visible), names, src);
     // How many kinds of GPU HIP sees: an APU beside a discrete GPU (ROCm issue 5696) gives two.
     std::vector<std::string> targets;
     for (auto i : hip) {
-      const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
+      const auto g = facts.get<std::string>(gpu_keys::gfx_target(i));
       const std::string t = g.value_or("unknown target");
       if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
     }
-    facts.put_ok("gpu.visible_gfx_targets", targets, src);
-    facts.put_ok("gpu.visible_gfx_target_count", static_cast<std::int64_t>(targets.size()), src);
+    facts.put_ok(std::string(gpu_keys::visible_gfx_targets), targets, src);
+    facts.put_ok(std::string(gpu_keys::visible_gfx_target_count),
+                 static_cast<std::int64_t>(targets.size()), src);
     if (hip.empty()) {
-      facts.put_status("gpu.device0", Status::missing, src, "no GPU is visible to HIP");
-      facts.put_status("gpu.device0_gfx_target", Status::missing, src, "no GPU is visible to HIP");
+      facts.put_status(std::string(gpu_keys::device0), Status::missing, src,
+                       "no GPU is visible to HIP");
+      facts.put_status(std::string(gpu_keys::device0_gfx_target), Status::missing, src,
+                       "no GPU is visible to HIP");
     } else {
-      facts.put_ok("gpu.device0", hip.front(), src);
-      alias(facts, "gpu.device0_gfx_target", fmt::format("gpu.{}.gfx_target", hip.front()),
+      facts.put_ok(std::string(gpu_keys::device0), hip.front(), src);
+      alias(facts, std::string(gpu_keys::device0_gfx_target), gpu_keys::gfx_target(hip.front()),
             "the device 0 GPU has no known target");
     }
   }
   // The APU, wherever KFD lists it (a Strix Halo with a discrete GPU that enumerates first).
   std::optional<std::int64_t> apu;
   for (std::int64_t i = 0; i < n && !apu; ++i)
-    if (facts.get<bool>(fmt::format("gpu.{}.apu", i)) == true) apu = i;
-  facts.put_ok("apu.present", apu.has_value(), "derived: gpu.*.apu");
+    if (facts.get<bool>(gpu_keys::apu(i)) == true) apu = i;
+  const std::string apu_src = fmt::format("derived: {}", gpu_keys::apu("*"));
+  facts.put_ok(std::string(apu_keys::present), apu.has_value(), apu_src);
   const std::string why = "no APU among the AMD GPUs";
   if (apu)
-    facts.put_ok("apu.index", *apu, "derived: gpu.*.apu");
+    facts.put_ok(std::string(apu_keys::index), *apu, apu_src);
   else
-    facts.put_status("apu.index", Status::missing, kDerived, why);
-  for (const char* m :
-       {"gfx_target", "vram_total_bytes", "gtt_total_bytes", "amdgpu_bound", "card"})
-    alias(facts, std::string("apu.") + m, apu ? fmt::format("gpu.{}.{}", *apu, m) : std::string(),
-          why);
+    facts.put_status(std::string(apu_keys::index), Status::missing, kDerived, why);
+  const std::int64_t a = apu.value_or(0);
+  alias_each(facts, apu.has_value(),
+             {{std::string(apu_keys::gfx_target), gpu_keys::gfx_target(a)},
+              {std::string(apu_keys::vram_total_bytes), gpu_keys::vram_total_bytes(a)},
+              {std::string(apu_keys::gtt_total_bytes), gpu_keys::gtt_total_bytes(a)},
+              {std::string(apu_keys::amdgpu_bound), gpu_keys::amdgpu_bound(a)},
+              {std::string(apu_keys::card), gpu_keys::card(a)}},
+             why);
   // The smallest carve-out this machine's firmware offers (uma/carveout_options), where the
   // kernel lists them: a laptop whose minimum is large cannot go lower.
   const std::string card =
-      apu ? facts.get<std::string>(fmt::format("gpu.{}.card", *apu)).value_or("") : std::string();
+      apu ? facts.get<std::string>(gpu_keys::card(*apu)).value_or("") : std::string();
   alias(
-      facts, "apu.carveout_min_bytes",
-      card.empty() ? std::string() : "drm." + card + ".uma_carveout_min_bytes",
+      facts, std::string(apu_keys::carveout_min_bytes),
+      card.empty() ? std::string() : fact_keys::drm::uma_carveout_min_bytes(card),
       "the firmware lists no carve-out options (uma/carveout_options: kernel 7.0+, some machines)");
   // gpu.N.hsa_coarse_pool_bytes: ROCr's GPU agents are the ROCR-visible GPUs in order, so GPU N's
   // agent is its position in that list.
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string key = keys::gpu(i, "hsa_coarse_pool_bytes");
+    const std::string key = gpu_keys::hsa_coarse_pool_bytes(i);
     const auto at = std::find(rocr.begin(), rocr.end(), i);
-    const Fact* hs = facts.find("hsa.status");
+    const Fact* hs = facts.find(fact_keys::hsa::status);
     if (at == rocr.end())
       facts.put_status(key, Status::missing, kDerived, "ROCR_VISIBLE_DEVICES hides this GPU");
     else if (hs != nullptr && hs->not_probed())
       facts.put_status(key, Status::missing, hs->source, hs->reason);
     else
-      alias(facts, key, fmt::format("hsa.gpu.{}.coarse_pool_bytes", at - rocr.begin()),
+      alias(facts, key, fact_keys::hsa::gpu_coarse_pool_bytes(at - rocr.begin()),
             "the runtime probe did not report this GPU agent");
   }
   // ROCr's GPU agents are the ROCR-visible GPUs in order: the APU's agent is its position there.
   const auto pos = apu ? std::find(rocr.begin(), rocr.end(), *apu) : rocr.end();
-  const Fact* hsa_status = facts.find("hsa.status");
+  const Fact* hsa_status = facts.find(fact_keys::hsa::status);
+  const std::string apu_pool(apu_keys::hsa_coarse_pool_bytes);
   if (pos != rocr.end() && hsa_status != nullptr && hsa_status->not_probed())
-    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, hsa_status->source,
-                     hsa_status->reason);
+    facts.put_status(apu_pool, Status::missing, hsa_status->source, hsa_status->reason);
   else if (pos != rocr.end())
-    alias(facts, "apu.hsa_coarse_pool_bytes",
-          fmt::format("hsa.gpu.{}.coarse_pool_bytes", pos - rocr.begin()),
+    alias(facts, apu_pool, fact_keys::hsa::gpu_coarse_pool_bytes(pos - rocr.begin()),
           "the runtime probe did not report this GPU agent");
   else
-    facts.put_status("apu.hsa_coarse_pool_bytes", Status::missing, kDerived,
+    facts.put_status(apu_pool, Status::missing, kDerived,
                      apu ? "ROCR_VISIBLE_DEVICES hides the APU" : why);
 }
 
@@ -151,8 +159,8 @@ void derive_aotriton_per_gpu(FactSet& facts) {
   const auto images =
       facts.get<std::vector<std::string>>(fact_keys::framework::torch_aotriton_images);
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string key = keys::gpu(i, "aotriton_images");
-    const auto target = facts.get<std::string>(keys::gpu(i, "gfx_target"));
+    const std::string key = gpu_keys::aotriton_images(i);
+    const auto target = facts.get<std::string>(gpu_keys::gfx_target(i));
     if (!images || !target) {
       facts.put_status(key, Status::missing, kDerived,
                        !target                  ? std::string("the GPU's gfx target is unknown")
@@ -180,22 +188,22 @@ void derive_aotriton_per_gpu(FactSet& facts) {
 void derive_usable_memory(FactSet& facts) {
   const std::int64_t n = bounded_gpu_count(facts);
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::string key = keys::gpu(i, "usable_bytes");
-    if (auto pool = facts.get_int(keys::gpu(i, "hsa_coarse_pool_bytes"))) {
+    const std::string key = gpu_keys::usable_bytes(i);
+    if (auto pool = facts.get_int(gpu_keys::hsa_coarse_pool_bytes(i))) {
       facts.put_ok(key, *pool, "derived: ROCr's coarse-grained GPU pool (hsa_coarse_pool_bytes)");
       continue;
     }
-    const auto vram = facts.get_int(keys::gpu(i, "vram_total_bytes"));
+    const auto vram = facts.get_int(gpu_keys::vram_total_bytes(i));
     if (!vram) {
       facts.put_status(key, Status::missing, kDerived, "the GPU's VRAM size is unknown");
       continue;
     }
-    if (facts.get<bool>(keys::gpu(i, "apu")) != true) {
+    if (facts.get<bool>(gpu_keys::apu(i)) != true) {
       facts.put_ok(key, *vram, "derived: the GPU's VRAM (mem_info_vram_total)");
       continue;
     }
-    const auto gtt = facts.get_int(keys::gpu(i, "gtt_total_bytes"));
-    const auto ttm = facts.get_int("ttm.pages_limit_bytes");
+    const auto gtt = facts.get_int(gpu_keys::gtt_total_bytes(i));
+    const auto ttm = facts.get_int(fact_keys::ttm::pages_limit_bytes);
     if (!gtt || *gtt <= *vram) {
       facts.put_ok(key, *vram, "derived: APU carve-out (GTT is not larger than it)");
       continue;

@@ -48,54 +48,62 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   std::vector<std::string> gpus;
   for (const auto& n : ordered) {
     const std::string dir = fmt::format("{}/{}", base, n);
-    const std::string pre = "kfd.node." + n;
     ReadResult r = ctx.root.read(dir + "/properties");
     if (!r.ok()) {
-      facts.put_status(pre + ".gfx_target_version", r.status, r.path, r.reason);
+      facts.put_status(fact_keys::kfd::node_gfx_target_version(n), r.status, r.path, r.reason);
       continue;
     }
     auto kv = parse_key_value_lines(r.text);
-    for (const char* k :
-         {"gfx_target_version", "device_id", "vendor_id", "simd_count", "drm_render_minor",
-          "location_id", "domain", "cpu_cores_count", "num_xcc"}) {
+    // The properties file's names (kfd_topology.c, node_show) and the fact each becomes.
+    for (const auto& [k, key] :
+         {std::pair{"gfx_target_version", fact_keys::kfd::node_gfx_target_version(n)},
+          std::pair{"device_id", fact_keys::kfd::node_device_id(n)},
+          std::pair{"vendor_id", fact_keys::kfd::node_vendor_id(n)},
+          std::pair{"simd_count", fact_keys::kfd::node_simd_count(n)},
+          std::pair{"drm_render_minor", fact_keys::kfd::node_drm_render_minor(n)},
+          std::pair{"location_id", fact_keys::kfd::node_location_id(n)},
+          std::pair{"domain", fact_keys::kfd::node_domain(n)},
+          std::pair{"cpu_cores_count", fact_keys::kfd::node_cpu_cores_count(n)},
+          std::pair{"num_xcc", fact_keys::kfd::node_num_xcc(n)}}) {
       auto it = kv.find(k);
       if (it == kv.end()) {
-        facts.put_status(pre + "." + k, Status::missing, r.path, std::string(k) + " not listed");
+        facts.put_status(key, Status::missing, r.path, std::string(k) + " not listed");
         continue;
       }
       if (auto v = parse_int(it->second))
-        facts.put_ok(pre + "." + k, *v, r.path);
+        facts.put_ok(key, *v, r.path);
       else
-        facts.put_status(pre + "." + k, Status::error, r.path,
+        facts.put_status(key, Status::error, r.path,
                          fmt::format("{} is not an integer: '{}'", k, it->second));
     }
-    auto gtv = facts.get_int(pre + ".gfx_target_version");
+    auto gtv = facts.get_int(fact_keys::kfd::node_gfx_target_version(n));
     if (gtv && *gtv != 0) {
       gpus.push_back(n);
       if (auto name = decode_gfx_target_version(*gtv))
-        facts.put_ok(pre + ".gfx_target", *name, r.path);
+        facts.put_ok(fact_keys::kfd::node_gfx_target(n), *name, r.path);
       else
-        facts.put_status(pre + ".gfx_target", Status::error, r.path,
+        facts.put_status(fact_keys::kfd::node_gfx_target(n), Status::error, r.path,
                          fmt::format("cannot decode gfx_target_version {}", *gtv));
     }
     if (auto banks = ctx.root.list(dir + "/mem_banks")) {
       for (const auto& b : *banks) {
-        const std::string bpre = fmt::format("{}.mem_bank.{}", pre, b);
         ReadResult br = ctx.root.read(fmt::format("{}/mem_banks/{}/properties", dir, b));
         if (!br.ok()) {
-          facts.put_status(bpre + ".size_bytes", br.status, br.path, br.reason);
+          facts.put_status(fact_keys::kfd::node_mem_bank_size_bytes(n, b), br.status, br.path,
+                           br.reason);
           continue;
         }
         auto bkv = parse_key_value_lines(br.text);
-        for (const auto& [k, key] : {std::pair<const char*, const char*>{"heap_type", "heap_type"},
-                                     {"size_in_bytes", "size_bytes"}}) {
+        for (const auto& [k, key] :
+             {std::pair{"heap_type", fact_keys::kfd::node_mem_bank_heap_type(n, b)},
+              std::pair{"size_in_bytes", fact_keys::kfd::node_mem_bank_size_bytes(n, b)}}) {
           auto it = bkv.find(k);
           auto v = it == bkv.end() ? std::nullopt : parse_int(it->second);
           if (v)
-            facts.put_ok(bpre + "." + key, *v, br.path);
+            facts.put_ok(key, *v, br.path);
           else
-            facts.put_status(bpre + "." + key, it == bkv.end() ? Status::missing : Status::error,
-                             br.path, std::string(k) + " not readable");
+            facts.put_status(key, it == bkv.end() ? Status::missing : Status::error, br.path,
+                             std::string(k) + " not readable");
         }
       }
     }

@@ -32,20 +32,20 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (!v || !c || *v != 0x1002) continue;
     const std::int64_t base_class = *c >> 16;
     if (base_class != 0x03 && base_class != 0x12) continue;
-    const std::string pre = fmt::format("pci.gpu.{}", n++);
-    facts.put_ok(pre + ".slot", slot, dir);
-    facts.put_ok(pre + ".class", fmt::format("0x{:06x}", *c), klass.path);
+    const std::int64_t i = n++;
+    facts.put_ok(fact_keys::pci::gpu_slot(i), slot, dir);
+    facts.put_ok(fact_keys::pci::gpu_class(i), fmt::format("0x{:06x}", *c), klass.path);
     ReadResult dev = ctx.root.read_trimmed(dir + "/device");
     if (auto d = dev.ok() ? parse_hex(dev.text) : std::nullopt)
-      facts.put_ok(pre + ".device_id", *d, dev.path);
+      facts.put_ok(fact_keys::pci::gpu_device_id(i), *d, dev.path);
     else
-      facts.put_status(pre + ".device_id", dev.ok() ? Status::error : dev.status, dev.path,
-                       dev.ok() ? "not a hex id" : dev.reason);
+      facts.put_status(fact_keys::pci::gpu_device_id(i), dev.ok() ? Status::error : dev.status,
+                       dev.path, dev.ok() ? "not a hex id" : dev.reason);
     auto drv = ctx.root.link_name(dir + "/driver");
     if (drv)
-      facts.put_ok(pre + ".driver", *drv, dir + "/driver");
+      facts.put_ok(fact_keys::pci::gpu_driver(i), *drv, dir + "/driver");
     else
-      facts.put_ok(pre + ".driver", std::string(""), dir + "/driver");
+      facts.put_ok(fact_keys::pci::gpu_driver(i), std::string(""), dir + "/driver");
   }
   facts.put_ok(std::string(fact_keys::pci::amd_gpu_count), n, base);
 }

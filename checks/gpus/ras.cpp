@@ -53,23 +53,27 @@ std::optional<Counts> parse_counts(std::string_view text) {
 
 void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& card) {
   const std::string dir = "/sys/class/drm/" + card + "/device/ras";
-  const std::string pre = "ras." + card + ".";
-  const std::vector<std::string> keys = {
-      "ue_count",          "ce_count",          "de_count",        "ue_blocks",
-      "bad_pages_retired", "bad_pages_pending", "bad_pages_failed"};
+  const std::string ue_count = fact_keys::ras::ue_count(card);
+  const std::string ce_count = fact_keys::ras::ce_count(card);
+  const std::string de_count = fact_keys::ras::de_count(card);
+  const std::string ue_blocks_key = fact_keys::ras::ue_blocks(card);
+  const std::string retired_key = fact_keys::ras::bad_pages_retired(card);
+  const std::string pending_key = fact_keys::ras::bad_pages_pending(card);
+  const std::string failed_key = fact_keys::ras::bad_pages_failed(card);
   Status st = Status::ok;
   const auto names = ctx.root.list(dir, &st);
   if (!names) {
     const bool absent = st == Status::missing;
-    facts.put_ok(pre + "supported", false,
+    facts.put_ok(fact_keys::ras::supported(card), false,
                  absent ? dir + " (absent: RAS not enabled for this GPU)" : dir);
-    for (const auto& k : keys)
-      facts.put_status(pre + k, absent ? Status::missing : st, dir,
+    for (const std::string* k :
+         {&ue_count, &ce_count, &de_count, &ue_blocks_key, &retired_key, &pending_key, &failed_key})
+      facts.put_status(*k, absent ? Status::missing : st, dir,
                        absent ? "this GPU has no RAS counters (no " + dir + ")"
                               : "cannot list " + dir);
     return;
   }
-  facts.put_ok(pre + "supported", true, dir);
+  facts.put_ok(fact_keys::ras::supported(card), true, dir);
   Counts total;
   std::vector<std::string> ue_blocks;
   std::string trouble; // the first counter that could not be read, and why
@@ -105,20 +109,20 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
   const std::string src = dir + "/*_err_count";
   if (!trouble.empty()) {
     // One unreadable block makes the totals unknown: a partial sum must not pass as zero.
-    for (const char* k : {"ue_count", "ce_count", "de_count", "ue_blocks"})
-      facts.put_status(pre + k, trouble_status, src, trouble);
+    for (const std::string* k : {&ue_count, &ce_count, &de_count, &ue_blocks_key})
+      facts.put_status(*k, trouble_status, src, trouble);
   } else {
-    facts.put_ok(pre + "ue_count", total.ue, src);
-    facts.put_ok(pre + "ce_count", total.ce, src);
-    facts.put_ok(pre + "de_count", total.de, src);
-    facts.put_ok(pre + "ue_blocks", ue_blocks, src);
+    facts.put_ok(ue_count, total.ue, src);
+    facts.put_ok(ce_count, total.ce, src);
+    facts.put_ok(de_count, total.de, src);
+    facts.put_ok(ue_blocks_key, ue_blocks, src);
   }
   // gpu_vram_bad_pages exists only while bad page retirement is on (bad_page_threshold != 0).
   const std::string bp = dir + "/gpu_vram_bad_pages";
   const ReadResult pages = ctx.root.read(bp, kMaxBadPagesBytes);
   if (!pages.ok()) {
-    for (const char* k : {"bad_pages_retired", "bad_pages_pending", "bad_pages_failed"})
-      facts.put_status(pre + k, pages.status, bp,
+    for (const std::string* k : {&retired_key, &pending_key, &failed_key})
+      facts.put_status(*k, pages.status, bp,
                        pages.status == Status::missing
                            ? "no bad page list (retirement off: amdgpu.bad_page_threshold=0?)"
                            : pages.reason);
@@ -133,9 +137,9 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
     if (!RE2::FullMatch(line, page_re, &flag)) continue;
     (flag == "R" ? retired : flag == "P" ? pending : failed) += 1;
   }
-  facts.put_ok(pre + "bad_pages_retired", retired, bp);
-  facts.put_ok(pre + "bad_pages_pending", pending, bp);
-  facts.put_ok(pre + "bad_pages_failed", failed, bp);
+  facts.put_ok(retired_key, retired, bp);
+  facts.put_ok(pending_key, pending, bp);
+  facts.put_ok(failed_key, failed, bp);
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

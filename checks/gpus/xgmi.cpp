@@ -52,24 +52,29 @@ std::optional<std::vector<std::int64_t>> parse_node_bytes(std::string_view text)
 
 void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& card) {
   const std::string dev = "/sys/class/drm/" + card + "/device";
-  const std::string pre = "xgmi." + card + ".";
+  const std::string device_id = fact_keys::xgmi::device_id(card);
+  const std::string physical_id = fact_keys::xgmi::physical_id(card);
+  const std::string hive_id = fact_keys::xgmi::hive_id(card);
+  const std::string hive_size = fact_keys::xgmi::hive_size(card);
+  const std::string far_peers = fact_keys::xgmi::far_peers(card);
   const std::string id_path = dev + "/xgmi_device_id";
   if (!ctx.root.exists(id_path)) {
-    facts.put_ok(pre + "member", false, id_path + " (absent: not added to an XGMI hive)");
-    for (const char* k : {"device_id", "physical_id", "hive_id", "hive_size", "far_peers"})
-      facts.put_status(pre + k, Status::missing, id_path,
+    facts.put_ok(fact_keys::xgmi::member(card), false,
+                 id_path + " (absent: not added to an XGMI hive)");
+    for (const std::string* k : {&device_id, &physical_id, &hive_id, &hive_size, &far_peers})
+      facts.put_status(*k, Status::missing, id_path,
                        "amdgpu did not add this GPU to an XGMI hive (no xgmi_device_id)");
     return;
   }
-  facts.put_ok(pre + "member", true, id_path);
+  facts.put_ok(fact_keys::xgmi::member(card), true, id_path);
   // 64-bit ids ("%llu") are kept as text: they may not fit a signed 64-bit integer.
-  put_text(facts, ctx.root, pre + "device_id", id_path);
-  put_int(facts, ctx.root, pre + "physical_id", dev + "/xgmi_physical_id");
-  put_text(facts, ctx.root, pre + "hive_id", dev + "/xgmi_hive_info/xgmi_hive_id");
+  put_text(facts, ctx.root, device_id, id_path);
+  put_int(facts, ctx.root, physical_id, dev + "/xgmi_physical_id");
+  put_text(facts, ctx.root, hive_id, dev + "/xgmi_hive_info/xgmi_hive_id");
   const ReadResult hops = ctx.root.read(dev + "/xgmi_num_hops");
   if (!hops.ok()) {
-    facts.put_status(pre + "hive_size", hops.status, hops.path, hops.reason);
-    facts.put_status(pre + "far_peers", hops.status, hops.path, hops.reason);
+    facts.put_status(hive_size, hops.status, hops.path, hops.reason);
+    facts.put_status(far_peers, hops.status, hops.path, hops.reason);
     return;
   }
   const auto bytes = parse_node_bytes(hops.text);
@@ -77,15 +82,15 @@ void collect_card(const ProbeContext& ctx, FactSet& facts, const std::string& ca
     const std::string why =
         fmt::format("not one '%02x ' per hive node: '{}'",
                     hops.text.substr(0, std::min<std::size_t>(64, hops.text.size())));
-    facts.put_status(pre + "hive_size", Status::error, hops.path, why);
-    facts.put_status(pre + "far_peers", Status::error, hops.path, why);
+    facts.put_status(hive_size, Status::error, hops.path, why);
+    facts.put_status(far_peers, Status::error, hops.path, why);
     return;
   }
   std::int64_t far = 0;
   for (const auto b : *bytes)
     if ((b & 0x7) > 1) ++far; // bits 2:0: the hop count to that node
-  facts.put_ok(pre + "hive_size", static_cast<std::int64_t>(bytes->size()), hops.path);
-  facts.put_ok(pre + "far_peers", far, hops.path);
+  facts.put_ok(hive_size, static_cast<std::int64_t>(bytes->size()), hops.path);
+  facts.put_ok(far_peers, far, hops.path);
 }
 
 void collect(const ProbeContext& ctx, FactSet& facts) {

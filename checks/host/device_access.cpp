@@ -47,6 +47,33 @@ bool user_can_rw(const NodeInfo& n, const Identity& id, const std::set<std::uint
   return (n.mode & 0006U) == 0006U;
 }
 
+/// The facts of one device node: /dev/kfd (access.kfd.*) or the render node of GPU N
+/// (access.render.N.*).
+struct NodeKeys {
+  std::string path;
+  std::string exists;
+  std::string mode;
+  std::string group;
+  std::string uid;
+  std::string gid;
+  std::string rw;
+  std::string rw_after_relogin;
+
+  static NodeKeys kfd() {
+    namespace a = fact_keys::access;
+    return {std::string(a::kfd_path), std::string(a::kfd_exists),
+            std::string(a::kfd_mode), std::string(a::kfd_group),
+            std::string(a::kfd_uid),  std::string(a::kfd_gid),
+            std::string(a::kfd_rw),   std::string(a::kfd_rw_after_relogin)};
+  }
+  static NodeKeys render(std::int64_t i) {
+    namespace a = fact_keys::access;
+    return {
+        a::render_path(i), a::render_exists(i), a::render_mode(i), a::render_group(i),
+        a::render_uid(i),  a::render_gid(i),    a::render_rw(i),   a::render_rw_after_relogin(i)};
+  }
+};
+
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const Root& root = ctx.root;
   Identity id;
@@ -153,57 +180,54 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                      gr.reason);
   for (const char* g : {"render", "video"}) {
     if (group_ids.contains(g))
-      facts.put_ok(std::string("group.") + g + ".gid", static_cast<std::int64_t>(group_ids[g]),
-                   gr.path);
+      facts.put_ok(fact_keys::group::gid(g), static_cast<std::int64_t>(group_ids[g]), gr.path);
   }
 
-  auto node_facts = [&](const std::string& pre, const std::string& path) {
+  auto node_facts = [&](const NodeKeys& k, const std::string& path) {
     NodeInfo n = root.node(path);
-    facts.put_ok(pre + ".path", path, path);
-    facts.put_ok(pre + ".exists", n.status == Status::ok, path);
+    facts.put_ok(k.path, path, path);
+    facts.put_ok(k.exists, n.status == Status::ok, path);
     if (n.status != Status::ok) {
-      for (const char* k : {".mode", ".group", ".rw", ".rw_after_relogin"})
-        facts.put_status(pre + k, n.status, path, n.reason);
+      for (const std::string* key : {&k.mode, &k.group, &k.rw, &k.rw_after_relogin})
+        facts.put_status(*key, n.status, path, n.reason);
       return;
     }
-    facts.put_ok(pre + ".mode", fmt::format("{:04o}", n.mode), path);
-    facts.put_ok(pre + ".group",
-                 group_names.contains(n.gid) ? group_names[n.gid] : std::to_string(n.gid), path);
-    facts.put_ok(pre + ".uid", static_cast<std::int64_t>(n.uid), path);
-    facts.put_ok(pre + ".gid", static_cast<std::int64_t>(n.gid), path);
+    facts.put_ok(k.mode, fmt::format("{:04o}", n.mode), path);
+    facts.put_ok(k.group, group_names.contains(n.gid) ? group_names[n.gid] : std::to_string(n.gid),
+                 path);
+    facts.put_ok(k.uid, static_cast<std::int64_t>(n.uid), path);
+    facts.put_ok(k.gid, static_cast<std::int64_t>(n.gid), path);
     if (!id.uid) {
-      facts.put_status(pre + ".rw", Status::error, path, "the current user is unknown");
+      facts.put_status(k.rw, Status::error, path, "the current user is unknown");
       return;
     }
     if (root.is_live() && !via_sudo) {
       const bool ok = ::access(path.c_str(), R_OK | W_OK) == 0;
-      facts.put_ok(pre + ".rw", ok, "access(2) " + path);
+      facts.put_ok(k.rw, ok, "access(2) " + path);
     } else {
-      facts.put_ok(pre + ".rw", user_can_rw(n, id, id.gids), path + " (mode bits)");
+      facts.put_ok(k.rw, user_can_rw(n, id, id.gids), path + " (mode bits)");
     }
     std::set<std::uint32_t> after = id.gids;
     after.insert(configured.begin(), configured.end());
-    facts.put_ok(pre + ".rw_after_relogin", user_can_rw(n, id, after),
-                 path + " (mode bits, /etc/group)");
+    facts.put_ok(k.rw_after_relogin, user_can_rw(n, id, after), path + " (mode bits, /etc/group)");
   };
 
-  node_facts("access.kfd", "/dev/kfd");
+  node_facts(NodeKeys::kfd(), "/dev/kfd");
   // The render node of each KFD GPU node, in the same order as gpu.N.
   std::int64_t i = 0;
   if (auto gpus = facts.get<std::vector<std::string>>(fact_keys::kfd::gpu_nodes)) {
     for (const auto& node : *gpus) {
-      auto minor = facts.get_int("kfd.node." + node + ".drm_render_minor");
+      auto minor = facts.get_int(fact_keys::kfd::node_drm_render_minor(node));
       if (!minor) continue;
-      node_facts(fmt::format("access.render.{}", i++), fmt::format("/dev/dri/renderD{}", *minor));
+      node_facts(NodeKeys::render(i++), fmt::format("/dev/dri/renderD{}", *minor));
     }
   }
   if (i == 0) {
     // No KFD topology: fall back to the render nodes of the AMD DRM cards.
     if (auto cards = facts.get<std::vector<std::string>>(kAmdCards)) {
       for (const auto& c : *cards)
-        if (auto minor = facts.get_int("drm." + c + ".render_minor"))
-          node_facts(fmt::format("access.render.{}", i++),
-                     fmt::format("/dev/dri/renderD{}", *minor));
+        if (auto minor = facts.get_int(fact_keys::drm::render_minor(c)))
+          node_facts(NodeKeys::render(i++), fmt::format("/dev/dri/renderD{}", *minor));
     }
   }
   facts.put_ok(std::string(fact_keys::access::render_count), i, "/dev/dri");

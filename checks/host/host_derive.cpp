@@ -4,6 +4,8 @@
 #include "derivation.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,6 +21,9 @@
 
 namespace halo::probes {
 namespace {
+
+namespace host = fact_keys::host;
+namespace runenv = fact_keys::runenv;
 
 /// Where the doctor runs (checks/host/runenv.cpp lists the markers and their sources). A container
 /// also shows when PCI lists no AMD GPU while /dev/kfd exists (the device was passed in).
@@ -44,78 +49,78 @@ void derive_virtualization(FactSet& facts) {
        {"Hyper-V", "microsoft"},
        {"Apple Virtualization", "apple"}});
   bool any = false;
-  for (const char* f :
-       {"product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version"}) {
-    const std::string key = std::string("runenv.dmi.") + f;
+  for (const std::string_view key :
+       {runenv::dmi_product_name, runenv::dmi_sys_vendor, runenv::dmi_board_vendor,
+        runenv::dmi_bios_vendor, runenv::dmi_product_version}) {
     const auto v = facts.get<std::string>(key);
     if (!v) continue;
     any = true;
     for (const auto& [prefix, kind] : kVendors) {
       if (v->rfind(prefix, 0) != 0) continue;
-      facts.put_ok("host.virtualization", std::string(kind),
+      facts.put_ok(std::string(host::virtualization), std::string(kind),
                    fmt::format("derived: {} is \"{}\" (systemd-detect-virt's DMI table)", key, *v));
       return;
     }
   }
-  if (const auto hv = facts.get<bool>("runenv.cpu_hypervisor_flag")) {
-    facts.put_ok("host.virtualization", std::string(*hv ? "vm-other" : "none"),
+  if (const auto hv = facts.get<bool>(runenv::cpu_hypervisor_flag)) {
+    facts.put_ok(std::string(host::virtualization), std::string(*hv ? "vm-other" : "none"),
                  *hv ? "derived: the CPU's hypervisor flag (/proc/cpuinfo)"
                      : "derived: no VM vendor in DMI, no hypervisor flag");
     return;
   }
   if (any)
-    facts.put_ok("host.virtualization", std::string("none"),
+    facts.put_ok(std::string(host::virtualization), std::string("none"),
                  "derived: no VM vendor in DMI (no CPU flags to read)");
   else
-    facts.put_status("host.virtualization", Status::missing, "derived",
+    facts.put_status(std::string(host::virtualization), Status::missing, "derived",
                      "neither /sys/class/dmi/id nor /proc/cpuinfo could be read");
 }
 
 void derive_runenv(FactSet& facts) {
   std::string kind;
   std::vector<std::string> evidence;
-  auto yes = [&](const char* k) { return facts.get<bool>(k) == true; };
-  if (yes("runenv.toolboxenv")) {
+  auto yes = [&](std::string_view k) { return facts.get<bool>(k) == true; };
+  if (yes(runenv::toolboxenv)) {
     kind = "toolbox";
     evidence.emplace_back("/run/.toolboxenv");
-  } else if (facts.get<std::string>("env.container_id")) {
+  } else if (facts.get<std::string>(fact_keys::env::key("container_id"))) {
     kind = "distrobox";
     evidence.emplace_back("CONTAINER_ID in the environment");
-  } else if (yes("runenv.kubernetes")) {
+  } else if (yes(runenv::kubernetes)) {
     kind = "kubernetes";
     evidence.emplace_back("/var/run/secrets/kubernetes.io/serviceaccount");
-  } else if (yes("runenv.containerenv")) {
+  } else if (yes(runenv::containerenv)) {
     kind = "podman";
     evidence.emplace_back("/run/.containerenv");
-  } else if (yes("runenv.dockerenv")) {
+  } else if (yes(runenv::dockerenv)) {
     kind = "docker";
     evidence.emplace_back("/.dockerenv");
-  } else if (auto c = facts.get<std::string>("runenv.systemd_container")) {
+  } else if (auto c = facts.get<std::string>(runenv::systemd_container)) {
     kind = *c;
     evidence.push_back("/run/systemd/container: " + *c);
-  } else if (auto e = facts.get<std::string>("runenv.cgroup_engine"); e && !e->empty()) {
+  } else if (auto e = facts.get<std::string>(runenv::cgroup_engine); e && !e->empty()) {
     kind = *e == "kubepods" ? "kubernetes" : *e == "libpod" ? "podman" : *e;
     evidence.push_back("/proc/1/cgroup names " + *e);
-  } else if (facts.get_int("pci.amd_gpu_count") == std::int64_t{0} &&
-             facts.get<bool>("access.kfd.exists") == true) {
+  } else if (facts.get_int(fact_keys::pci::amd_gpu_count) == std::int64_t{0} &&
+             facts.get<bool>(fact_keys::access::kfd_exists) == true) {
     kind = "container";
     evidence.emplace_back("/dev/kfd exists but /sys/bus/pci lists no AMD GPU");
   }
-  facts.put_ok("host.container", !kind.empty(), "derived: container markers");
+  facts.put_ok(std::string(host::container), !kind.empty(), "derived: container markers");
   // The two halves of the kernel/ROCm matrix: /proc, /sys and /dev show the running kernel, the
   // host's, while ROCm and PyTorch are the image's (issue 19; ROCm's Docker how-to: "Docker
   // containers share the kernel with the host OS"). Appended to the matrix rules' messages.
-  facts.put_ok("host.stack_origin",
+  facts.put_ok(std::string(host::stack_origin),
                kind.empty() ? std::string()
                             : fmt::format(" (ROCm user space from this {} container's image; the "
                                           "kernel, amdgpu and KFD are the host's)",
                                           kind),
-               "derived: host.runs_in");
+               fmt::format("derived: {}", host::runs_in));
   // WSL2 (checks/host/wsl.cpp) is its own place, not a container: the distro runs on Microsoft's
   // kernel with the Windows driver's GPU. A container inside WSL2 stays that container.
-  const bool wsl2 = kind.empty() && facts.get<bool>("wsl.wsl2") == true;
-  if (wsl2) evidence.emplace_back("wsl.wsl2");
-  facts.put_ok("host.runs_in",
+  const bool wsl2 = kind.empty() && facts.get<bool>(fact_keys::wsl::wsl2) == true;
+  if (wsl2) evidence.emplace_back(fact_keys::wsl::wsl2);
+  facts.put_ok(std::string(host::runs_in),
                wsl2           ? std::string("wsl2")
                : kind.empty() ? std::string("host")
                               : kind,

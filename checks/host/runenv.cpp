@@ -31,6 +31,7 @@
 #include <array>
 #include <charconv>
 #include <optional>
+#include <string_view>
 
 namespace halo::probes {
 namespace {
@@ -40,6 +41,11 @@ namespace {
 /// which identify the machine and are never read, so a capture bundle never holds them.
 constexpr std::array<const char*, 5> kDmiFiles = {"product_name", "sys_vendor", "board_vendor",
                                                   "bios_vendor", "product_version"};
+/// The fact of each of kDmiFiles, in its order (runenv.dmi.<file>).
+constexpr std::array<std::string_view, kDmiFiles.size()> kDmiKeys = {
+    fact_keys::runenv::dmi_product_name, fact_keys::runenv::dmi_sys_vendor,
+    fact_keys::runenv::dmi_board_vendor, fact_keys::runenv::dmi_bios_vendor,
+    fact_keys::runenv::dmi_product_version};
 
 std::vector<std::string> reads() {
   std::vector<std::string> out{"/.dockerenv",
@@ -75,7 +81,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         if (line.rfind(pre, 0) != 0) continue;
         std::string v = line.substr(pre.size());
         if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-        facts.put_ok(std::string("runenv.containerenv.") + k, v, r.path);
+        facts.put_ok(fact_keys::runenv::containerenv_of(k), v, r.path);
       }
     }
     facts.put_ok(std::string(fact_keys::runenv::containerenv), true, r.path);
@@ -126,12 +132,13 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     facts.put_status(std::string(fact_keys::runenv::seccomp_mode), r.status, r.path, r.reason);
     facts.put_status(std::string(fact_keys::runenv::cap_sys_nice), r.status, r.path, r.reason);
   }
-  for (const char* f : kDmiFiles) {
-    const std::string path = std::string("/sys/class/dmi/id/") + f;
+  for (std::size_t i = 0; i < kDmiFiles.size(); ++i) {
+    const std::string path = std::string("/sys/class/dmi/id/") + kDmiFiles.at(i);
+    const std::string key(kDmiKeys.at(i));
     if (ReadResult r = root.read_trimmed(path); r.ok())
-      facts.put_ok(std::string("runenv.dmi.") + f, r.text.substr(0, 128), r.path);
+      facts.put_ok(key, r.text.substr(0, 128), r.path);
     else
-      facts.put_status(std::string("runenv.dmi.") + f, r.status, r.path, r.reason);
+      facts.put_status(key, r.status, r.path, r.reason);
   }
   // The first "flags" line is enough: every CPU of an x86 machine has the same hypervisor bit.
   if (ReadResult r = root.read("/proc/cpuinfo", std::size_t{256} * 1024); r.ok()) {

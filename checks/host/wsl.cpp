@@ -85,6 +85,7 @@
 #include "probes.hpp"
 #include "runtime/hsa.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/rules.hpp>
 
 #include <fmt/format.h>
@@ -99,10 +100,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace halo::probes {
 namespace {
+
+namespace wsl_keys = fact_keys::wsl;
 
 constexpr const char* kDxg = "/dev/dxg";
 constexpr const char* kLibDxcore = "libdxcore.so";
@@ -138,21 +142,22 @@ void push_unique(std::vector<std::string>& v, std::string s) {
 /// (checks/runtime/rocm_install.cpp: `.info/version`, else TheRock's manifest), when that probe's
 /// installation is this one; else what it said, or why the two differ.
 void put_rocm_release(FactSet& facts, const std::string& rocm_root) {
-  const Fact* version = facts.find(kInstallVersion);
-  const auto prefix = facts.get<std::string>(kInstallPrefix);
+  const std::string key(wsl_keys::rocm_version);
+  const Fact* version = facts.find(fact_keys::rocm::install_version);
+  const auto prefix = facts.get<std::string>(fact_keys::rocm::install_prefix);
   if (version == nullptr) {
-    facts.put_status("wsl.rocm.version", Status::missing, kInstallVersion,
+    facts.put_status(key, Status::missing, std::string(fact_keys::rocm::install_version),
                      "the ROCm release was not read");
   } else if (!version->ok() || !prefix) {
-    facts.put_status("wsl.rocm.version", version->status, version->source, version->reason);
+    facts.put_status(key, version->status, version->source, version->reason);
   } else if (*prefix != rocm_root) {
     facts.put_status(
-        "wsl.rocm.version", Status::missing, rocm_root,
+        key, Status::missing, rocm_root,
         fmt::format("{} does not say its release (the release read is {}'s)", rocm_root, *prefix));
-  } else if (auto v = facts.get<std::string>(kInstallVersion)) {
-    facts.put_ok("wsl.rocm.version", *v, version->source);
+  } else if (auto v = facts.get<std::string>(fact_keys::rocm::install_version)) {
+    facts.put_ok(key, *v, version->source);
   } else {
-    facts.put_status("wsl.rocm.version", Status::error, version->source, "not a string");
+    facts.put_status(key, Status::error, version->source, "not a string");
   }
 }
 
@@ -179,17 +184,18 @@ struct Sdk {
 
 Sdk find_sdk(const Root& root, const FactSet& facts) {
   Sdk sdk;
-  const Fact* env = facts.find(kPythonEnv);
+  const std::string_view python_env = fact_keys::framework::python_env;
+  const Fact* env = facts.find(python_env);
   if (env == nullptr || !env->ok()) {
-    sdk.source = kPythonEnv;
-    sdk.why = "no Python environment with torch was found (framework.python_env)";
+    sdk.source = python_env;
+    sdk.why = fmt::format("no Python environment with torch was found ({})", python_env);
     return sdk;
   }
-  sdk.site = facts.get<std::string>(kPythonEnv);
+  sdk.site = facts.get<std::string>(python_env);
   if (!sdk.site || sdk.site->empty() || sdk.site->front() != '/') {
     sdk.site.reset();
-    sdk.source = kPythonEnv;
-    sdk.why = "framework.python_env is not an absolute path";
+    sdk.source = python_env;
+    sdk.why = fmt::format("{} is not an absolute path", python_env);
     return sdk;
   }
   const std::string lib = join_path(*sdk.site, "_rocm_sdk_core/lib");
@@ -203,19 +209,22 @@ Sdk find_sdk(const Root& root, const FactSet& facts) {
 }
 
 void put_sdk_facts(FactSet& facts, const Sdk& sdk) {
-  facts.put_ok("wsl.sdk.present", sdk.lib_dir.has_value(), sdk.source);
+  const std::string version_key(wsl_keys::sdk_version);
+  facts.put_ok(std::string(wsl_keys::sdk_present), sdk.lib_dir.has_value(), sdk.source);
   if (!sdk.lib_dir) {
-    for (const char* k : {"wsl.sdk.lib_dir", "wsl.sdk.version"})
-      facts.put_status(k, Status::missing, sdk.source, sdk.why);
+    for (const auto k : {wsl_keys::sdk_lib_dir, wsl_keys::sdk_version})
+      facts.put_status(std::string(k), Status::missing, sdk.source, sdk.why);
     return;
   }
-  facts.put_ok("wsl.sdk.lib_dir", *sdk.lib_dir, sdk.source);
-  if (const Fact* v = facts.find(kSdkVersion); v == nullptr)
-    facts.put_status("wsl.sdk.version", Status::missing, kSdkVersion, "the release was not read");
-  else if (auto s = facts.get<std::string>(kSdkVersion); v->ok() && s)
-    facts.put_ok("wsl.sdk.version", *s, v->source);
+  facts.put_ok(std::string(wsl_keys::sdk_lib_dir), *sdk.lib_dir, sdk.source);
+  const std::string_view sdk_release = fact_keys::rocm::sdk_version;
+  if (const Fact* v = facts.find(sdk_release); v == nullptr)
+    facts.put_status(version_key, Status::missing, std::string(sdk_release),
+                     "the release was not read");
+  else if (auto s = facts.get<std::string>(sdk_release); v->ok() && s)
+    facts.put_ok(version_key, *s, v->source);
   else
-    facts.put_status("wsl.sdk.version", v->ok() ? Status::error : v->status, v->source,
+    facts.put_status(version_key, v->ok() ? Status::error : v->status, v->source,
                      v->ok() ? std::string("not a string") : v->reason);
 }
 
@@ -245,10 +254,16 @@ RocrRunpath read_runpath(const Root& root, const std::optional<std::string>& hsa
   return rp;
 }
 
-/// `PREFIX.on_loader_path` and `PREFIX.loader_path`: whether dlopen("librocdxg.so") from the ROCr
-/// at `hsa_lib` finds it, along dlopen(3)'s order. `wheel_site`: the ROCr is a relocatable wheel's,
-/// whose RUNPATH reaches only SITE/_rocm_sdk_* (see the header). `release`: that ROCr's.
-void put_loader_facts(const Root& root, FactSet& facts, const std::string& prefix, const Loader& ld,
+/// The facts of put_loader_facts: `PREFIX.on_loader_path` and `PREFIX.loader_path`.
+struct LoaderKeys {
+  std::string on_loader_path;
+  std::string loader_path;
+};
+
+/// `keys`: whether dlopen("librocdxg.so") from the ROCr at `hsa_lib` finds it, along dlopen(3)'s
+/// order, and where. `wheel_site`: the ROCr is a relocatable wheel's, whose RUNPATH reaches only
+/// SITE/_rocm_sdk_* (see the header). `release`: that ROCr's.
+void put_loader_facts(const Root& root, FactSet& facts, const LoaderKeys& keys, const Loader& ld,
                       const std::string& hsa_lib, const std::string& lib_dir, const RocrRunpath& rp,
                       const std::optional<std::string>& wheel_site,
                       const std::optional<std::string>& release) {
@@ -277,8 +292,8 @@ void put_loader_facts(const Root& root, FactSet& facts, const std::string& prefi
       break;
     }
   }
-  const std::string on_key = prefix + ".on_loader_path";
-  const std::string path_key = prefix + ".loader_path";
+  const std::string& on_key = keys.on_loader_path;
+  const std::string& path_key = keys.loader_path;
   const std::string src = fmt::format(
       "dlopen(3) order: {}, {}, default directories",
       rp.own.step == SearchStep::rpath ? fmt::format("DT_RPATH of {}, LD_LIBRARY_PATH", hsa_lib)
@@ -324,11 +339,11 @@ void put_loader_facts(const Root& root, FactSet& facts, const std::string& prefi
 
 /// `key`: whether ROCr of the release in `version_key` looks for /dev/dxg with this
 /// HSA_ENABLE_DXG_DETECTION (flag.h; rocm-systems PR 3863: on by default from 7.13).
-void put_dxg_detection(FactSet& facts, const std::string& key, const std::string& version_key,
+void put_dxg_detection(FactSet& facts, std::string_view key, std::string_view version_key,
                        const std::optional<std::string>& val) {
   const auto ver = facts.get<std::string>(version_key);
   if (!ver) {
-    facts.put_status(key, Status::missing, version_key,
+    facts.put_status(std::string(key), Status::missing, std::string(version_key),
                      "could not tell: the ROCm release decides what an unset "
                      "HSA_ENABLE_DXG_DETECTION means, and it is unknown");
     return;
@@ -336,7 +351,7 @@ void put_dxg_detection(FactSet& facts, const std::string& key, const std::string
   const bool default_on = compare_versions(*ver, "7.13") >= 0;
   const bool on = default_on ? val != std::string("0") : val == std::string("1");
   facts.put_ok(
-      key, on,
+      std::string(key), on,
       fmt::format("ROCm {}: HSA_ENABLE_DXG_DETECTION {} ({})", *ver,
                   val ? "=" + *val : std::string("unset"),
                   default_on ? "7.13 and later: on unless 0" : "before 7.13: on only when 1"));
@@ -348,7 +363,8 @@ void put_vgpu_channels(const Root& root, FactSet& facts) {
   Status st = Status::ok;
   auto names = root.list(kDir, &st, 1024);
   if (!names) {
-    facts.put_status("wsl.gpupv.vgpu_channels", st == Status::ok ? Status::missing : st, kDir,
+    facts.put_status(std::string(wsl_keys::gpupv_vgpu_channels),
+                     st == Status::ok ? Status::missing : st, kDir,
                      "the VMBus devices could not be listed");
     return;
   }
@@ -361,7 +377,7 @@ void put_vgpu_channels(const Root& root, FactSet& facts) {
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (low == kVgpuClassId) ++n;
   }
-  facts.put_ok("wsl.gpupv.vgpu_channels", n,
+  facts.put_ok(std::string(wsl_keys::gpupv_vgpu_channels), n,
                fmt::format("{}/*/class_id {} (dxgkrnl's per-GPU channel, of {} VMBus devices)",
                            kDir, kVgpuClassId, names->size()));
 }
@@ -384,13 +400,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     for (const char* v : {"WSL_INTEROP", "WSL_DISTRO_NAME"})
       if (env->contains(v)) evidence.push_back(fmt::format("{} in the environment", v));
     if (auto it = env->find("HSA_ENABLE_DXG_DETECTION"); it != env->end())
-      facts.put_ok("wsl.env.hsa_enable_dxg_detection", it->second.substr(0, 64), env_read.source);
+      facts.put_ok(std::string(wsl_keys::env_hsa_enable_dxg_detection), it->second.substr(0, 64),
+                   env_read.source);
     else
-      facts.put_status("wsl.env.hsa_enable_dxg_detection", Status::missing, env_read.source,
-                       "HSA_ENABLE_DXG_DETECTION is not set");
+      facts.put_status(std::string(wsl_keys::env_hsa_enable_dxg_detection), Status::missing,
+                       env_read.source, "HSA_ENABLE_DXG_DETECTION is not set");
   } else {
-    facts.put_status("wsl.env.hsa_enable_dxg_detection", env_read.status, env_read.source,
-                     env_read.reason);
+    facts.put_status(std::string(wsl_keys::env_hsa_enable_dxg_detection), env_read.status,
+                     env_read.source, env_read.reason);
   }
   for (const char* p :
        {"/proc/sys/fs/binfmt_misc/WSLInterop", "/proc/sys/fs/binfmt_misc/WSLInterop-late"})
@@ -402,33 +419,34 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const bool dxgkrnl = root.exists("/sys/bus/vmbus/drivers/dxgkrnl");
   if (dxgkrnl) evidence.emplace_back("/sys/bus/vmbus/drivers/dxgkrnl");
   const bool wsl2 = !evidence.empty() && !(wsl1_release && !dxg_exists);
-  facts.put_ok("wsl.wsl2", wsl2,
+  facts.put_ok(std::string(wsl_keys::wsl2), wsl2,
                evidence.empty() ? std::string("no WSL2 marker (kernel release, WSL_INTEROP, "
                                               "WSLInterop, /dev/dxg, dxgkrnl)")
                                 : fmt::format("{}", fmt::join(evidence, "; ")));
-  facts.put_ok("wsl.evidence", evidence, "WSL2 markers");
-  facts.put_ok("wsl.dxgkrnl_registered", dxgkrnl, "/sys/bus/vmbus/drivers/dxgkrnl");
+  facts.put_ok(std::string(wsl_keys::evidence), evidence, "WSL2 markers");
+  facts.put_ok(std::string(wsl_keys::dxgkrnl_registered), dxgkrnl,
+               "/sys/bus/vmbus/drivers/dxgkrnl");
 
   // 2. /dev/dxg and whether this process may open it O_RDWR as ROCr does.
-  facts.put_ok("wsl.dxg.exists", dxg_exists, kDxg);
+  const std::string dxg_rw(wsl_keys::dxg_rw);
+  facts.put_ok(std::string(wsl_keys::dxg_exists), dxg_exists, kDxg);
   if (dxg_exists) {
-    facts.put_ok("wsl.dxg.mode", fmt::format("{:04o}", dxg.mode), kDxg);
+    facts.put_ok(std::string(wsl_keys::dxg_mode), fmt::format("{:04o}", dxg.mode), kDxg);
     if (root.is_live()) {
-      facts.put_ok("wsl.dxg.rw", ::access(kDxg, R_OK | W_OK) == 0,
-                   std::string("access(2) ") + kDxg);
+      facts.put_ok(dxg_rw, ::access(kDxg, R_OK | W_OK) == 0, std::string("access(2) ") + kDxg);
     } else if ((dxg.mode & 0006U) == 0006U) {
-      facts.put_ok("wsl.dxg.rw", true,
-                   std::string(kDxg) + " (mode bits: others may read and write)");
+      facts.put_ok(dxg_rw, true, std::string(kDxg) + " (mode bits: others may read and write)");
     } else {
-      facts.put_status("wsl.dxg.rw", Status::missing, kDxg,
+      facts.put_status(dxg_rw, Status::missing, kDxg,
                        fmt::format("mode {:04o} gives others no read and write; whether this user "
                                    "may open it could not be told from a root",
                                    dxg.mode));
     }
   } else {
     const std::string why = dxg.status == Status::ok ? "not a character device" : dxg.reason;
-    for (const char* k : {"wsl.dxg.mode", "wsl.dxg.rw"})
-      facts.put_status(k, dxg.status == Status::ok ? Status::error : dxg.status, kDxg, why);
+    for (const auto k : {wsl_keys::dxg_mode, wsl_keys::dxg_rw})
+      facts.put_status(std::string(k), dxg.status == Status::ok ? Status::error : dxg.status, kDxg,
+                       why);
   }
 
   // 3. DXCore: /usr/lib/wsl/lib (WSL), or /usr/lib as the librocdxg README mounts it in a
@@ -437,9 +455,10 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   for (const char* d : {"/usr/lib/wsl/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu"})
     if (!dxcore && root.exists(join_path(d, kLibDxcore))) dxcore = join_path(d, kLibDxcore);
   if (dxcore)
-    facts.put_ok("wsl.libdxcore.path", *dxcore, *dxcore);
+    facts.put_ok(std::string(wsl_keys::libdxcore_path), *dxcore, *dxcore);
   else
-    facts.put_status("wsl.libdxcore.path", Status::missing, "/usr/lib/wsl/lib/libdxcore.so",
+    facts.put_status(std::string(wsl_keys::libdxcore_path), Status::missing,
+                     "/usr/lib/wsl/lib/libdxcore.so",
                      "no libdxcore.so in /usr/lib/wsl/lib, /usr/lib or /usr/lib/x86_64-linux-gnu");
 
   // 4. The ROCm in use: $ROCM_PATH, else /opt/rocm (AMD's packages); and TheRock's
@@ -452,13 +471,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   const std::string rocm_lib = join_path(rocm_root, "lib");
   const std::string hsa_lib = join_path(rocm_lib, hsa::kLibraryName);
   const bool rocm = root.exists(hsa_lib);
-  facts.put_ok("wsl.rocm.present", rocm, hsa_lib);
+  facts.put_ok(std::string(wsl_keys::rocm_present), rocm, hsa_lib);
   if (rocm) {
-    facts.put_ok("wsl.rocm.lib_dir", rocm_lib, hsa_lib);
+    facts.put_ok(std::string(wsl_keys::rocm_lib_dir), rocm_lib, hsa_lib);
     put_rocm_release(facts, rocm_root);
   } else {
-    for (const char* k : {"wsl.rocm.lib_dir", "wsl.rocm.version"})
-      facts.put_status(k, Status::missing, hsa_lib, "no ROCm runtime (libhsa-runtime64.so.1) here");
+    for (const auto k : {wsl_keys::rocm_lib_dir, wsl_keys::rocm_version})
+      facts.put_status(std::string(k), Status::missing, hsa_lib,
+                       "no ROCm runtime (libhsa-runtime64.so.1) here");
   }
   const Sdk sdk = find_sdk(root, facts);
   put_sdk_facts(facts, sdk);
@@ -497,44 +517,53 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       if (n == kLibRocdxg || n.rfind(std::string(kLibRocdxg) + ".", 0) == 0)
         push_unique(ld.found, join_path(d, n));
   }
-  facts.put_ok("wsl.librocdxg.paths", ld.found,
+  facts.put_ok(std::string(wsl_keys::librocdxg_paths), ld.found,
                fmt::format("searched {}", fmt::join(search, ", ")));
-  facts.put_ok("wsl.librocdxg.found", !ld.found.empty(), "wsl.librocdxg.paths");
-  put_loader_facts(root, facts, "wsl.librocdxg", ld, hsa_lib, rocm_lib, sys_rp, std::nullopt,
-                   facts.get<std::string>("wsl.rocm.version"));
+  facts.put_ok(std::string(wsl_keys::librocdxg_found), !ld.found.empty(),
+               std::string(wsl_keys::librocdxg_paths));
+  put_loader_facts(root, facts,
+                   {std::string(wsl_keys::librocdxg_on_loader_path),
+                    std::string(wsl_keys::librocdxg_loader_path)},
+                   ld, hsa_lib, rocm_lib, sys_rp, std::nullopt,
+                   facts.get<std::string>(wsl_keys::rocm_version));
   if (sdk.lib_dir) {
     const std::string sdk_hsa = join_path(*sdk.lib_dir, hsa::kLibraryName);
-    put_loader_facts(root, facts, "wsl.sdk.librocdxg", ld, sdk_hsa, *sdk.lib_dir,
-                     read_runpath(root, sdk_hsa), sdk.site,
-                     facts.get<std::string>("wsl.sdk.version"));
+    put_loader_facts(root, facts,
+                     {std::string(wsl_keys::sdk_librocdxg_on_loader_path),
+                      std::string(wsl_keys::sdk_librocdxg_loader_path)},
+                     ld, sdk_hsa, *sdk.lib_dir, read_runpath(root, sdk_hsa), sdk.site,
+                     facts.get<std::string>(wsl_keys::sdk_version));
   } else {
-    for (const char* k : {"wsl.sdk.librocdxg.on_loader_path", "wsl.sdk.librocdxg.loader_path"})
-      facts.put_status(k, Status::missing, sdk.source, sdk.why);
+    for (const auto k :
+         {wsl_keys::sdk_librocdxg_on_loader_path, wsl_keys::sdk_librocdxg_loader_path})
+      facts.put_status(std::string(k), Status::missing, sdk.source, sdk.why);
   }
 
   // 6. Whether ROCr will look for /dev/dxg at all (flag.h; rocm-systems PR 3863 for 7.13).
-  const auto val = facts.get<std::string>("wsl.env.hsa_enable_dxg_detection");
-  put_dxg_detection(facts, "wsl.dxg_detection_enabled", "wsl.rocm.version", val);
+  const auto val = facts.get<std::string>(wsl_keys::env_hsa_enable_dxg_detection);
+  put_dxg_detection(facts, wsl_keys::dxg_detection_enabled, wsl_keys::rocm_version, val);
   if (sdk.lib_dir)
-    put_dxg_detection(facts, "wsl.sdk.dxg_detection_enabled", "wsl.sdk.version", val);
+    put_dxg_detection(facts, wsl_keys::sdk_dxg_detection_enabled, wsl_keys::sdk_version, val);
   else
-    facts.put_status("wsl.sdk.dxg_detection_enabled", Status::missing, sdk.source, sdk.why);
+    facts.put_status(std::string(wsl_keys::sdk_dxg_detection_enabled), Status::missing, sdk.source,
+                     sdk.why);
 
   // 6b. GPU-PV adapters: dxgkrnl's per-GPU VMBus channels (see the header); only in WSL2, where
   // the rules read them (an Azure or Hyper-V guest lists other VMBus devices).
   if (wsl2)
     put_vgpu_channels(root, facts);
   else
-    facts.put_status("wsl.gpupv.vgpu_channels", Status::missing, "wsl.wsl2", "not WSL2");
+    facts.put_status(std::string(wsl_keys::gpupv_vgpu_channels), Status::missing,
+                     std::string(wsl_keys::wsl2), "not WSL2");
 
   // 7. What the engine says of a per-GPU rule with no GPU (sysfs/KFD list none in WSL2).
-  facts.put_ok("wsl.no_gpu_message",
+  facts.put_ok(std::string(wsl_keys::no_gpu_message),
                wsl2 ? fmt::format("WSL2: PCI, DRM and KFD list no GPU here ({} {}: the Windows "
                                   "driver owns the GPU), so per-GPU checks, which need the Linux "
                                   "driver's GPU list, do not apply",
                                   kDxg, dxg_exists ? "present" : "absent")
                     : std::string(),
-               "wsl.wsl2");
+               std::string(wsl_keys::wsl2));
 }
 
 } // namespace

@@ -373,13 +373,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                         kNotProbedPrefix));
     return;
   }
-  const ChildRun run = run_in_child([&](int fd) { child_main(fd, *where, moddir); }, kChildTimeoutS,
-                                    std::size_t{4} << 20);
-  const bool ended = !run.lines.empty() && run.lines.back().starts_with("end\t");
+  const child::Result run = run_in_child([&](int fd) { child_main(fd, *where, moddir); },
+                                         kChildTimeoutS, std::size_t{4} << 20);
+  const std::vector<std::string> lines = child::complete_lines(run.out);
+  const bool ended = !lines.empty() && lines.back().starts_with("end\t");
   if (!ended) {
     put_all(facts, Status::error, source,
             fmt::format("reading the module with libkmod failed: the child process {}",
-                        describe_end(run, kChildTimeoutS)));
+                        child::describe_end(run, kChildTimeoutS)));
     return;
   }
   std::string path;
@@ -388,7 +389,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   Status status = Status::ok;
   std::string reason;
   std::multimap<std::string, std::string> info;
-  for (const auto& line : run.lines) {
+  for (const auto& line : lines) {
     std::vector<std::string> f;
     std::size_t start = 0;
     while (f.size() < 2) {

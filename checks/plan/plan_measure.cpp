@@ -165,24 +165,25 @@ plan::Measurement measure_plan(const plan::Plan& p, const std::string& given, do
   }
   const PythonRun confined = run_python(python, script, {spec_text}, timeout_s, kMaxOutputBytes,
                                         {{"config.json", std::move(config)}}, on_line);
-  const ChildRun& run = confined.run;
+  const child::Result& run = confined.run;
   if (!confined.how.empty()) m.python += "; " + confined.how;
-  if (!run.started) {
+  if (!run.started()) {
     m.status = "error";
     m.reason = "could not start it: " + run.start_error;
     return m;
   }
   // The answer is the last line that is a JSON object with a status.
   nlohmann::json j;
-  for (auto it = run.lines.rbegin(); it != run.lines.rend() && j.is_null(); ++it) {
+  const std::vector<std::string> lines = child::complete_lines(run.out);
+  for (auto it = lines.rbegin(); it != lines.rend() && j.is_null(); ++it) {
     auto parsed = nlohmann::json::parse(*it, nullptr, false);
     if (parsed.is_object() && parsed.contains("status") && parsed["status"].is_string())
       j = std::move(parsed);
   }
   if (j.is_null()) {
     m.status = "error";
-    m.reason =
-        fmt::format("the measuring script gave no answer ({})", describe_end(run, timeout_s));
+    m.reason = fmt::format("the measuring script gave no answer ({})",
+                           child::describe_end(run, timeout_s));
     return m;
   }
   m.status = str(j, "status");

@@ -300,11 +300,10 @@ void put_failure(FactSet& facts, const std::string& reason) {
   facts.put_ok(std::string(fact_keys::hsa::error), reason, "hsa probe");
 }
 
-void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, FactSet& facts) {
+void convert(const ProbeContext& ctx, const child::Result& run, const Events& ev, FactSet& facts) {
   const double timeout = ctx.options.runtime_timeout_s;
-  const bool ended_badly = !run.started || run.timed_out || run.too_much_output ||
-                           run.term_signal != 0 || (run.exited && run.exit_code != 0);
-  const std::string ending = describe_end(run, timeout);
+  const bool ended_badly = !run.ok();
+  const std::string ending = child::describe_end(run, timeout);
   // A child that hung or crashed leaves the doctor unable to judge the runtime: the facts below
   // say what happened, and the probe's status says it did not finish (halo-doctor slurm leaves
   // the node alone then, docs/slurm.md).
@@ -486,10 +485,11 @@ void convert(const ProbeContext& ctx, const ChildRun& run, const Events& ev, Fac
 /// parse_events() and convert() on untrusted lines: a report without the protocol's shape (a
 /// field of the wrong type throws nlohmann::json's type_error) is a failure fact, never an
 /// exception that would end the run (found by tests/fuzz/fuzz_hsa_child.cpp).
-void decode(const ProbeContext& ctx, const ChildRun& run, FactSet& facts) {
+void decode(const ProbeContext& ctx, const child::Result& run,
+            const std::vector<std::string>& lines, FactSet& facts) {
   FactSet out;
   try {
-    convert(ctx, run, parse_events(run.lines), out);
+    convert(ctx, run, parse_events(lines), out);
   } catch (const nlohmann::json::exception& e) {
     out = FactSet{};
     const std::string reason =
@@ -516,20 +516,19 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   }
   const std::vector<std::string> candidates =
       library_candidates(ctx.options.hsa_library, std::getenv("ROCM_PATH"), ctx.root.is_live());
-  const ChildRun run =
+  const child::Result run =
       run_in_child([&](int fd) { child_body(fd, candidates); }, ctx.options.runtime_timeout_s);
-  decode(ctx, run, facts);
+  decode(ctx, run, child::complete_lines(run.out), facts);
 }
 
 } // namespace
 
 void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>& lines,
                         FactSet& facts) {
-  ChildRun run;
-  run.started = true;
-  run.exited = true;
-  run.lines = lines;
-  decode(ctx, run, facts);
+  child::Result run; // a child that ended normally, having written `lines`
+  run.end = child::End::exited;
+  run.exit_code = 0;
+  decode(ctx, run, lines, facts);
 }
 
 } // namespace hsa

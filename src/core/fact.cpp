@@ -85,6 +85,14 @@ void FactSet::put(Fact f) {
   if (f.probe.empty()) f.probe = producer_;
   std::string key = f.key;
   star_keys_ = star_keys_ || key.find('*') != std::string::npos;
+  // A facts file lists its keys in ascending order (facts_to_json writes the map in order), and
+  // the fleet reader puts a thousand of them per node: a key after the last one goes in at the
+  // end, which with that hint costs amortized constant time instead of a search
+  // ([associative.reqmts]: a_uniq.emplace_hint(p, args)).
+  if (!facts_.empty() && facts_.rbegin()->first < key) {
+    facts_.emplace_hint(facts_.end(), std::move(key), std::move(f));
+    return;
+  }
   facts_.insert_or_assign(std::move(key), std::move(f));
 }
 
@@ -157,25 +165,84 @@ bool patterns_overlap(std::string_view a, std::string_view b) {
   }
 }
 
+namespace {
+using FactMap = std::map<std::string, Fact, std::less<>>;
+
+/// The keys of `facts` that start with `prefix` and match `pattern` (key_matches), in key order:
+/// the map's sorted range of the prefix, each key tested.
+void scan_prefix(const FactMap& facts, std::string_view prefix, std::string_view pattern,
+                 std::vector<FactMap::const_pointer>& out) {
+  for (auto it = facts.lower_bound(prefix);
+       it != facts.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    if (key_matches(pattern, it->first)) out.push_back(&*it);
+}
+
+/// The keys of `facts` matching `prefix` + `rest`, in key order, where `prefix` is empty or the
+/// pattern's segments before `rest` with their dots, and no key holds a `*`. A literal segment
+/// narrows the prefix; a `*` followed by more segments visits each distinct segment under the
+/// prefix once (the keys `prefix` + `c` + "." + anything are one contiguous range of the sorted
+/// map, which ends before `prefix` + `c` + "/", '/' being the character after '.'), so a
+/// per-GPU pattern such as "gpu.*.vbios" costs a search per GPU, not a test of every gpu.N.*
+/// key; a last `*` or `**` tests the keys under the prefix.
+void match_under(const FactMap& facts, std::string prefix, std::string_view rest,
+                 std::string_view pattern, std::vector<FactMap::const_pointer>& out) {
+  while (true) {
+    if (rest.find('*') == std::string_view::npos) { // the rest is literal: one key
+      prefix += rest;
+      if (auto it = facts.find(prefix); it != facts.end()) out.push_back(&*it);
+      return;
+    }
+    const std::size_t dot = rest.find('.');
+    const std::string_view seg = rest.substr(0, dot);
+    if (dot == std::string_view::npos) { // a last `*` or `**`, or a segment holding a `*`
+      scan_prefix(facts, prefix, pattern, out);
+      return;
+    }
+    if (seg != "*") { // a literal segment ("**" before the end is literal too: key_matches)
+      if (seg.find('*') != std::string_view::npos) {
+        scan_prefix(facts, prefix, pattern, out);
+        return;
+      }
+      prefix.append(rest.substr(0, dot + 1));
+      rest.remove_prefix(dot + 1);
+      continue;
+    }
+    const std::string_view after = rest.substr(dot + 1);
+    const std::size_t n = prefix.size();
+    auto it = facts.lower_bound(prefix);
+    while (it != facts.end() && it->first.compare(0, n, prefix) == 0) {
+      const std::size_t end = it->first.find('.', n);
+      if (end == std::string::npos) { // `prefix` + `c` alone: the `*` needs more segments
+        ++it;
+        continue;
+      }
+      std::string child(it->first, 0, end + 1); // prefix + c + "."
+      match_under(facts, child, after, pattern, out);
+      child.back() = '/';
+      it = facts.lower_bound(child);
+    }
+    return;
+  }
+}
+} // namespace
+
 std::vector<const Fact*> FactSet::match(std::string_view pattern) const {
   std::vector<const Fact*> out;
   if (pattern.find('*') == std::string_view::npos) {
     if (const Fact* f = find(pattern)) out.push_back(f);
     return out;
   }
-  // The keys a pattern can match start with its segments before the first wildcard, and the
-  // map is sorted: only that range is read (a per-GPU rule's evidence is a dozen patterns).
-  std::string_view prefix;
-  if (!star_keys_) {
-    const std::size_t dot = pattern.rfind('.', pattern.find('*'));
-    prefix = dot == std::string_view::npos ? std::string_view() : pattern.substr(0, dot + 1);
+  std::vector<FactMap::const_pointer> found;
+  if (star_keys_) {
+    // A `*` in a key stands for any segment (key_matches): every key is tested.
+    scan_prefix(facts_, {}, pattern, found);
+  } else {
+    match_under(facts_, std::string(), pattern, pattern, found);
   }
-  for (auto it = facts_.lower_bound(prefix);
-       it != facts_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    const auto& [k, f] = *it;
-    if (!key_matches(pattern, k)) continue;
-    if (guard_ != nullptr) (*guard_)(k);
-    out.push_back(&f);
+  out.reserve(found.size());
+  for (const auto* entry : found) {
+    if (guard_ != nullptr) (*guard_)(entry->first);
+    out.push_back(&entry->second);
   }
   return out;
 }

@@ -131,10 +131,13 @@ std::int64_t lora_params(const ModelConfig& m, std::int64_t r,
 ///     (CUDA_MODULE_LOADING=LAZY, the default since CUDA 11.7 and torch 1.13) keeps it under
 ///     1 GiB; Hugging Face's model_memory_anatomy.md measured 1.3 GB with eager loading:
 ///     kContextHigh.
+///   - the smallest: "~300MB" for a context with lazy loading, before a step's kernels and
+///     library handles load (NVIDIA's ptrblck, pytorch/pytorch#107667, 2023-08-28): kContextLow.
 ///   - ROCm (HIP, discrete or APU): not measured. HIP loads code objects per module too, and on
-///     an APU the context comes from the same GTT pool as the tensors; the band keeps the CUDA
-///     range (kContextLow .. kContextHigh) around it, and the report says it is not measured.
-constexpr double kContextLow = 512.0 * 1024 * 1024;
+///     an APU the context comes from the same GTT pool as the tensors; vLLM measured ROCm's
+///     initialisation overhead larger than CUDA's (vllm-project/vllm#43236). The band keeps the
+///     CUDA range (kContextLow .. kContextHigh) around it, and the report says it is not measured.
+constexpr double kContextLow = 300e6;
 constexpr double kContext = 768.0 * 1024 * 1024;
 constexpr double kContextHigh = 1.3e9;
 
@@ -1038,9 +1041,9 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
       "should_split, free_block; Note [Expandable Segments]), replayed by src/plan/allocator.cpp");
   add("runtime", "GPU context (HIP or CUDA), kernels, libraries", kContext,
       "outside the caching allocator: measured 767 MiB for CUDA 13 on an H200; HIP's not "
-      "measured (the band: 0.5 to 1.3 GB)",
+      "measured (the band: 0.3 to 1.3 GB)",
       "tests/plan/plantruth/measured (non_allocator_bytes); CUDA_MODULE_LOADING=LAZY; HF "
-      "model_memory_anatomy.md");
+      "model_memory_anatomy.md; pytorch/pytorch#107667");
   for (const auto& it : e.items)
     e.required_bytes += it.bytes;
   // The band, on the total. Low: what is allocated and the smallest context; the reserve can

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 using namespace halo;
 
 TEST_CASE("key patterns match one segment per star and any tail with **", "[fact]") {
@@ -125,4 +127,52 @@ TEST_CASE("the key helpers build the keys the probes write", "[fact]") {
   CHECK(keys::modprobe_option("amdttm", "pages_limit") == "modprobe.options.amdttm.pages_limit");
   CHECK(keys::probe_status("hsa") == "probe.hsa.status");
   CHECK(key_matches(keys::gpu("*", keys::gpu_field::xgmi_hive_size), "gpu.0.xgmi.hive_size"));
+}
+
+TEST_CASE("match() returns exactly the keys key_matches accepts, in key order", "[fact]") {
+  // Keys chosen to sit between a segment's ranges in the sorted map: "gpu.1" alone, "gpu.1-x"
+  // (sorting between "gpu.1" and "gpu.1."), "gpu.10" (after "gpu.1/"), an empty segment, deep
+  // keys under a '*' segment, and "gpu.1.a.b" under the one-segment pattern "gpu.*.a".
+  const std::vector<std::string> keys = {
+      "gpu.1",         "gpu.1-x.a",     "gpu.1.a",     "gpu.1.a.b",     "gpu.1.b",  "gpu.10.a",
+      "gpu.10.c.a",    "gpu.2.a",       "gpu..a",      "gpu.a",         "gpua.1.a", "drm.card1.a",
+      "drm.card1.b.a", "drm.card2.b.a", "hsa.gpu.0.a", "hsa.gpu.0.b.c", "x"};
+  FactSet f;
+  for (const auto& k : keys)
+    f.put_ok(k, std::int64_t{1}, "test");
+  const std::vector<std::string> patterns = {
+      "gpu.*.a", "gpu.*",     "gpu.**",    "gpu.*.a.b",    "gpu.*.*", "*.card1.a",
+      "*.*.a",   "drm.*.b.a", "*.gpu.*.a", "hsa.gpu.*.**", "gpu.1.*", "gpu.*.c.a",
+      "*",       "**",        "gpu.**.a",  "g*u.1.a",      "gpu.1*.a"};
+  for (const auto& p : patterns) {
+    std::vector<std::string> expected;
+    for (const auto& k : keys) // `keys` is sorted as the map sorts
+      if (key_matches(p, k)) expected.push_back(k);
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::string> got;
+    for (const Fact* fact : f.match(p))
+      got.push_back(fact->key);
+    INFO(p);
+    CHECK(got == expected);
+  }
+  CHECK(f.match("gpu.*.a").size() == 5); // gpu.1-x, gpu.1, gpu.10, gpu.2 and gpu. (empty)
+}
+
+TEST_CASE("facts put in ascending and in any order make the same set", "[fact]") {
+  FactSet ascending;
+  FactSet mixed;
+  const std::vector<std::string> keys = {"a.1", "a.2", "b.1", "b.10", "b.2"};
+  for (const auto& k : keys)
+    ascending.put_ok(k, std::int64_t{1}, "first");
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it)
+    mixed.put_ok(*it, std::int64_t{1}, "first");
+  ascending.put_ok("b.2", std::int64_t{2}, "replaced"); // the last key again: replaced, not added
+  mixed.put_ok("b.2", std::int64_t{2}, "replaced");
+  REQUIRE(ascending.size() == 5);
+  REQUIRE(mixed.size() == 5);
+  for (const auto& k : keys) {
+    REQUIRE(ascending.find(k) != nullptr);
+    CHECK(ascending.find(k)->source == mixed.find(k)->source);
+  }
+  CHECK(ascending.get_int("b.2") == 2);
 }

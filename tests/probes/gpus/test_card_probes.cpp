@@ -3,6 +3,7 @@
 // (checks/gpus/drm.cpp) reads on copies of the MI300X fixtures, edited into what the kernel can
 // also show: a malformed or oversized xgmi_num_hops, a peer two hops away, a partition file refused
 // during a GPU reset.
+#include "derivation.hpp"
 #include "fixture_tree.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,9 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 
 using namespace halo;
@@ -164,4 +167,27 @@ TEST_CASE("gpu_metrics probe: truncated, inconsistent and unknown tables are err
   c.write(path, all_ones); // every throttle bit set: "not reported", not "throttling everywhere"
   f = probe_root(c.tree.path());
   CHECK(f.find("gpu.0.metrics.throttle_thermal")->status == Status::missing);
+}
+
+// checks/common/derivation.hpp member_with: gpu_cards joins gpu.N to the render node the device
+// access probe numbered its own way (access.render.M.*) and to libdrm's device (libdrm.dev.M.*)
+// by the member M whose fact has GPU N's value, then names M's other facts by the generated
+// functions (fact_keys::access::render_rw(M)): M must be the segment the pattern's * matched.
+TEST_CASE("member_with: the member whose fact has the value, as the segment of the pattern's *",
+          "[derived]") {
+  FactSet f;
+  f.put_ok("access.render.0.path", std::string("/dev/dri/renderD128"), "test");
+  f.put_ok("access.render.1.path", std::string("/dev/dri/renderD129"), "test");
+  f.put_status("access.render.2.path", Status::denied, "test", "not readable");
+  f.put_ok("access.render.3.path", std::int64_t{130}, "test");
+  f.put_ok("libdrm.dev.12.bus_id", std::string("0000:c5:00.0"), "test");
+  CHECK(probes::member_with(f, "access.render.*.path", "/dev/dri/renderD129") ==
+        std::optional<std::string>("1"));
+  CHECK(probes::member_with(f, "libdrm.dev.*.bus_id", "0000:c5:00.0") ==
+        std::optional<std::string>("12"));
+  // No member has the value; a fact that is not ok, or not a string, is never a match.
+  CHECK_FALSE(probes::member_with(f, "access.render.*.path", "/dev/dri/renderD131"));
+  CHECK_FALSE(probes::member_with(f, "access.render.*.path", ""));
+  CHECK_FALSE(probes::member_with(f, "access.render.*.path", "130"));
+  CHECK_FALSE(probes::member_with(f, "libdrm.dev.*.bus_id", "/dev/dri/renderD128"));
 }

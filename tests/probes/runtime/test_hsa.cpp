@@ -85,35 +85,35 @@ TEST_CASE("hsa: device types and segments are named as rocminfo does", "[hsa]") 
 
 TEST_CASE("child runner: lines, hang and crash", "[hsa][child]") {
   SECTION("lines written by the child come back in order") {
-    ChildRun r = run_in_child(
+    const child::Result r = run_in_child(
         [](int fd) {
           write_all(fd, "one\ntwo\n");
           write_all(fd, "three\nunterminated");
         },
         10.0);
-    CHECK(r.lines == std::vector<std::string>{"one", "two", "three"});
-    CHECK(r.exited);
+    CHECK(child::complete_lines(r.out) == std::vector<std::string>{"one", "two", "three"});
+    CHECK(r.end == child::End::exited);
     CHECK(r.exit_code == 0);
-    CHECK(describe_end(r, 10.0) == "ended normally");
+    CHECK(child::describe_end(r, 10.0) == "ended normally");
   }
   SECTION("a child that never answers is killed at the time limit") {
-    ChildRun r = run_in_child(
+    const child::Result r = run_in_child(
         [](int fd) {
           write_all(fd, "started\n");
           for (;;)
             ::pause();
         },
         0.3);
-    CHECK(r.timed_out);
-    CHECK(r.term_signal == SIGKILL);
-    CHECK(r.lines == std::vector<std::string>{"started"});
-    CHECK(describe_end(r, 0.3).find("hung") != std::string::npos);
+    CHECK(r.end == child::End::timed_out);
+    CHECK(r.signal == SIGKILL);
+    CHECK(child::complete_lines(r.out) == std::vector<std::string>{"started"});
+    CHECK(child::describe_end(r, 0.3).find("hung") != std::string::npos);
   }
   SECTION("a child that aborts is a crash, not the doctor's") {
-    ChildRun r = run_in_child([](int) { std::abort(); }, 10.0);
-    CHECK_FALSE(r.timed_out);
-    CHECK((r.term_signal == SIGABRT || (r.exited && r.exit_code != 0)));
-    CHECK(describe_end(r, 10.0).find("crashed") != std::string::npos);
+    const child::Result r = run_in_child([](int) { std::abort(); }, 10.0);
+    CHECK(r.end != child::End::timed_out);
+    CHECK((r.signal == SIGABRT || (r.end == child::End::exited && r.exit_code != 0)));
+    CHECK(child::describe_end(r, 10.0).find("crashed") != std::string::npos);
   }
 }
 
