@@ -117,7 +117,10 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
                                   FactSet& facts) {
   const std::string pkg = join(site, "bitsandbytes");
   auto skip = [&](const std::string& src, const std::string& why) {
-    for (auto k : {kBnbLibrary, kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+    for (auto k : {fact_keys::framework::bitsandbytes_library,
+                   fact_keys::framework::bitsandbytes_library_targets,
+                   fact_keys::framework::bitsandbytes_library_present,
+                   fact_keys::framework::bitsandbytes_library_choice})
       facts.put_status(str(k), Status::missing, src, why);
   };
   if (!root.exists(join(pkg, "__init__.py")))
@@ -143,7 +146,7 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
       }
     }
   }
-  const auto release = facts.get<std::string>(str(kBnbVersion));
+  const auto release = facts.get<std::string>(str(fact_keys::framework::bitsandbytes_version));
   const BnbLoader loader = bnb_loader(release, fork_libs);
   const std::string rel = release.value_or("of unknown version");
   static const RE2 kHip(R"(([0-9]{1,3})\.([0-9]{1,4}).*)");
@@ -157,11 +160,13 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
     const std::string& v = *env.bnb_rocm_version;
     if (v.empty() ||
         !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      facts.put_status(str(kBnbLibrary), Status::error, env.source,
+      facts.put_status(str(fact_keys::framework::bitsandbytes_library), Status::error, env.source,
                        fmt::format("BNB_ROCM_VERSION={} is not digits: bitsandbytes raises at "
                                    "import (\"value must be digits only\")",
                                    v));
-      for (auto k : {kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+      for (auto k : {fact_keys::framework::bitsandbytes_library_targets,
+                     fact_keys::framework::bitsandbytes_library_present,
+                     fact_keys::framework::bitsandbytes_library_choice})
         facts.put_status(str(k), Status::missing, env.source, "no library is loaded");
       return;
     }
@@ -222,15 +227,18 @@ void collect_bitsandbytes_library(const Root& root, const std::string& site,
     }
   }
   const std::string path = join(pkg, name);
-  facts.put_ok(str(kBnbLibrary), name, path);
-  facts.put_ok(str(kBnbLibraryChoice), how, path);
+  facts.put_ok(str(fact_keys::framework::bitsandbytes_library), name, path);
+  facts.put_ok(str(fact_keys::framework::bitsandbytes_library_choice), how, path);
   const UniqueFd fd(root.open_regular(path));
-  facts.put_ok(str(kBnbLibraryPresent), static_cast<bool>(fd), path);
+  facts.put_ok(str(fact_keys::framework::bitsandbytes_library_present), static_cast<bool>(fd),
+               path);
   if (!fd) {
-    facts.put_status(str(kBnbLibraryTargets), Status::missing, path, not_there);
+    facts.put_status(str(fact_keys::framework::bitsandbytes_library_targets), Status::missing, path,
+                     not_there);
     return;
   }
-  collect_offload_targets(path, fd.get(), kBnbLibraryTargets, facts);
+  collect_offload_targets(path, fd.get(), fact_keys::framework::bitsandbytes_library_targets,
+                          facts);
 }
 
 /// bitsandbytes in the site directory torch came from: its version from the installed
@@ -244,18 +252,19 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
   const std::string pkg = join(site, "bitsandbytes");
   if (!root.exists(join(pkg, "__init__.py"))) {
     const std::string why = fmt::format("bitsandbytes is not installed in {}", site);
-    facts.put_status(str(kBnbVersion), Status::missing, pkg, why);
-    facts.put_status(str(kBnbRocm), Status::missing, pkg, why);
+    facts.put_status(str(fact_keys::framework::bitsandbytes_version), Status::missing, pkg, why);
+    facts.put_status(str(fact_keys::framework::bitsandbytes_rocm_libraries), Status::missing, pkg,
+                     why);
     return;
   }
   auto found = dist_info_version(root, site, "bitsandbytes");
   if (!found) found = assigned_version(root, join(pkg, "__init__.py"), kMaxMetadataBytes);
   if (!found)
-    facts.put_status(str(kBnbVersion), Status::error, pkg,
+    facts.put_status(str(fact_keys::framework::bitsandbytes_version), Status::error, pkg,
                      "bitsandbytes is installed but neither its dist-info METADATA nor "
                      "__init__.py names a version");
   else
-    facts.put_ok(str(kBnbVersion), found->version, found->source);
+    facts.put_ok(str(fact_keys::framework::bitsandbytes_version), found->version, found->source);
   // Upstream's ROCm builds (libbitsandbytes_rocm64.so) and the ROCm fork's
   // (libbitsandbytes_hip_nohipblaslt.so, libbitsandbytes_hip61.so; ROCm/bitsandbytes
   // cextension.py).
@@ -269,7 +278,8 @@ void collect_bitsandbytes(const Root& root, const std::string& site, FactSet& fa
       if (RE2::FullMatch(name, kRocmLib, &v)) rocm.insert(v);
     }
   }
-  facts.put_ok(str(kBnbRocm), std::vector<std::string>(rocm.begin(), rocm.end()),
+  facts.put_ok(str(fact_keys::framework::bitsandbytes_rocm_libraries),
+               std::vector<std::string>(rocm.begin(), rocm.end()),
                join(pkg, "libbitsandbytes_rocm*.so"));
 }
 
@@ -367,10 +377,10 @@ void collect_companion_build(const Root& root, const std::string& site, std::str
 /// compiled at run time); prebuilt ROCm wheels carry CK kernels for gfx90a, gfx942 and gfx950
 /// only (reference/framework-facts.md 3.3).
 void collect_flash_attn(const Root& root, const std::string& site, FactSet& facts) {
-  collect_companion(root, site, "flash_attn", kFlashAttnVersion, facts);
-  const std::string key = str(kFlashAttnTargets);
-  if (!facts.get<std::string>(str(kFlashAttnVersion))) {
-    const Fact* v = facts.find(str(kFlashAttnVersion));
+  collect_companion(root, site, "flash_attn", fact_keys::framework::flash_attn_version, facts);
+  const std::string key = str(fact_keys::framework::flash_attn_offload_targets);
+  if (!facts.get<std::string>(str(fact_keys::framework::flash_attn_version))) {
+    const Fact* v = facts.find(str(fact_keys::framework::flash_attn_version));
     facts.put_status(key, Status::missing, join(site, "flash_attn"),
                      v != nullptr && !v->reason.empty() ? v->reason
                                                         : "flash_attn is not installed");
@@ -401,7 +411,7 @@ void collect_flash_attn(const Root& root, const std::string& site, FactSet& fact
                      fmt::format("cannot open: {}", std::strerror(err)));
     return;
   }
-  collect_offload_targets(ext, fd.get(), kFlashAttnTargets, facts);
+  collect_offload_targets(ext, fd.get(), fact_keys::framework::flash_attn_offload_targets, facts);
 }
 
 } // namespace halo::probes::framework_files

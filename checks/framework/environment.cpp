@@ -2,9 +2,12 @@
 // Probe: the environment training will see, read from /proc/self/environ (NUL-separated): the
 // ROCm runtime (HSA_*, ROCR_*), HIP (HIP_*, GPU_*), rocBLAS, PyTorch allocator and BLAS
 // variables. Keys are lower-cased: HSA_OVERRIDE_GFX_VERSION -> env.hsa_override_gfx_version.
+#include "env_key.hpp"
 #include "gpus/gfx.hpp"
 #include "probe_util.hpp"
 #include "probes.hpp"
+
+#include <halo/fact_keys.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,24 +40,22 @@ const std::vector<std::string>& env_names() {
 void collect(const ProbeContext& ctx, FactSet& facts) {
   const EnvironRead env = read_environ(ctx.root, env_names());
   if (!env.ok()) {
-    facts.put_status("env.names", env.status, env.source, env.reason);
+    facts.put_status(std::string(fact_keys::env::names), env.status, env.source, env.reason);
     return;
   }
   std::vector<std::string> names;
   for (const auto& [name, value] : env.vars) {
-    std::string key = name;
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     names.push_back(name);
-    facts.put_ok("env." + key, value, env.source);
+    facts.put_ok(env_key(name), value, env.source);
   }
   std::sort(names.begin(), names.end());
-  facts.put_ok("env.names", names, env.source);
-  if (auto v = facts.get<std::string>("env.hsa_override_gfx_version")) {
+  facts.put_ok(std::string(fact_keys::env::names), names, env.source);
+  if (auto v = facts.get<std::string>(env_key("HSA_OVERRIDE_GFX_VERSION"))) {
     if (auto g = gfx_from_override(*v))
-      facts.put_ok("env.hsa_override_gfx_target", *g, env.source);
+      facts.put_ok(std::string(fact_keys::env::hsa_override_gfx_target), *g, env.source);
     else
-      facts.put_status("env.hsa_override_gfx_target", Status::error, env.source,
+      facts.put_status(std::string(fact_keys::env::hsa_override_gfx_target), Status::error,
+                       env.source,
                        "HSA_OVERRIDE_GFX_VERSION is not MAJOR.MINOR.STEPPING: '" + *v + "'");
   }
 }

@@ -324,35 +324,54 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   if (site.empty()) {
     const std::string reason = fmt::format("no torch/version.py in {} (searched {})", plan.basis,
                                            fmt::format("{}", fmt::join(plan.patterns, ", ")));
-    for (const auto& k :
-         {kPythonEnv,        kTorchVersion,      kTorchGfx,          kTorchRocblas,
-          kTorchRocblasDir,  kTorchHipblaslt,    kTorchHipblasltDir, kTorchOffload,
-          kTorchSearch,      kTorchLinked,       kTorchShadows,      kTorchAotriton,
-          kFlashAttnVersion, kFlashAttnTargets,  kBnbVersion,        kBnbRocm,
-          kVisionVersion,    kAudioVersion,      kVisionBuild,       kAudioBuild,
-          kBnbLibrary,       kBnbLibraryTargets, kBnbLibraryPresent, kBnbLibraryChoice})
+    for (const auto& k : {fact_keys::framework::python_env,
+                          fact_keys::framework::torch_version,
+                          fact_keys::framework::torch_gfx_targets,
+                          fact_keys::framework::torch_rocblas_targets,
+                          fact_keys::framework::torch_rocblas_dir,
+                          fact_keys::framework::torch_hipblaslt_targets,
+                          fact_keys::framework::torch_hipblaslt_dir,
+                          fact_keys::framework::torch_offload_targets,
+                          fact_keys::framework::torch_library_search,
+                          fact_keys::framework::torch_linked_libraries,
+                          fact_keys::framework::torch_ld_library_path_shadows,
+                          fact_keys::framework::torch_aotriton_images,
+                          fact_keys::framework::flash_attn_version,
+                          fact_keys::framework::flash_attn_offload_targets,
+                          fact_keys::framework::bitsandbytes_version,
+                          fact_keys::framework::bitsandbytes_rocm_libraries,
+                          fact_keys::framework::torchvision_version,
+                          fact_keys::framework::torchaudio_version,
+                          fact_keys::framework::torchvision_build,
+                          fact_keys::framework::torchaudio_build,
+                          fact_keys::framework::bitsandbytes_library,
+                          fact_keys::framework::bitsandbytes_library_targets,
+                          fact_keys::framework::bitsandbytes_library_present,
+                          fact_keys::framework::bitsandbytes_library_choice})
       facts.put_status(str(k), Status::missing, env.source, reason);
     return;
   }
   const std::string torch = join(site, "torch");
   const std::string version_py = join(torch, "version.py");
-  facts.put_ok(str(kPythonEnv), site, plan.basis);
-  facts.put_ok(str(kTorchPath), torch, version_py + " (the first torch found)");
+  facts.put_ok(str(fact_keys::framework::python_env), site, plan.basis);
+  facts.put_ok(str(fact_keys::framework::torch_path), torch,
+               version_py + " (the first torch found)");
   collect_bitsandbytes(root, site, facts);
-  collect_companion(root, site, "torchvision", kVisionVersion, facts);
-  collect_companion(root, site, "torchaudio", kAudioVersion, facts);
-  collect_companion_build(root, site, "torchvision", kVisionBuild, facts);
-  collect_companion_build(root, site, "torchaudio", kAudioBuild, facts);
+  collect_companion(root, site, "torchvision", fact_keys::framework::torchvision_version, facts);
+  collect_companion(root, site, "torchaudio", fact_keys::framework::torchaudio_version, facts);
+  collect_companion_build(root, site, "torchvision", fact_keys::framework::torchvision_build,
+                          facts);
+  collect_companion_build(root, site, "torchaudio", fact_keys::framework::torchaudio_build, facts);
   collect_flash_attn(root, site, facts);
 
   ReadResult r = root.read(version_py, kMaxVersionPyBytes);
   if (!r.ok()) {
-    facts.put_status(str(kTorchVersion), r.status, r.path, r.reason);
+    facts.put_status(str(fact_keys::framework::torch_version), r.status, r.path, r.reason);
     return;
   }
   VersionPy v = parse_version_py(r.path, r.text);
   if (!v.error.empty()) {
-    facts.put_status(str(kTorchVersion), Status::error, r.path, v.error);
+    facts.put_status(str(fact_keys::framework::torch_version), Status::error, r.path, v.error);
     return;
   }
   auto source = [&](const char* name) {
@@ -364,24 +383,28 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     if (it == v.values.end() || !it->second.value || it->second.value->empty()) return std::nullopt;
     return it->second.value;
   };
-  facts.put_ok(str(kTorchVersion), *get("__version__"), source("__version__"));
+  facts.put_ok(str(fact_keys::framework::torch_version), *get("__version__"),
+               source("__version__"));
   const auto hip = get("hip");
   const auto cuda = get("cuda");
   if (hip)
-    facts.put_ok(str(kTorchHip), *hip, source("hip"));
+    facts.put_ok(str(fact_keys::framework::torch_hip_version), *hip, source("hip"));
   else
-    facts.put_status(str(kTorchHip), Status::missing, source("hip"), "not a ROCm build");
+    facts.put_status(str(fact_keys::framework::torch_hip_version), Status::missing, source("hip"),
+                     "not a ROCm build");
   if (cuda)
-    facts.put_ok(str(kTorchCuda), *cuda, source("cuda"));
+    facts.put_ok(str(fact_keys::framework::torch_cuda_version), *cuda, source("cuda"));
   else
-    facts.put_status(str(kTorchCuda), Status::missing, source("cuda"), "not a CUDA build");
+    facts.put_status(str(fact_keys::framework::torch_cuda_version), Status::missing, source("cuda"),
+                     "not a CUDA build");
   if (auto git = get("git_version"))
-    facts.put_ok(str(kTorchGit), *git, source("git_version"));
+    facts.put_ok(str(fact_keys::framework::torch_git_version), *git, source("git_version"));
   else
-    facts.put_status(str(kTorchGit), Status::missing, source("git_version"),
-                     "version.py names no git_version");
+    facts.put_status(str(fact_keys::framework::torch_git_version), Status::missing,
+                     source("git_version"), "version.py names no git_version");
   const char* build = hip ? "rocm" : cuda ? "cuda" : "cpu";
-  facts.put_ok(str(kTorchBuild), std::string(build), fmt::format("{} (hip and cuda)", r.path));
+  facts.put_ok(str(fact_keys::framework::torch_build), std::string(build),
+               fmt::format("{} (hip and cuda)", r.path));
   collect_bitsandbytes_library(root, site, hip, env, facts);
   if (hip) {
     collect_gfx_targets(root, site, torch, facts);
@@ -389,8 +412,12 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     collect_aotriton(root, torch, facts);
   } else {
     for (const auto& k :
-         {kTorchGfx, kTorchRocblas, kTorchRocblasDir, kTorchHipblaslt, kTorchHipblasltDir,
-          kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows, kTorchAotriton})
+         {fact_keys::framework::torch_gfx_targets, fact_keys::framework::torch_rocblas_targets,
+          fact_keys::framework::torch_rocblas_dir, fact_keys::framework::torch_hipblaslt_targets,
+          fact_keys::framework::torch_hipblaslt_dir, fact_keys::framework::torch_offload_targets,
+          fact_keys::framework::torch_library_search, fact_keys::framework::torch_linked_libraries,
+          fact_keys::framework::torch_ld_library_path_shadows,
+          fact_keys::framework::torch_aotriton_images})
       facts.put_status(str(k), Status::missing, r.path, "not a ROCm build");
   }
 }

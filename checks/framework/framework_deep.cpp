@@ -13,6 +13,7 @@
 #include "probes.hpp"
 #include "python_env.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/io.hpp>
 #include <halo/units.hpp>
 
@@ -151,36 +152,41 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   };
   if (auto e = str_of("import_error")) {
     all_status(facts, Status::error, src, "import torch failed: " + *e);
-    facts.put_ok("framework.deep.status", std::string("import_failed"), src);
-    facts.put_ok("framework.deep.import_error", *e, src);
-    facts.put_ok("framework.deep.python", str_of("python").value_or(python), src);
+    facts.put_ok(std::string(fact_keys::framework::deep_status), std::string("import_failed"), src);
+    facts.put_ok(std::string(fact_keys::framework::deep_import_error), *e, src);
+    facts.put_ok(std::string(fact_keys::framework::deep_python), str_of("python").value_or(python),
+                 src);
     return;
   }
-  facts.put_ok("framework.deep.status", std::string("ok"), src);
-  facts.put_ok("framework.deep.python", str_of("python").value_or(python), src);
-  facts.put_status("framework.deep.import_error", Status::missing, src, "import torch worked");
+  facts.put_ok(std::string(fact_keys::framework::deep_status), std::string("ok"), src);
+  facts.put_ok(std::string(fact_keys::framework::deep_python), str_of("python").value_or(python),
+               src);
+  facts.put_status(std::string(fact_keys::framework::deep_import_error), Status::missing, src,
+                   "import torch worked");
   if (auto v = str_of("torch_version"))
-    facts.put_ok("framework.deep.torch_version", *v, src);
+    facts.put_ok(std::string(fact_keys::framework::deep_torch_version), *v, src);
   else
-    facts.put_status("framework.deep.torch_version", Status::error, src, "no torch.__version__");
+    facts.put_status(std::string(fact_keys::framework::deep_torch_version), Status::error, src,
+                     "no torch.__version__");
   if (auto v = str_of("hip"))
-    facts.put_ok("framework.deep.hip_version", *v, src);
+    facts.put_ok(std::string(fact_keys::framework::deep_hip_version), *v, src);
   else
-    facts.put_status("framework.deep.hip_version", Status::missing, src,
+    facts.put_status(std::string(fact_keys::framework::deep_hip_version), Status::missing, src,
                      "torch.version.hip is None: not a ROCm build");
   if (auto e = str_of("cuda_error")) {
-    for (const char* k :
-         {"framework.deep.available", "framework.deep.device_count", "framework.deep.devices",
-          "framework.deep.device0.name", "framework.deep.device0.arch",
-          "framework.deep.device0.total_bytes", "framework.deep.device0.free_bytes"})
-      facts.put_status(k, Status::error, src, "torch.cuda raised " + *e);
+    for (const std::string_view k :
+         {fact_keys::framework::deep_available, fact_keys::framework::deep_device_count,
+          fact_keys::framework::deep_devices, fact_keys::framework::deep_device0_name,
+          fact_keys::framework::deep_device0_arch, fact_keys::framework::deep_device0_total_bytes,
+          fact_keys::framework::deep_device0_free_bytes})
+      facts.put_status(std::string(k), Status::error, src, "torch.cuda raised " + *e);
     return;
   }
-  facts.put_ok("framework.deep.available", j.value("available", false), src);
+  facts.put_ok(std::string(fact_keys::framework::deep_available), j.value("available", false), src);
   const auto count = j.contains("device_count") && j["device_count"].is_number_integer()
                          ? j["device_count"].get<std::int64_t>()
                          : 0;
-  facts.put_ok("framework.deep.device_count", count, src);
+  facts.put_ok(std::string(fact_keys::framework::deep_device_count), count, src);
   std::vector<std::string> listed;
   const nlohmann::json devs =
       j.contains("devices") && j["devices"].is_array() ? j["devices"] : nlohmann::json::array();
@@ -194,24 +200,29 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
                                  d.value("arch", std::string()).substr(0, 40),
                                  total >= 0 ? units::gib(total) : std::string("?")));
     if (i != 0) continue;
-    facts.put_ok("framework.deep.device0.name", d.value("name", std::string()).substr(0, 80), src);
-    facts.put_ok("framework.deep.device0.arch", d.value("arch", std::string()).substr(0, 40), src);
+    facts.put_ok(std::string(fact_keys::framework::deep_device0_name),
+                 d.value("name", std::string()).substr(0, 80), src);
+    facts.put_ok(std::string(fact_keys::framework::deep_device0_arch),
+                 d.value("arch", std::string()).substr(0, 40), src);
     if (total >= 0)
-      facts.put_ok("framework.deep.device0.total_bytes", total, src);
+      facts.put_ok(std::string(fact_keys::framework::deep_device0_total_bytes), total, src);
     else
-      facts.put_status("framework.deep.device0.total_bytes", Status::error, src, "no total_memory");
+      facts.put_status(std::string(fact_keys::framework::deep_device0_total_bytes), Status::error,
+                       src, "no total_memory");
     if (d.contains("free") && d["free"].is_number_integer())
-      facts.put_ok("framework.deep.device0.free_bytes", d["free"].get<std::int64_t>(), src);
+      facts.put_ok(std::string(fact_keys::framework::deep_device0_free_bytes),
+                   d["free"].get<std::int64_t>(), src);
     else
-      facts.put_status("framework.deep.device0.free_bytes", Status::error, src,
-                       d.value("mem_error", std::string("mem_get_info gave no answer")));
+      facts.put_status(std::string(fact_keys::framework::deep_device0_free_bytes), Status::error,
+                       src, d.value("mem_error", std::string("mem_get_info gave no answer")));
   }
-  facts.put_ok("framework.deep.devices", listed, src);
+  facts.put_ok(std::string(fact_keys::framework::deep_devices), listed, src);
   if (devs.empty())
-    for (const char* k :
-         {"framework.deep.device0.name", "framework.deep.device0.arch",
-          "framework.deep.device0.total_bytes", "framework.deep.device0.free_bytes"})
-      facts.put_status(k, Status::missing, src, "PyTorch sees no GPU");
+    for (const std::string_view k :
+         {fact_keys::framework::deep_device0_name, fact_keys::framework::deep_device0_arch,
+          fact_keys::framework::deep_device0_total_bytes,
+          fact_keys::framework::deep_device0_free_bytes})
+      facts.put_status(std::string(k), Status::missing, src, "PyTorch sees no GPU");
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // ROCm release, kernel targets and companions, and what `--framework-deep` saw against what
 // device 0 could give.
 #include "derivation.hpp"
+#include "env_key.hpp"
 #include "framework/alloc_conf.hpp"
 #include "gpus/gfx.hpp"
 #include "gpus/gpus.hpp"
@@ -36,31 +37,31 @@ namespace {
 /// and whether the HIP name is shadowed: c10/cuda/CUDAAllocatorConfig.h reads
 /// PYTORCH_CUDA_ALLOC_CONF and only when it is unset PYTORCH_HIP_ALLOC_CONF.
 void derive_alloc_conf(FactSet& facts) {
-  const Fact* names = facts.find("env.names");
+  const Fact* names = facts.find(fact_keys::env::names);
   if (names == nullptr || names->status != Status::ok) {
-    for (const char* k : {"framework.alloc_conf.vars", "framework.alloc_conf.problems",
-                          "framework.alloc_conf.shadowed"})
-      facts.put_status(k, Status::missing, "derived", "the environment could not be read");
+    for (const std::string_view k :
+         {fact_keys::framework::alloc_conf_vars, fact_keys::framework::alloc_conf_problems,
+          fact_keys::framework::alloc_conf_shadowed})
+      facts.put_status(std::string(k), Status::missing, "derived",
+                       "the environment could not be read");
     return;
   }
   std::vector<std::string> vars;
   std::vector<std::string> problems;
-  for (const auto& [var, key] :
-       {std::pair{"PYTORCH_ALLOC_CONF", "env.pytorch_alloc_conf"},
-        std::pair{"PYTORCH_CUDA_ALLOC_CONF", "env.pytorch_cuda_alloc_conf"},
-        std::pair{"PYTORCH_HIP_ALLOC_CONF", "env.pytorch_hip_alloc_conf"}}) {
-    const auto v = facts.get<std::string>(key);
+  for (const char* var :
+       {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"}) {
+    const auto v = facts.get<std::string>(env_key(var));
     if (!v) continue;
     vars.emplace_back(var);
     for (const auto& p : alloc_conf_problems(*v))
       problems.push_back(fmt::format("{}={}: {}", var, v->substr(0, 200), p));
   }
   const std::string src = "derived: c10/core/AllocatorConfig.cpp parseArgs";
-  facts.put_ok("framework.alloc_conf.vars", vars, src);
-  facts.put_ok("framework.alloc_conf.problems", problems, src);
-  const auto cuda = facts.get<std::string>("env.pytorch_cuda_alloc_conf");
-  const auto hip = facts.get<std::string>("env.pytorch_hip_alloc_conf");
-  facts.put_ok("framework.alloc_conf.shadowed", cuda && hip && *cuda != *hip,
+  facts.put_ok(std::string(fact_keys::framework::alloc_conf_vars), vars, src);
+  facts.put_ok(std::string(fact_keys::framework::alloc_conf_problems), problems, src);
+  const auto cuda = facts.get<std::string>(env_key("PYTORCH_CUDA_ALLOC_CONF"));
+  const auto hip = facts.get<std::string>(env_key("PYTORCH_HIP_ALLOC_CONF"));
+  facts.put_ok(std::string(fact_keys::framework::alloc_conf_shadowed), cuda && hip && *cuda != *hip,
                "derived: c10/cuda/CUDAAllocatorConfig.h (the CUDA name first, HIP only if unset)");
 }
 
@@ -73,33 +74,28 @@ void derive_alloc_conf(FactSet& facts) {
 /// AMD_LOG_LEVEL of 3 or more logs every API call.
 void derive_debug_settings(FactSet& facts) {
   struct Switch {
-    const char* key;
-    const char* name;
+    const char* name; ///< the variable (its fact: env_key(name))
     bool (*on)(std::string_view);
     const char* cost;
   };
   static const std::array<Switch, 6> kSwitches{{
-      {"env.amd_serialize_kernel", "AMD_SERIALIZE_KERNEL",
-       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+      {"AMD_SERIALIZE_KERNEL", [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
        "every kernel launch waits for the GPU"},
-      {"env.amd_serialize_copy", "AMD_SERIALIZE_COPY",
-       [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
+      {"AMD_SERIALIZE_COPY", [](std::string_view v) { return v == "1" || v == "2" || v == "3"; },
        "every copy waits for the GPU"},
-      {"env.pytorch_no_cuda_memory_caching", "PYTORCH_NO_CUDA_MEMORY_CACHING",
-       [](std::string_view v) { return v == "1"; },
+      {"PYTORCH_NO_CUDA_MEMORY_CACHING", [](std::string_view v) { return v == "1"; },
        "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
-      {"env.pytorch_no_hip_memory_caching", "PYTORCH_NO_HIP_MEMORY_CACHING",
-       [](std::string_view v) { return v == "1"; },
+      {"PYTORCH_NO_HIP_MEMORY_CACHING", [](std::string_view v) { return v == "1"; },
        "PyTorch's caching allocator is off: every tensor is a hipMalloc and hipFree"},
-      {"env.hsa_enable_sdma", "HSA_ENABLE_SDMA", [](std::string_view v) { return v == "0"; },
+      {"HSA_ENABLE_SDMA", [](std::string_view v) { return v == "0"; },
        "copies run as shader blits instead of on the DMA engines"},
-      {"env.amd_log_level", "AMD_LOG_LEVEL",
+      {"AMD_LOG_LEVEL",
        [](std::string_view v) { return v.size() == 1 && v[0] >= '3' && v[0] <= '9'; },
        "HIP logs every API call"},
   }};
   // Without the environment (env.names not ok: /proc/self/environ unreadable), nothing is known.
-  if (const Fact* names = facts.find("env.names"); names == nullptr || !names->ok()) {
-    facts.put_status("env.debug_settings", Status::missing, kDerived,
+  if (const Fact* names = facts.find(fact_keys::env::names); names == nullptr || !names->ok()) {
+    facts.put_status(std::string(fact_keys::env::debug_settings), Status::missing, kDerived,
                      names == nullptr || names->reason.empty()
                          ? std::string("the environment was not read")
                          : "the environment was not read: " + names->reason);
@@ -107,9 +103,9 @@ void derive_debug_settings(FactSet& facts) {
   }
   std::vector<std::string> on;
   for (const auto& sw : kSwitches)
-    if (auto v = facts.get<std::string>(sw.key); v && sw.on(*v))
+    if (auto v = facts.get<std::string>(env_key(sw.name)); v && sw.on(*v))
       on.push_back(fmt::format("{}={} ({})", sw.name, *v, sw.cost));
-  facts.put_ok("env.debug_settings", on,
+  facts.put_ok(std::string(fact_keys::env::debug_settings), on,
                "derived: AMD_SERIALIZE_KERNEL, AMD_SERIALIZE_COPY, PYTORCH_NO_{CUDA,HIP}_MEMORY_"
                "CACHING, HSA_ENABLE_SDMA, AMD_LOG_LEVEL of the environment");
 }
@@ -131,14 +127,14 @@ void derive_hsa_override(FactSet& facts) {
   std::vector<std::string> mismatch;
   std::vector<std::string> per_gpu;
   std::vector<std::string> invalid;
-  const auto global = facts.get<std::string>("env.hsa_override_gfx_version");
+  const auto global = facts.get<std::string>(env_key("HSA_OVERRIDE_GFX_VERSION"));
   bool any = global.has_value();
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto node = facts.get<std::string>(keys::gpu(i, "kfd_node"));
+    const auto node = facts.get<std::string>(fact_keys::gpu::kfd_node(i));
     std::optional<std::string> value;
     std::string var = "HSA_OVERRIDE_GFX_VERSION";
     if (node) {
-      value = facts.get<std::string>("env.hsa_override_gfx_version_" + *node);
+      value = facts.get<std::string>(env_key(var + "_" + *node));
       if (value) var += "_" + *node;
     }
     if (!value) value = global;
@@ -151,27 +147,29 @@ void derive_hsa_override(FactSet& facts) {
         invalid.push_back(setting);
       continue;
     }
-    const auto g = facts.get<std::string>(fmt::format("gpu.{}.gfx_target", i));
-    per_gpu.push_back(
-        fmt::format("gpu.{} ({}): {} ({})", i, g.value_or("unknown target"), setting, *target));
+    const auto g = facts.get<std::string>(fact_keys::gpu::gfx_target(i));
+    per_gpu.push_back(fmt::format("{} ({}): {} ({})", fact_keys::gpu::prefix::key(i),
+                                  g.value_or("unknown target"), setting, *target));
     const bool seen = std::find(rocr.begin(), rocr.end(), i) != rocr.end();
     if (seen && g && *g != *target)
-      mismatch.push_back(fmt::format("gpu.{} ({}) runs {} code ({})", i, *g, *target, setting));
+      mismatch.push_back(fmt::format("{} ({}) runs {} code ({})", fact_keys::gpu::prefix::key(i),
+                                     *g, *target, setting));
   }
   // Per-node variables of nodes that are no GPU here are still read by nobody: not listed.
-  if (auto names = facts.get<std::vector<std::string>>("env.names"))
+  if (auto names = facts.get<std::vector<std::string>>(fact_keys::env::names))
     for (const auto& name : *names)
       if (name.starts_with("HSA_OVERRIDE_GFX_VERSION_")) any = true;
-  facts.put_ok("env.hsa_override_set", any, "derived: /proc/self/environ");
+  facts.put_ok(std::string(fact_keys::env::hsa_override_set), any, "derived: /proc/self/environ");
   if (any) {
-    facts.put_ok("env.hsa_override_mismatch", mismatch, src);
-    facts.put_ok("env.hsa_override_per_gpu", per_gpu, src);
-    facts.put_ok("env.hsa_override_invalid", invalid, src);
+    facts.put_ok(std::string(fact_keys::env::hsa_override_mismatch), mismatch, src);
+    facts.put_ok(std::string(fact_keys::env::hsa_override_per_gpu), per_gpu, src);
+    facts.put_ok(std::string(fact_keys::env::hsa_override_invalid), invalid, src);
   } else {
-    for (const char* k :
-         {"env.hsa_override_mismatch", "env.hsa_override_per_gpu", "env.hsa_override_invalid"})
+    for (const std::string_view k :
+         {fact_keys::env::hsa_override_mismatch, fact_keys::env::hsa_override_per_gpu,
+          fact_keys::env::hsa_override_invalid})
       facts.put_status(
-          k, Status::missing, kDerived,
+          std::string(k), Status::missing, kDerived,
           "neither HSA_OVERRIDE_GFX_VERSION nor HSA_OVERRIDE_GFX_VERSION_<node> is set");
   }
 }
@@ -205,17 +203,27 @@ std::optional<std::pair<int, int>> major_minor(const std::string& release) {
 /// Their compiled operators are loaded into torch's process: a mismatch fails at import or at the
 /// first call ("operator torchvision::nms does not exist", undefined symbols).
 void derive_framework_companions(FactSet& facts) {
-  const auto torch = facts.get<std::string>("framework.torch.version");
+  const auto torch = facts.get<std::string>(fact_keys::framework::torch_version);
   if (!torch) {
-    facts.put_status("framework.companion_problems", Status::missing, kDerived,
-                     "no torch found (framework.torch.version)");
+    facts.put_status(std::string(fact_keys::framework::companion_problems), Status::missing,
+                     kDerived,
+                     fmt::format("no torch found ({})", fact_keys::framework::torch_version));
     return;
   }
   const auto [torch_release, torch_local] = split_local(*torch);
   const auto tmm = major_minor(torch_release);
   std::vector<std::string> problems;
-  for (const char* pkg : {"torchvision", "torchaudio"}) {
-    const auto v = facts.get<std::string>(fmt::format("framework.{}.version", pkg));
+  struct Companion {
+    const char* pkg;
+    std::string_view version; ///< framework.<pkg>.version
+    std::string_view build;   ///< framework.<pkg>.build
+  };
+  for (const auto& [pkg, version_key, build_key] :
+       {Companion{"torchvision", fact_keys::framework::torchvision_version,
+                  fact_keys::framework::torchvision_build},
+        Companion{"torchaudio", fact_keys::framework::torchaudio_version,
+                  fact_keys::framework::torchaudio_build}}) {
+    const auto v = facts.get<std::string>(version_key);
     if (!v) continue;
     const auto [release, local] = split_local(*v);
     const auto mm = major_minor(release);
@@ -233,15 +241,14 @@ void derive_framework_companions(FactSet& facts) {
     // The build its compiled operators are linked against (framework.<pkg>.build, from
     // DT_NEEDED) decides over the label: an unlabelled source build can be ROCm, and a
     // labelled wheel that needs libc10_cuda.so is CUDA.
-    const auto build = facts.get<std::string>(fmt::format("framework.{}.build", pkg));
-    const auto torch_build = facts.get<std::string>("framework.torch.build");
+    const auto build = facts.get<std::string>(build_key);
+    const auto torch_build = facts.get<std::string>(fact_keys::framework::torch_build);
     if (build && torch_build) {
       if (*build != *torch_build)
         problems.push_back(fmt::format(
             "{} {} is a {} build ({}) but torch {} is a {} build: its operators cannot run on "
             "this torch's GPU",
-            pkg, *v, *build, facts.find(fmt::format("framework.{}.build", pkg))->source, *torch,
-            *torch_build));
+            pkg, *v, *build, facts.find(build_key)->source, *torch, *torch_build));
       continue;
     }
     if (local != torch_local)
@@ -253,9 +260,10 @@ void derive_framework_companions(FactSet& facts) {
           *torch,
           torch_local.empty() ? std::string("has none") : "is the " + torch_local + " build"));
   }
-  facts.put_ok("framework.companion_problems", problems,
-               "derived: framework.torch.version, framework.torchvision.version, "
-               "framework.torchaudio.version");
+  facts.put_ok(std::string(fact_keys::framework::companion_problems), problems,
+               fmt::format("derived: {}, {}, {}", fact_keys::framework::torch_version,
+                           fact_keys::framework::torchvision_version,
+                           fact_keys::framework::torchaudio_version));
 }
 
 /// framework.torch.kernel_targets: the gfx processors a ROCm PyTorch has GPU code for, both its own
@@ -266,7 +274,8 @@ void derive_framework_kernel_targets(FactSet& facts) {
   std::optional<std::set<std::string>> targets;
   std::vector<std::string> used;
   std::vector<std::string> reasons;
-  for (const char* key : {"framework.torch.offload_targets", "framework.torch.gfx_targets"}) {
+  for (const std::string_view key :
+       {fact_keys::framework::torch_offload_targets, fact_keys::framework::torch_gfx_targets}) {
     const Fact* f = facts.find(key);
     const auto list = facts.get<std::vector<std::string>>(key);
     if (f == nullptr || f->status != Status::ok || !list) {
@@ -329,11 +338,10 @@ void derive_framework_offload_kernel_targets(FactSet& facts) {
 /// processors added (a flash_attn or bitsandbytes built only for gfx11-generic runs on gfx1151).
 /// A listed fact that is not ok passes its status and reason on.
 void derive_companion_kernel_targets(FactSet& facts) {
-  for (const auto& [from, to] :
-       {std::pair<std::string_view, std::string_view>{"framework.flash_attn.offload_targets",
-                                                      "framework.flash_attn.kernel_targets"},
-        std::pair<std::string_view, std::string_view>{"framework.bitsandbytes.library_targets",
-                                                      "framework.bitsandbytes.kernel_targets"}}) {
+  for (const auto& [from, to] : {std::pair{fact_keys::framework::flash_attn_offload_targets,
+                                           fact_keys::framework::flash_attn_kernel_targets},
+                                 std::pair{fact_keys::framework::bitsandbytes_library_targets,
+                                           fact_keys::framework::bitsandbytes_kernel_targets}}) {
     const Fact* f = facts.find(from);
     if (f == nullptr) continue;
     const auto list = facts.get<std::vector<std::string>>(from);
@@ -354,9 +362,9 @@ void derive_companion_kernel_targets(FactSet& facts) {
 /// ROCm release's ("6.2.41133-dd7f95766" is ROCm 6.2.0, "7.1.25424" ROCm 7.1). Its third field
 /// is a build number, not the ROCm patch release, so only MAJOR.MINOR is derived.
 void derive_framework_rocm_version(FactSet& facts) {
-  const auto hip = facts.get<std::string>("framework.torch.hip_version");
+  const auto hip = facts.get<std::string>(fact_keys::framework::torch_hip_version);
   if (!hip) {
-    const Fact* f = facts.find("framework.torch.hip_version");
+    const Fact* f = facts.find(fact_keys::framework::torch_hip_version);
     facts.put_status(std::string(fact_keys::framework::torch_rocm_version), Status::missing,
                      kDerived,
                      f == nullptr || f->reason.empty() ? std::string("no ROCm build of torch found")
@@ -373,45 +381,48 @@ void derive_framework_rocm_version(FactSet& facts) {
   }
   facts.put_ok(std::string(fact_keys::framework::torch_rocm_version),
                fmt::format("{}.{}", major, minor),
-               "derived: framework.torch.hip_version (HIP's major.minor is the ROCm release's)");
+               fmt::format("derived: {} (HIP's major.minor is the ROCm release's)",
+                           fact_keys::framework::torch_hip_version));
 }
 
 /// framework.deep.device0_expected_bytes: what HIP device 0 could give one process (an APU: its
 /// carve-out or the TTM limit `halo-doctor fix` sets, whichever is larger; a discrete GPU: its
 /// VRAM); framework.deep.device0_seen_ratio: PyTorch's total_memory of device 0 over that.
 void derive_framework_deep(FactSet& facts) {
-  const auto total = facts.get_int("framework.deep.device0.total_bytes");
-  const auto dev0 = facts.get_int("gpu.device0");
+  const auto total = facts.get_int(fact_keys::framework::deep_device0_total_bytes);
+  const auto dev0 = facts.get_int(fact_keys::gpu::device0);
   if (!total || !dev0) {
     // Not asked (no --framework-deep): not probed either, with the deep probe's reason.
-    const Fact* deep = facts.find("framework.deep.status");
+    const Fact* deep = facts.find(fact_keys::framework::deep_status);
     const std::string why = deep != nullptr && deep->not_probed()
                                 ? deep->reason
                                 : "PyTorch's device 0 or HIP device 0 is unknown";
-    for (const char* k :
-         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
-      facts.put_status(k, Status::missing, kDerived, why);
+    for (const std::string_view k : {fact_keys::framework::deep_device0_expected_bytes,
+                                     fact_keys::framework::deep_device0_seen_ratio})
+      facts.put_status(std::string(k), Status::missing, kDerived, why);
     return;
   }
-  const auto vram = facts.get_int(keys::gpu(*dev0, "vram_total_bytes"));
-  const auto rec = facts.get_int("ttm.recommended_bytes");
+  const auto vram = facts.get_int(fact_keys::gpu::vram_total_bytes(*dev0));
+  const auto rec = facts.get_int(fact_keys::ttm::recommended_bytes);
   std::optional<std::int64_t> expected;
-  if (facts.get<bool>(keys::gpu(*dev0, "apu")) == true && vram && rec)
+  if (facts.get<bool>(fact_keys::gpu::apu(*dev0)) == true && vram && rec)
     expected = std::max(*vram, *rec);
-  else if (facts.get<bool>(keys::gpu(*dev0, "apu")) == false && vram)
+  else if (facts.get<bool>(fact_keys::gpu::apu(*dev0)) == false && vram)
     expected = *vram;
   if (!expected || *expected <= 0) {
-    for (const char* k :
-         {"framework.deep.device0_expected_bytes", "framework.deep.device0_seen_ratio"})
-      facts.put_status(k, Status::missing, kDerived, "HIP device 0's memory is unknown");
+    for (const std::string_view k : {fact_keys::framework::deep_device0_expected_bytes,
+                                     fact_keys::framework::deep_device0_seen_ratio})
+      facts.put_status(std::string(k), Status::missing, kDerived,
+                       "HIP device 0's memory is unknown");
     return;
   }
-  facts.put_ok("framework.deep.device0_expected_bytes", *expected,
-               "derived: an APU's max(carve-out, ttm.recommended_bytes), a dGPU's VRAM");
-  facts.put_ok(
-      "framework.deep.device0_seen_ratio",
-      static_cast<double>(*total) / static_cast<double>(*expected),
-      "derived: framework.deep.device0.total_bytes / framework.deep.device0_expected_bytes");
+  facts.put_ok(std::string(fact_keys::framework::deep_device0_expected_bytes), *expected,
+               fmt::format("derived: an APU's max(carve-out, {}), a dGPU's VRAM",
+                           fact_keys::ttm::recommended_bytes));
+  facts.put_ok(std::string(fact_keys::framework::deep_device0_seen_ratio),
+               static_cast<double>(*total) / static_cast<double>(*expected),
+               fmt::format("derived: {} / {}", fact_keys::framework::deep_device0_total_bytes,
+                           fact_keys::framework::deep_device0_expected_bytes));
 }
 
 } // namespace

@@ -18,42 +18,6 @@
 
 namespace halo::probes::framework_files {
 
-/// The facts the framework probe provides (declared in make_framework_probe()).
-inline constexpr std::string_view kPythonEnv = fact_keys::framework::python_env;
-inline constexpr std::string_view kTorchPath = fact_keys::framework::torch_path;
-inline constexpr std::string_view kTorchVersion = fact_keys::framework::torch_version;
-inline constexpr std::string_view kTorchHip = fact_keys::framework::torch_hip_version;
-inline constexpr std::string_view kTorchCuda = fact_keys::framework::torch_cuda_version;
-inline constexpr std::string_view kTorchGit = fact_keys::framework::torch_git_version;
-inline constexpr std::string_view kTorchBuild = fact_keys::framework::torch_build;
-inline constexpr std::string_view kTorchGfx = fact_keys::framework::torch_gfx_targets;
-inline constexpr std::string_view kTorchRocblas = fact_keys::framework::torch_rocblas_targets;
-inline constexpr std::string_view kTorchRocblasDir = fact_keys::framework::torch_rocblas_dir;
-inline constexpr std::string_view kTorchHipblaslt = fact_keys::framework::torch_hipblaslt_targets;
-inline constexpr std::string_view kTorchHipblasltDir = fact_keys::framework::torch_hipblaslt_dir;
-inline constexpr std::string_view kTorchOffload = fact_keys::framework::torch_offload_targets;
-inline constexpr std::string_view kTorchSearch = fact_keys::framework::torch_library_search;
-inline constexpr std::string_view kTorchLinked = fact_keys::framework::torch_linked_libraries;
-inline constexpr std::string_view kTorchShadows =
-    fact_keys::framework::torch_ld_library_path_shadows;
-inline constexpr std::string_view kTorchAotriton = fact_keys::framework::torch_aotriton_images;
-inline constexpr std::string_view kFlashAttnVersion = fact_keys::framework::flash_attn_version;
-inline constexpr std::string_view kFlashAttnTargets =
-    fact_keys::framework::flash_attn_offload_targets;
-inline constexpr std::string_view kBnbVersion = fact_keys::framework::bitsandbytes_version;
-inline constexpr std::string_view kBnbRocm = fact_keys::framework::bitsandbytes_rocm_libraries;
-inline constexpr std::string_view kVisionVersion = fact_keys::framework::torchvision_version;
-inline constexpr std::string_view kAudioVersion = fact_keys::framework::torchaudio_version;
-inline constexpr std::string_view kBnbLibrary = fact_keys::framework::bitsandbytes_library;
-inline constexpr std::string_view kBnbLibraryTargets =
-    fact_keys::framework::bitsandbytes_library_targets;
-inline constexpr std::string_view kBnbLibraryPresent =
-    fact_keys::framework::bitsandbytes_library_present;
-inline constexpr std::string_view kBnbLibraryChoice =
-    fact_keys::framework::bitsandbytes_library_choice;
-inline constexpr std::string_view kVisionBuild = fact_keys::framework::torchvision_build;
-inline constexpr std::string_view kAudioBuild = fact_keys::framework::torchaudio_build;
-
 /// A dist-info METADATA header block and bitsandbytes/__init__.py are a few KiB (bytes).
 inline constexpr std::size_t kMaxMetadataBytes = std::size_t{64} * 1024;
 /// torch/version.py is about ten lines; anything near this size (bytes) is not that file.

@@ -52,9 +52,9 @@ constexpr std::size_t kMaxSdkPackages = 8;
 /// modelled.
 void collect_library_search(const Root& root, const std::string& lib, int fd,
                             const PythonEnvVars& env, FactSet& facts) {
-  const std::string search_key = str(kTorchSearch);
-  const std::string linked_key = str(kTorchLinked);
-  const std::string shadows_key = str(kTorchShadows);
+  const std::string search_key = str(fact_keys::framework::torch_library_search);
+  const std::string linked_key = str(fact_keys::framework::torch_linked_libraries);
+  const std::string shadows_key = str(fact_keys::framework::torch_ld_library_path_shadows);
   std::string why;
   const auto dyn = read_elf_dynamic(fd, why);
   if (!dyn) {
@@ -153,9 +153,18 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
     std::vector<std::string> read;
     std::set<std::string> targets;
   };
-  std::array<Library, 2> libs{
-      {{"rocblas/library", kTorchRocblas, kTorchRocblasDir, {}, {}, {}},
-       {"hipblaslt/library", kTorchHipblaslt, kTorchHipblasltDir, {}, {}, {}}}};
+  std::array<Library, 2> libs{{{"rocblas/library",
+                                fact_keys::framework::torch_rocblas_targets,
+                                fact_keys::framework::torch_rocblas_dir,
+                                {},
+                                {},
+                                {}},
+                               {"hipblaslt/library",
+                                fact_keys::framework::torch_hipblaslt_targets,
+                                fact_keys::framework::torch_hipblaslt_dir,
+                                {},
+                                {},
+                                {}}}};
   for (auto& lib : libs)
     lib.dirs.push_back(join(join(torch, "lib"), std::string(lib.subdir)));
   if (auto names = root.list(site)) {
@@ -208,7 +217,7 @@ void collect_gfx_targets(const Root& root, const std::string& site, const std::s
                      ? std::string("the directory read")
                      : fmt::format("the first of {} (targets joined)", fmt::join(lib.read, ", ")));
   }
-  const std::string key = str(kTorchGfx);
+  const std::string key = str(fact_keys::framework::torch_gfx_targets);
   if (read_dirs.empty()) {
     facts.put_status(key, Status::missing, join(torch, "lib"),
                      "the wheel bundles no rocBLAS or hipBLASLt kernel library (looked in " +
@@ -299,7 +308,7 @@ bool aotriton_linked_statically(const std::optional<std::string>& version) {
 /// names; an empty list is a wheel without AOTriton; libaotriton_v2.so without an images directory
 /// keeps its kernels inside the library (older AOTriton), which is not read (missing).
 void collect_aotriton(const Root& root, const std::string& torch, FactSet& facts) {
-  const std::string key = str(kTorchAotriton);
+  const std::string key = str(fact_keys::framework::torch_aotriton_images);
   const std::string lib_dir = join(torch, "lib");
   const std::string images = join(lib_dir, "aotriton.images");
   if (auto names = root.list(images)) {
@@ -323,7 +332,8 @@ void collect_aotriton(const Root& root, const std::string& torch, FactSet& facts
     facts.put_status(key, Status::missing, lib_dir,
                      "libaotriton_v2.so without an aotriton.images directory: its kernels are "
                      "inside the library (AOTriton before 0.8) and are not read");
-  } else if (aotriton_linked_statically(facts.get<std::string>(str(kTorchVersion)))) {
+  } else if (aotriton_linked_statically(
+                 facts.get<std::string>(str(fact_keys::framework::torch_version)))) {
     // PyTorch 2.3 and 2.4 build AOTriton with -DAOTRITON_NO_SHARED=ON and link
     // lib/libaotriton_v2.a into libtorch_hip.so (cmake/External/aotriton.cmake at v2.3.0 and
     // v2.4.0: target_link_libraries(__caffe2_aotriton INTERFACE .../libaotriton_v2.a)): no
@@ -347,7 +357,10 @@ void collect_hip_library(const Root& root, const std::string& torch, const Pytho
   const UniqueFd fd(root.open_regular(lib));
   if (!fd) {
     const int err = errno;
-    for (const auto& k : {kTorchOffload, kTorchSearch, kTorchLinked, kTorchShadows}) {
+    for (const auto& k :
+         {fact_keys::framework::torch_offload_targets, fact_keys::framework::torch_library_search,
+          fact_keys::framework::torch_linked_libraries,
+          fact_keys::framework::torch_ld_library_path_shadows}) {
       if (err == ENOENT)
         facts.put_status(str(k), Status::missing, lib, "the wheel has no libtorch_hip.so");
       else
@@ -356,7 +369,7 @@ void collect_hip_library(const Root& root, const std::string& torch, const Pytho
     }
     return;
   }
-  collect_offload_targets(lib, fd.get(), kTorchOffload, facts);
+  collect_offload_targets(lib, fd.get(), fact_keys::framework::torch_offload_targets, facts);
   collect_library_search(root, lib, fd.get(), env, facts);
 }
 

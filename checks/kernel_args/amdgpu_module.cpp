@@ -64,7 +64,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   facts.put_ok(std::string(fact_keys::amdgpu::param_names), *names,
                "/sys/module/amdgpu/parameters");
   for (const auto& n : *names) {
-    const std::string key = "amdgpu.param." + n;
+    const std::string key = fact_keys::amdgpu::param(n);
     const std::string path = "/sys/module/amdgpu/parameters/" + n;
     // A value an int parameter cannot print (another kernel's type) is an error fact quoting it.
     if (std::ranges::binary_search(kIntParams, std::string_view(n)))

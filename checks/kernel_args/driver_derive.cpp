@@ -9,6 +9,7 @@
 #include "probes.hpp"
 #include "ttm/ttm_modules.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -45,13 +46,13 @@ void derive_invalid_options(FactSet& facts) {
     }
   }
   if (const Fact* hidden = hidden_host_config(facts); hidden != nullptr && invalid.empty()) {
-    put_hidden(facts, "modparam.invalid", *hidden);
-    put_hidden(facts, "modparam.invalid_modules", *hidden);
+    put_hidden(facts, std::string(fact_keys::modparam::invalid), *hidden);
+    put_hidden(facts, std::string(fact_keys::modparam::invalid_modules), *hidden);
     return;
   }
-  facts.put_ok("modparam.invalid", invalid,
+  facts.put_ok(std::string(fact_keys::modparam::invalid), invalid,
                "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
-  facts.put_ok("modparam.invalid_modules", modules,
+  facts.put_ok(std::string(fact_keys::modparam::invalid_modules), modules,
                "derived: modprobe.d and /proc/cmdline as kmod and kernel/params.c read them");
 }
 
@@ -66,29 +67,32 @@ void derive_invalid_options(FactSet& facts) {
 /// amdgpu and its dependencies need no kmod at all (kmod_module_get_initstate: builtin).
 /// Checked against kmod 30's `modprobe -n -v` by tests/cli/kmod_diff.py.
 void derive_install_lines(FactSet& facts, std::vector<std::string>& blocked) {
-  static constexpr std::array<const char*, 3> kStops = {
-      "modprobe.install_stops_amdgpu", "modprobe.install_unjudged", "modprobe.install_no_effect"};
+  static constexpr std::array<std::string_view, 3> kStops = {
+      fact_keys::modprobe::install_stops_amdgpu, fact_keys::modprobe::install_unjudged,
+      fact_keys::modprobe::install_no_effect};
   if (const Fact* hidden = hidden_host_config(facts)) {
-    for (const char* k : kStops)
-      put_hidden(facts, k, *hidden);
+    for (const std::string_view k : kStops)
+      put_hidden(facts, std::string(k), *hidden);
     return;
   }
   std::vector<std::string> stops;
   std::vector<std::string> unjudged;
   std::vector<std::string> no_effect;
   auto line = [&](const std::string& m) {
-    const Fact* f = facts.find("modprobe.install." + m);
-    const auto pattern = facts.get<std::string>("modprobe.install_pattern." + m).value_or(m);
+    const Fact* f = facts.find(fact_keys::modprobe::install(m));
+    const auto pattern =
+        facts.get<std::string>(fact_keys::modprobe::install_pattern(m)).value_or(m);
     return fmt::format("install {} {} ({}{})", pattern,
-                       *facts.get<std::string>("modprobe.install." + m), f->source,
+                       *facts.get<std::string>(fact_keys::modprobe::install(m)), f->source,
                        pattern == m ? std::string() : ", which matches " + m);
   };
   auto why = [&](const std::string& m) {
-    return facts.get<std::string>("modprobe.install_why." + m).value_or("");
+    return facts.get<std::string>(fact_keys::modprobe::install_why(m)).value_or("");
   };
-  const bool builtin = facts.get<bool>("amdgpu.builtin") == true;
-  if (!builtin && facts.find("modprobe.install.amdgpu") != nullptr) {
-    const auto e = facts.get<std::string>("modprobe.install_effect.amdgpu").value_or("");
+  const bool builtin = facts.get<bool>(fact_keys::amdgpu::builtin) == true;
+  if (!builtin && facts.find(fact_keys::modprobe::install("amdgpu")) != nullptr) {
+    const auto e =
+        facts.get<std::string>(fact_keys::modprobe::install_effect("amdgpu")).value_or("");
     if (e == "blocks")
       stops.push_back(fmt::format("{}: kmod runs it instead of loading amdgpu, and {}",
                                   line("amdgpu"), why("amdgpu")));
@@ -101,15 +105,15 @@ void derive_install_lines(FactSet& facts, std::vector<std::string>& blocked) {
   // The next load's amdgpu is the module file modprobe would pick (amdgpu.module.origin, read
   // when amdgpu is not live); a live one tells by its version file.
   std::vector<std::string> ttms;
-  if (auto used = facts.get<std::string>("ttm.module")) {
+  if (auto used = facts.get<std::string>(fact_keys::ttm::module)) {
     ttms.push_back(*used);
-  } else if (auto origin = facts.get<std::string>("amdgpu.module.origin")) {
+  } else if (auto origin = facts.get<std::string>(fact_keys::amdgpu::module_origin)) {
     if (*origin == "dkms")
       ttms = {kTtmModules[1], kTtmModules[2]};
     else if (*origin != "builtin")
       ttms = {kTtmModules[0]};
-  } else if (facts.get<bool>("amdgpu.loaded") == true) {
-    if (facts.get<bool>("amdgpu.dkms") == true)
+  } else if (facts.get<bool>(fact_keys::amdgpu::loaded) == true) {
+    if (facts.get<bool>(fact_keys::amdgpu::dkms) == true)
       ttms = {kTtmModules[1], kTtmModules[2]};
     else
       ttms = {kTtmModules[0]};
@@ -117,9 +121,9 @@ void derive_install_lines(FactSet& facts, std::vector<std::string>& blocked) {
     ttms = {kTtmModules.begin(), kTtmModules.end()};
   }
   for (const auto& m : ttms) {
-    if (builtin || facts.find("modprobe.install." + m) == nullptr) continue;
+    if (builtin || facts.find(fact_keys::modprobe::install(m)) == nullptr) continue;
     const auto e =
-        facts.get<std::string>("modprobe.install_effect_as_dependency." + m).value_or("");
+        facts.get<std::string>(fact_keys::modprobe::install_effect_as_dependency(m)).value_or("");
     if (e == "blocks")
       stops.push_back(fmt::format(
           "{}: amdgpu needs {}, and kmod runs this line instead of loading it whenever it loads "
@@ -131,26 +135,30 @@ void derive_install_lines(FactSet& facts, std::vector<std::string>& blocked) {
   }
   // amdkfd has been part of amdgpu.ko since Linux 4.20 (drivers/gpu/drm/amd/amdkfd is built by
   // amdgpu's Makefile): nothing loads a module of that name, so its install line does nothing.
-  if (facts.find("modprobe.install.amdkfd") != nullptr)
+  if (facts.find(fact_keys::modprobe::install("amdkfd")) != nullptr)
     no_effect.push_back(fmt::format("{}: amdkfd is part of amdgpu since Linux 4.20, so no module "
                                     "of that name is ever loaded and this line never runs",
                                     line("amdkfd")));
   for (const auto& s : stops)
     blocked.push_back(s);
-  facts.put_ok("modprobe.install_stops_amdgpu", stops, "derived: modprobe.d install lines");
-  facts.put_ok("modprobe.install_unjudged", unjudged, "derived: modprobe.d install lines");
-  facts.put_ok("modprobe.install_no_effect", no_effect, "derived: modprobe.d install lines");
+  facts.put_ok(std::string(fact_keys::modprobe::install_stops_amdgpu), stops,
+               "derived: modprobe.d install lines");
+  facts.put_ok(std::string(fact_keys::modprobe::install_unjudged), unjudged,
+               "derived: modprobe.d install lines");
+  facts.put_ok(std::string(fact_keys::modprobe::install_no_effect), no_effect,
+               "derived: modprobe.d install lines");
 }
 
 void derive_driver(FactSet& facts) {
   // amdgpu is live when its initstate says so, or when it is built in and bound to a card.
-  bool live = facts.get<std::string>("amdgpu.initstate") == std::string("live");
-  if (!live && facts.get<bool>("amdgpu.builtin") == true) {
+  bool live = facts.get<std::string>(fact_keys::amdgpu::initstate) == std::string("live");
+  if (!live && facts.get<bool>(fact_keys::amdgpu::builtin) == true) {
     for_each_amd_card(facts, [&](const std::string& c) {
-      if (facts.get<std::string>("drm." + c + ".driver") == std::string("amdgpu")) live = true;
+      if (facts.get<std::string>(fact_keys::drm::driver(c)) == std::string("amdgpu")) live = true;
     });
   }
-  facts.put_ok("amdgpu.live", live, "derived: /sys/module/amdgpu/initstate, DRM driver links");
+  facts.put_ok(std::string(fact_keys::amdgpu::live), live,
+               "derived: /sys/module/amdgpu/initstate, DRM driver links");
 
   std::vector<std::string> blocked;
   // amdgpu_init() (amdgpu_drv.c): `nomodeset` stops amdgpu only while amdgpu.modeset is the
@@ -168,17 +176,18 @@ void derive_driver(FactSet& facts) {
     blocked.push_back(fmt::format("amdgpu.modeset=0 ({})", modeset_src));
   // With amdgpu live, nomodeset did not stop it on this kernel (amdgpu.modeset=1, or a kernel that
   // applies nomodeset to display-class devices only): it is not a blocker then.
-  if (!live && facts.find("kernel.cmdline.param.nomodeset") != nullptr &&
+  if (!live && facts.find(fact_keys::kernel::cmdline_param("nomodeset")) != nullptr &&
       modeset == std::int64_t{-1})
     blocked.emplace_back("nomodeset (kernel command line)");
   // modprobe.blacklist= (kmod, every occurrence, comma-separated whole names) and the kernel's
   // own module_blacklist= (kernel/module/main.c: one string parameter, comma-separated, the last
   // occurrence wins).
-  const auto mp_bl = facts.get<std::vector<std::string>>("kernel.cmdline.modprobe_blacklist")
-                         .value_or(std::vector<std::string>{});
+  const auto mp_bl =
+      facts.get<std::vector<std::string>>(fact_keys::kernel::cmdline_modprobe_blacklist)
+          .value_or(std::vector<std::string>{});
   if (std::find(mp_bl.begin(), mp_bl.end(), "amdgpu") != mp_bl.end())
     blocked.emplace_back("modprobe.blacklist=...amdgpu... (kernel command line)");
-  if (auto v = facts.get<std::string>("kernel.cmdline.param.module_blacklist")) {
+  if (auto v = facts.get<std::string>(fact_keys::kernel::cmdline_param("module_blacklist"))) {
     std::string_view list = *v;
     while (true) {
       const auto comma = list.find(',');
@@ -190,14 +199,16 @@ void derive_driver(FactSet& facts) {
       list.remove_prefix(comma + 1);
     }
   }
-  if (facts.find("modprobe.blacklist_source.amdgpu") != nullptr)
+  if (facts.find(fact_keys::modprobe::blacklist_source("amdgpu")) != nullptr)
     blocked.push_back("blacklist amdgpu (" +
-                      *facts.get<std::string>("modprobe.blacklist_source.amdgpu") + ")");
+                      *facts.get<std::string>(fact_keys::modprobe::blacklist_source("amdgpu")) +
+                      ")");
   derive_install_lines(facts, blocked);
-  for (const auto& m : facts.get<std::vector<std::string>>("modparam.invalid_modules")
+  for (const auto& m : facts.get<std::vector<std::string>>(fact_keys::modparam::invalid_modules)
                            .value_or(std::vector<std::string>{}))
     blocked.push_back(fmt::format("an invalid {} option makes the module fail to load", m));
-  facts.put_ok("amdgpu.blocked_by", blocked, "derived: /proc/cmdline, modprobe.d");
+  facts.put_ok(std::string(fact_keys::amdgpu::blocked_by), blocked,
+               "derived: /proc/cmdline, modprobe.d");
 }
 
 void derive_gttsize(FactSet& facts) {
@@ -209,24 +220,26 @@ void derive_gttsize(FactSet& facts) {
   if (auto it = opts.find("gttsize"); it != opts.end()) {
     v = kernel_int(kIntParams[6], it->second.value);
     src = it->second.source;
-  } else if (auto active = facts.get<std::int64_t>("amdgpu.param.gttsize")) {
+  } else if (auto active = facts.get<std::int64_t>(fact_keys::amdgpu::param_gttsize)) {
     // An int parameter: the probe reads it as the decimal param_get_int prints.
     v = *active;
-    src = facts.find("amdgpu.param.gttsize")->source;
+    src = facts.find(fact_keys::amdgpu::param_gttsize)->source;
   }
   const bool set = v && *v != -1;
-  facts.put_ok("amdgpu.gttsize_set", set, src.empty() ? "derived: not configured" : src);
+  facts.put_ok(std::string(fact_keys::amdgpu::gttsize_set), set,
+               src.empty() ? "derived: not configured" : src);
   if (set) {
-    facts.put_ok("amdgpu.gttsize_mib", *v, src);
+    facts.put_ok(std::string(fact_keys::amdgpu::gttsize_mib), *v, src);
     // kstrtoint: at most 2^31 MiB, which fits; checked like every byte product.
     if (const auto bytes = units::checked_bytes(*v, units::kMiB))
-      facts.put_ok("amdgpu.gttsize_bytes", *bytes, src);
+      facts.put_ok(std::string(fact_keys::amdgpu::gttsize_bytes), *bytes, src);
     else
-      facts.put_status("amdgpu.gttsize_bytes", Status::error, src,
+      facts.put_status(std::string(fact_keys::amdgpu::gttsize_bytes), Status::error, src,
                        units::overflow_reason(*v, "MiB", units::kMiB));
   } else {
-    facts.put_status("amdgpu.gttsize_mib", Status::missing, kDerived, "amdgpu.gttsize is not set");
-    facts.put_status("amdgpu.gttsize_bytes", Status::missing, kDerived,
+    facts.put_status(std::string(fact_keys::amdgpu::gttsize_mib), Status::missing, kDerived,
+                     "amdgpu.gttsize is not set");
+    facts.put_status(std::string(fact_keys::amdgpu::gttsize_bytes), Status::missing, kDerived,
                      "amdgpu.gttsize is not set");
   }
 }

@@ -59,7 +59,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       names.push_back(a.name);
     }
     // The last occurrence wins: parse_args() assigns parameters in order.
-    facts.put_ok("kernel.cmdline.param." + a.name, a.value.value_or(""), cmd.path);
+    facts.put_ok(fact_keys::kernel::cmdline_param(a.name), a.value.value_or(""), cmd.path);
   }
   facts.put_ok(std::string(fact_keys::kernel::cmdline_names), names, cmd.path);
   facts.put_ok(std::string(fact_keys::kernel::cmdline_duplicates), duplicates, cmd.path);
@@ -72,7 +72,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   for (const auto& o : kmod.options)
     per_module[o.module].push_back(o.option);
   for (const auto& [m, opts] : per_module)
-    facts.put_ok("kernel.cmdline.module_options." + m, opts, cmd.path);
+    facts.put_ok(fact_keys::kernel::cmdline_module_options(m), opts, cmd.path);
   facts.put_ok(std::string(fact_keys::kernel::cmdline_modprobe_blacklist), kmod.blacklist,
                cmd.path + " (modprobe.blacklist=, every occurrence)");
   facts.put_ok(std::string(fact_keys::kernel::cmdline_kmod_truncated), kmod.truncated,

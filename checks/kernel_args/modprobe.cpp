@@ -19,6 +19,8 @@
 #include "probes.hpp"
 #include "ttm/ttm_modules.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 
 #include <fnmatch.h>
@@ -153,9 +155,11 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
   // container it is read through the host root, never from the image's /etc.
   const Root* host = ctx.host_config_root();
   if (host == nullptr) {
-    for (const char* k : {"modprobe.files", "modprobe.blacklist", "modprobe.install_blocked",
-                          "modprobe.install_custom", "modprobe.unreadable"})
-      facts.put_status(k, Status::missing, "host root", ctx.host_basis());
+    for (const std::string_view k :
+         {fact_keys::modprobe::files, fact_keys::modprobe::blacklist,
+          fact_keys::modprobe::install_blocked, fact_keys::modprobe::install_custom,
+          fact_keys::modprobe::unreadable})
+      facts.put_status(std::string(k), Status::missing, "host root", ctx.host_basis());
     return;
   }
   const Root& root = *host;
@@ -211,7 +215,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       if (*cmd == "blacklist") {
         if (std::find(blacklist.begin(), blacklist.end(), *module) == blacklist.end())
           blacklist.push_back(*module);
-        facts.put_ok("modprobe.blacklist_source." + *module, where, where);
+        facts.put_ok(fact_keys::modprobe::blacklist_source(*module), where, where);
       } else if (*cmd == "options") {
         auto text = rest_of(line, pos);
         if (!text) continue;
@@ -228,14 +232,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
     const PatternLine* inst = first_match(installs, m);
     if (inst == nullptr) continue;
     const std::string mod(m);
-    facts.put_ok("modprobe.install." + mod, inst->text, inst->where);
-    facts.put_ok("modprobe.install_pattern." + mod, inst->pattern, inst->where);
+    facts.put_ok(fact_keys::modprobe::install(mod), inst->text, inst->where);
+    facts.put_ok(fact_keys::modprobe::install_pattern(mod), inst->pattern, inst->where);
     const PatternLine* soft = first_match(softdeps, m);
     if (soft != nullptr && softdep_names_modules(soft->text)) {
-      facts.put_ok("modprobe.install_effect." + mod, std::string("ignored"), inst->where);
-      facts.put_ok("modprobe.install_effect_as_dependency." + mod, std::string("ignored"),
+      facts.put_ok(fact_keys::modprobe::install_effect(mod), std::string("ignored"), inst->where);
+      facts.put_ok(fact_keys::modprobe::install_effect_as_dependency(mod), std::string("ignored"),
                    inst->where);
-      facts.put_ok("modprobe.install_why." + mod,
+      facts.put_ok(fact_keys::modprobe::install_why(mod),
                    fmt::format("kmod ignores the install line of a module with soft dependencies "
                                "(softdep {} {} at {}) and inserts {} itself",
                                soft->pattern, soft->text, soft->where, mod),
@@ -243,13 +247,14 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       continue;
     }
     const InstallJudgement j = judge_install_command(inst->text, mod);
-    facts.put_ok("modprobe.install_effect." + mod, std::string(to_string(j.effect)), inst->where);
-    facts.put_ok("modprobe.install_effect_as_dependency." + mod,
+    facts.put_ok(fact_keys::modprobe::install_effect(mod), std::string(to_string(j.effect)),
+                 inst->where);
+    facts.put_ok(fact_keys::modprobe::install_effect_as_dependency(mod),
                  std::string(to_string(j.effect_as_dependency)), inst->where);
-    facts.put_ok("modprobe.install_why." + mod, j.why, inst->where);
+    facts.put_ok(fact_keys::modprobe::install_why(mod), j.why, inst->where);
     if (j.effect == InstallEffect::blocks) {
       blocked.push_back(mod);
-      facts.put_ok("modprobe.blocked_source." + mod, inst->where, inst->where);
+      facts.put_ok(fact_keys::modprobe::blocked_source(mod), inst->where, inst->where);
     } else if (j.effect == InstallEffect::unknown) {
       custom.push_back(fmt::format("install {} {} ({})", inst->pattern, inst->text, inst->where));
     }
@@ -267,7 +272,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
       joined += l.text;
       texts.push_back(l.text);
     }
-    facts.put_ok("modprobe.options_text." + module, texts, lines.front().where);
+    facts.put_ok(fact_keys::modprobe::options_text(module), texts, lines.front().where);
     // Words after a '#' on the same line look like a note to the reader, but the kernel receives
     // them: unknown names are ignored ("unknown parameter '#' ignored"), known ones are applied.
     // They are listed so the derive stage can tell a note from a setting that still applies.
@@ -279,15 +284,15 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
         if (off <= a.offset) from = l;
       if (!a.raw_name.empty() && a.raw_name.front() == '#') hash_line = from;
       if (hash_line == from) note_words.push_back(a.name);
-      facts.put_ok("modprobe.options." + module + "." + a.name, a.value.value_or(""), from->where);
+      facts.put_ok(fact_keys::modprobe::options(module, a.name), a.value.value_or(""), from->where);
     }
-    facts.put_ok("modprobe.note_words." + module, note_words, lines.front().where);
+    facts.put_ok(fact_keys::modprobe::note_words(module), note_words, lines.front().where);
   }
-  facts.put_ok("modprobe.files", used_files, "modprobe.d");
-  facts.put_ok("modprobe.blacklist", blacklist, "modprobe.d");
-  facts.put_ok("modprobe.install_blocked", blocked, "modprobe.d");
-  facts.put_ok("modprobe.install_custom", custom, "modprobe.d");
-  facts.put_ok("modprobe.unreadable", unreadable, "modprobe.d");
+  facts.put_ok(std::string(fact_keys::modprobe::files), used_files, "modprobe.d");
+  facts.put_ok(std::string(fact_keys::modprobe::blacklist), blacklist, "modprobe.d");
+  facts.put_ok(std::string(fact_keys::modprobe::install_blocked), blocked, "modprobe.d");
+  facts.put_ok(std::string(fact_keys::modprobe::install_custom), custom, "modprobe.d");
+  facts.put_ok(std::string(fact_keys::modprobe::unreadable), unreadable, "modprobe.d");
 }
 
 } // namespace

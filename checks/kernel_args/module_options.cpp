@@ -3,6 +3,8 @@
 
 #include "cmdline.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -11,7 +13,7 @@
 namespace halo::probes {
 
 const Fact* hidden_host_config(const FactSet& facts) {
-  const Fact* f = facts.find("modprobe.files");
+  const Fact* f = facts.find(fact_keys::modprobe::files);
   return f != nullptr && f->not_probed() ? f : nullptr;
 }
 
@@ -33,15 +35,15 @@ std::map<std::string, ModuleOption> module_options(const FactSet& facts, const s
       joined += t;
     }
   };
-  if (!cmdline_only) add("modprobe.options_text." + m);
-  add("kernel.cmdline.module_options." + m);
+  if (!cmdline_only) add(fact_keys::modprobe::options_text(m));
+  add(fact_keys::kernel::cmdline_module_options(m));
   std::map<std::string, ModuleOption> out;
   for (const KernelArg& a : split_kernel_args(joined, true)) {
     std::string src;
     for (const auto& [off, where] : starts)
       if (off <= a.offset) src = where;
     // modprobe.d facts name the line; point to it rather than the module's first line.
-    if (const Fact* line = facts.find("modprobe.options." + m + "." + a.name);
+    if (const Fact* line = facts.find(fact_keys::modprobe::options(m, a.name));
         line != nullptr && src.find("/proc/cmdline") == std::string::npos)
       src = line->source;
     out[a.name] = ModuleOption{a.value, src};

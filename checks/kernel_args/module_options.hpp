@@ -7,6 +7,7 @@
 #include "ttm/ttm_modules.hpp"
 
 #include <halo/fact.hpp>
+#include <halo/fact_keys.hpp>
 
 #include <array>
 #include <cstdint>
@@ -17,11 +18,11 @@
 
 namespace halo::probes {
 
-/// The facts module_options() and hidden_host_config() read: a derivation that calls them
-/// declares these among its inputs.
-inline constexpr std::array<std::string_view, 4> kModuleOptionInputs = {
-    "modprobe.options_text.*", "kernel.cmdline.module_options.*", "modprobe.options.*.*",
-    "modprobe.files"};
+/// The facts module_options() and hidden_host_config() read (patterns): a derivation that calls
+/// them declares these among its inputs.
+inline const std::array<std::string, 4> kModuleOptionInputs = {
+    fact_keys::modprobe::options_text("*"), fact_keys::kernel::cmdline_module_options("*"),
+    fact_keys::modprobe::options("*", "*"), std::string(fact_keys::modprobe::files)};
 
 /// The modprobe.d facts when no host root was reachable (inside a container without the host's
 /// / mounted): facts derived from modprobe.d copy its "not probed" status, so rules that need

@@ -8,6 +8,7 @@
 #include "probes.hpp"
 #include "ttm/ttm_modules.hpp"
 
+#include <halo/fact_keys.hpp>
 #include <halo/units.hpp>
 
 #include <fmt/format.h>
@@ -49,9 +50,9 @@ constexpr std::array<Typo, 8> kTypos = {{
 bool lacks_param(const FactSet& facts, const std::string& m, const std::string& p) {
   std::optional<std::vector<std::string>> known;
   if (m == "amdgpu")
-    known = facts.get<std::vector<std::string>>("amdgpu.param_names");
+    known = facts.get<std::vector<std::string>>(fact_keys::amdgpu::param_names);
   else if (is_ttm_module(m))
-    known = facts.get<std::vector<std::string>>("ttm.module." + m + ".param_names");
+    known = facts.get<std::vector<std::string>>(fact_keys::ttm::module_param_names(m));
   return known && std::find(known->begin(), known->end(), p) == known->end();
 }
 
@@ -63,12 +64,12 @@ void derive_suspects(FactSet& facts) {
     names.push_back(name);
     hints.push_back(fmt::format("{}: {}", name, hint));
   };
-  const auto cmd_names = facts.get<std::vector<std::string>>("kernel.cmdline.names");
+  const auto cmd_names = facts.get<std::vector<std::string>>(fact_keys::kernel::cmdline_names);
   if (!cmd_names) {
-    facts.put_status("kernel.cmdline.suspect_names", Status::missing, kDerived,
-                     "no kernel command line");
-    facts.put_status("kernel.cmdline.suspect_hints", Status::missing, kDerived,
-                     "no kernel command line");
+    facts.put_status(std::string(fact_keys::kernel::cmdline_suspect_names), Status::missing,
+                     kDerived, "no kernel command line");
+    facts.put_status(std::string(fact_keys::kernel::cmdline_suspect_hints), Status::missing,
+                     kDerived, "no kernel command line");
     return;
   }
   for (const auto& n : *cmd_names) {
@@ -89,7 +90,7 @@ void derive_suspects(FactSet& facts) {
   // prefix (strncmp) against this list; anything else is logged as "AMD-Vi: Unknown option - 'x'"
   // and ignored, so `amd_iommu=pt` and `amd_iommu=on` do nothing
   // (kyuz0/amd-strix-halo-toolboxes#66).
-  if (auto v = facts.get<std::string>("kernel.cmdline.param.amd_iommu")) {
+  if (auto v = facts.get<std::string>(fact_keys::kernel::cmdline_param("amd_iommu"))) {
     static constexpr std::array<std::string_view, 9> kAmdIommuWords = {
         "fullflush", "force_enable", "off",         "force_isolation", "pgtbl_v1",
         "pgtbl_v2",  "irtcachedis",  "nohugepages", "v2_pgsizes_only"};
@@ -122,26 +123,29 @@ void derive_suspects(FactSet& facts) {
     if (n == "Modprobe.blacklist" || n == "Module_blacklist")
       flag(n, "kernel parameter names are case-sensitive: write modprobe.blacklist");
   }
-  const std::string src = facts.find("kernel.cmdline.names")->source;
-  facts.put_ok("kernel.cmdline.suspect_names", names, src);
-  facts.put_ok("kernel.cmdline.suspect_hints", hints, src);
+  const std::string src = facts.find(fact_keys::kernel::cmdline_names)->source;
+  facts.put_ok(std::string(fact_keys::kernel::cmdline_suspect_names), names, src);
+  facts.put_ok(std::string(fact_keys::kernel::cmdline_suspect_hints), hints, src);
 
   // modprobe.d options for parameters the module does not have.
   std::vector<std::string> mp_hints;
-  for (const Fact* opt : facts.match("modprobe.options.**")) {
+  // modprobe.options.MODULE.PARAM, PARAM as modprobe.d wrote it (any number of segments).
+  const std::string head = fact_keys::modprobe::prefix::options() + ".";
+  for (const Fact* opt : facts.match(head + "**")) {
     const Fact& f = *opt;
     const std::string& key = f.key;
     if (!f.ok()) continue;
-    const std::string rest = key.substr(17);
+    const std::string rest = key.substr(head.size());
     const auto dot = rest.find('.');
     const std::string m = rest.substr(0, dot);
     const std::string p = rest.substr(dot + 1);
-    const auto notes = facts.get<std::vector<std::string>>("modprobe.note_words." + m)
+    const auto notes = facts.get<std::vector<std::string>>(fact_keys::modprobe::note_words(m))
                            .value_or(std::vector<std::string>{});
     const bool after_hash = std::find(notes.begin(), notes.end(), p) != notes.end();
     if (after_hash && !lacks_param(facts, m, p) &&
-        facts.get<std::vector<std::string>>(m == "amdgpu" ? "amdgpu.param_names"
-                                                          : "ttm.module." + m + ".param_names"))
+        facts.get<std::vector<std::string>>(m == "amdgpu"
+                                                ? std::string(fact_keys::amdgpu::param_names)
+                                                : fact_keys::ttm::module_param_names(m)))
       mp_hints.push_back(fmt::format(
           "options {} ... {}={} ({}): this follows a '#' but is applied: kmod starts a comment "
           "only at the beginning of a line (libkmod-config.c)",
@@ -151,9 +155,9 @@ void derive_suspects(FactSet& facts) {
           fmt::format("options {} {} ({}): the module has no parameter '{}'", m, p, f.source, p));
   }
   if (const Fact* hidden = hidden_host_config(facts))
-    put_hidden(facts, "modprobe.suspect_hints", *hidden);
+    put_hidden(facts, std::string(fact_keys::modprobe::suspect_hints), *hidden);
   else
-    facts.put_ok("modprobe.suspect_hints", mp_hints,
+    facts.put_ok(std::string(fact_keys::modprobe::suspect_hints), mp_hints,
                  "derived: modprobe.d, /sys/module/*/parameters");
 }
 

@@ -3,6 +3,8 @@
 #include "derivation.hpp"
 #include "probes.hpp"
 
+#include <halo/fact_keys.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -22,31 +24,38 @@ namespace {
 /// The GPU a plan runs on (HIP device 0) and its capacity; on an APU also the capacity with the
 /// recommended TTM limit (ttm.recommended_bytes), which `halo-doctor fix` sets.
 void derive_plan(FactSet& facts) {
-  if (facts.get<bool>("plan.present") != true) {
-    for (const char* k : {"plan.gpu", "plan.capacity_bytes", "plan.capacity_with_ttm_fix_bytes",
-                          "plan.apu", "plan.gfx_target"})
-      facts.put_status(k, Status::missing, kDerived, "no training run given (--model)");
+  static constexpr std::array<std::string_view, 5> kDerivedKeys = {
+      fact_keys::plan::gpu, fact_keys::plan::capacity_bytes,
+      fact_keys::plan::capacity_with_ttm_fix_bytes, fact_keys::plan::apu,
+      fact_keys::plan::gfx_target};
+  if (facts.get<bool>(fact_keys::plan::present) != true) {
+    for (const std::string_view k : kDerivedKeys)
+      facts.put_status(std::string(k), Status::missing, kDerived,
+                       "no training run given (--model)");
     return;
   }
-  const auto dev0 = facts.get_int("gpu.device0");
+  const auto dev0 = facts.get_int(fact_keys::gpu::device0);
   if (!dev0) {
-    for (const char* k : {"plan.gpu", "plan.capacity_bytes", "plan.capacity_with_ttm_fix_bytes",
-                          "plan.apu", "plan.gfx_target"})
-      facts.put_status(k, Status::missing, kDerived, "no GPU is visible to HIP");
+    for (const std::string_view k : kDerivedKeys)
+      facts.put_status(std::string(k), Status::missing, kDerived, "no GPU is visible to HIP");
     return;
   }
-  facts.put_ok("plan.gpu", *dev0, "derived: HIP device 0 (gpu.device0)");
-  alias(facts, "plan.capacity_bytes", keys::gpu(*dev0, "usable_bytes"), "unknown");
-  alias(facts, "plan.apu", keys::gpu(*dev0, "apu"), "unknown");
-  alias(facts, "plan.gfx_target", keys::gpu(*dev0, "gfx_target"), "unknown");
-  const auto vram = facts.get_int(keys::gpu(*dev0, "vram_total_bytes"));
-  const auto rec = facts.get_int("ttm.recommended_bytes");
-  if (facts.get<bool>(keys::gpu(*dev0, "apu")) == true && vram && rec)
-    facts.put_ok("plan.capacity_with_ttm_fix_bytes", std::max(*vram, *rec),
-                 "derived: APU with the TTM limit at ttm.recommended_bytes");
+  facts.put_ok(std::string(fact_keys::plan::gpu), *dev0,
+               fmt::format("derived: HIP device 0 ({})", fact_keys::gpu::device0));
+  alias(facts, std::string(fact_keys::plan::capacity_bytes), fact_keys::gpu::usable_bytes(*dev0),
+        "unknown");
+  alias(facts, std::string(fact_keys::plan::apu), fact_keys::gpu::apu(*dev0), "unknown");
+  alias(facts, std::string(fact_keys::plan::gfx_target), fact_keys::gpu::gfx_target(*dev0),
+        "unknown");
+  const auto vram = facts.get_int(fact_keys::gpu::vram_total_bytes(*dev0));
+  const auto rec = facts.get_int(fact_keys::ttm::recommended_bytes);
+  if (facts.get<bool>(fact_keys::gpu::apu(*dev0)) == true && vram && rec)
+    facts.put_ok(
+        std::string(fact_keys::plan::capacity_with_ttm_fix_bytes), std::max(*vram, *rec),
+        fmt::format("derived: APU with the TTM limit at {}", fact_keys::ttm::recommended_bytes));
   else
-    facts.put_status("plan.capacity_with_ttm_fix_bytes", Status::missing, kDerived,
-                     "not an APU, or MemTotal unknown");
+    facts.put_status(std::string(fact_keys::plan::capacity_with_ttm_fix_bytes), Status::missing,
+                     kDerived, "not an APU, or MemTotal unknown");
 }
 
 } // namespace

@@ -190,44 +190,88 @@ std::optional<Value> as_segment(const json& v) {
 }
 
 /// A field of the child's agent or pool record that becomes one fact as it is: the record's
-/// field, the last segment of the fact's key, the ROCr attribute the child read it from, and how
-/// its JSON becomes the value.
-struct FieldFact {
+/// field, the fact's key (a function of the agent's index, and the pool's), the ROCr attribute the
+/// child read it from, and how its JSON becomes the value.
+template <class Key> struct FieldFact {
   const char* field;
-  const char* key;
+  Key key;
   const char* attribute;
   std::optional<Value> (*convert)(const json&);
 };
+/// hsa.agent.<agent>.KEY
+using AgentKey = std::string (*)(std::size_t agent);
+/// hsa.agent.<agent>.pool.<pool>.KEY
+using PoolKey = std::string (*)(std::size_t agent, std::size_t pool);
 
 /// hsa_agent_get_info (hsa.h hsa_agent_info_t, hsa_ext_amd.h hsa_amd_agent_info_t).
-constexpr std::array<FieldFact, 9> kAgentFields{{
-    {"name", "name", "HSA_AGENT_INFO_NAME", as_string_value},
-    {"marketing_name", "marketing_name", "HSA_AMD_AGENT_INFO_PRODUCT_NAME", as_string_value},
-    {"vendor_name", "vendor_name", "HSA_AGENT_INFO_VENDOR_NAME", as_string_value},
-    {"device_type", "device_type", "HSA_AGENT_INFO_DEVICE", as_device_type},
-    {"node", "node", "HSA_AMD_AGENT_INFO_DRIVER_NODE_ID", as_int_value},
-    {"chip_id", "chip_id", "HSA_AMD_AGENT_INFO_CHIP_ID", as_int_value},
-    {"compute_units", "compute_units", "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", as_int_value},
-    {"bdfid", "bdfid", "HSA_AMD_AGENT_INFO_BDFID", as_int_value},
-    {"memory_properties", "apu", "HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES", as_is_apu},
+constexpr std::array<FieldFact<AgentKey>, 9> kAgentFields{{
+    {"name", [](std::size_t a) { return fact_keys::hsa::agent_name(a); }, "HSA_AGENT_INFO_NAME",
+     as_string_value},
+    {"marketing_name", [](std::size_t a) { return fact_keys::hsa::agent_marketing_name(a); },
+     "HSA_AMD_AGENT_INFO_PRODUCT_NAME", as_string_value},
+    {"vendor_name", [](std::size_t a) { return fact_keys::hsa::agent_vendor_name(a); },
+     "HSA_AGENT_INFO_VENDOR_NAME", as_string_value},
+    {"device_type", [](std::size_t a) { return fact_keys::hsa::agent_device_type(a); },
+     "HSA_AGENT_INFO_DEVICE", as_device_type},
+    {"node", [](std::size_t a) { return fact_keys::hsa::agent_node(a); },
+     "HSA_AMD_AGENT_INFO_DRIVER_NODE_ID", as_int_value},
+    {"chip_id", [](std::size_t a) { return fact_keys::hsa::agent_chip_id(a); },
+     "HSA_AMD_AGENT_INFO_CHIP_ID", as_int_value},
+    {"compute_units", [](std::size_t a) { return fact_keys::hsa::agent_compute_units(a); },
+     "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", as_int_value},
+    {"bdfid", [](std::size_t a) { return fact_keys::hsa::agent_bdfid(a); },
+     "HSA_AMD_AGENT_INFO_BDFID", as_int_value},
+    {"memory_properties", [](std::size_t a) { return fact_keys::hsa::agent_apu(a); },
+     "HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES", as_is_apu},
 }};
 
 /// hsa_amd_memory_pool_get_info (hsa_ext_amd.h hsa_amd_memory_pool_info_t).
-constexpr std::array<FieldFact, 8> kPoolFields{{
-    {"segment", "segment", "HSA_AMD_MEMORY_POOL_INFO_SEGMENT", as_segment},
-    {"size", "size_bytes", "HSA_AMD_MEMORY_POOL_INFO_SIZE", as_int_value},
-    {"alloc_allowed", "runtime_alloc_allowed", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED",
-     as_bool_value},
-    {"alloc_granule", "alloc_granule_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE",
-     as_int_value},
-    {"alloc_rec_granule", "alloc_rec_granule_bytes",
+constexpr std::array<FieldFact<PoolKey>, 8> kPoolFields{{
+    {"segment",
+     [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_segment(a, p); },
+     "HSA_AMD_MEMORY_POOL_INFO_SEGMENT", as_segment},
+    {"size",
+     [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_size_bytes(a, p); },
+     "HSA_AMD_MEMORY_POOL_INFO_SIZE", as_int_value},
+    {"alloc_allowed",
+     [](std::size_t a, std::size_t p) {
+       return fact_keys::hsa::agent_pool_runtime_alloc_allowed(a, p);
+     },
+     "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED", as_bool_value},
+    {"alloc_granule",
+     [](std::size_t a, std::size_t p) {
+       return fact_keys::hsa::agent_pool_alloc_granule_bytes(a, p);
+     },
+     "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE", as_int_value},
+    {"alloc_rec_granule",
+     [](std::size_t a, std::size_t p) {
+       return fact_keys::hsa::agent_pool_alloc_rec_granule_bytes(a, p);
+     },
      "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE", as_int_value},
-    {"alloc_alignment", "alloc_alignment_bytes", "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT",
-     as_int_value},
-    {"accessible_by_all", "accessible_by_all", "HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL",
-     as_bool_value},
-    {"alloc_max", "alloc_max_bytes", "HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE", as_int_value},
+    {"alloc_alignment",
+     [](std::size_t a, std::size_t p) {
+       return fact_keys::hsa::agent_pool_alloc_alignment_bytes(a, p);
+     },
+     "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT", as_int_value},
+    {"accessible_by_all",
+     [](std::size_t a, std::size_t p) {
+       return fact_keys::hsa::agent_pool_accessible_by_all(a, p);
+     },
+     "HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL", as_bool_value},
+    {"alloc_max",
+     [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_alloc_max_bytes(a, p); },
+     "HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE", as_int_value},
 }};
+
+/// The facts of a pool's HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS: the flags, then each flag.
+constexpr std::array<PoolKey, 5> kFlagKeys{
+    [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_global_flags(a, p); },
+    [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_kernarg(a, p); },
+    [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_fine_grained(a, p); },
+    [](std::size_t a, std::size_t p) { return fact_keys::hsa::agent_pool_coarse_grained(a, p); },
+    [](std::size_t a, std::size_t p) {
+      return fact_keys::hsa::agent_pool_extended_fine_grained(a, p);
+    }};
 
 std::string agent_source(const char* attr) {
   return fmt::format("hsa_agent_get_info({})", attr);
@@ -236,12 +280,13 @@ std::string pool_source(const char* attr) {
   return fmt::format("hsa_amd_memory_pool_get_info({})", attr);
 }
 
-/// put_field for each of `fields` of record `ev`, as `PREFIX.KEY`, the source named by
-/// `source(attribute)`.
-void put_fields(FactSet& facts, const json& ev, const std::string& prefix,
-                std::span<const FieldFact> fields, std::string (*source)(const char*)) {
-  for (const FieldFact& f : fields)
-    put_field(facts, ev, f.field, prefix + "." + f.key, source(f.attribute), f.convert);
+/// put_field for each of `fields` of record `ev`, as the key of `index` (the agent's, and the
+/// pool's), the source named by `source(attribute)`.
+template <class Key, std::size_t N, class... Index>
+void put_fields(FactSet& facts, const json& ev, const std::array<FieldFact<Key>, N>& fields,
+                std::string (*source)(const char*), Index... index) {
+  for (const FieldFact<Key>& f : fields)
+    put_field(facts, ev, f.field, f.key(index...), source(f.attribute), f.convert);
 }
 
 void put_summary_status(FactSet& facts, Status st, const std::string& source,
@@ -328,57 +373,56 @@ void convert(const ProbeContext& ctx, const child::Result& run, const Events& ev
   std::int64_t gpu = 0;
   for (const json& a : ev.agents) {
     const std::size_t i = a.value("index", std::size_t{0});
-    const std::string pre = fmt::format("hsa.agent.{}", i);
-    put_fields(facts, a, pre, kAgentFields, agent_source);
+    put_fields(facts, a, kAgentFields, agent_source, i);
     const bool is_gpu = a.value("device_type", 99u) == kDeviceGpu;
     if (is_gpu) {
-      put_field(facts, a, "wavefront_size", pre + ".wavefront_size",
+      put_field(facts, a, "wavefront_size", fact_keys::hsa::agent_wavefront_size(i),
                 agent_source("HSA_AGENT_INFO_WAVEFRONT_SIZE"), as_int_value);
     } else {
-      facts.put_status(pre + ".wavefront_size", Status::missing,
+      facts.put_status(fact_keys::hsa::agent_wavefront_size(i), Status::missing,
                        agent_source("HSA_AGENT_INFO_WAVEFRONT_SIZE"), "not a GPU agent");
     }
     static const RE2 gfx_re("gfx[0-9a-f]+");
     const std::string name = a.value("name", "");
     if (is_gpu && RE2::FullMatch(name, gfx_re))
-      facts.put_ok(pre + ".gfx_target", name, agent_source("HSA_AGENT_INFO_NAME"));
+      facts.put_ok(fact_keys::hsa::agent_gfx_target(i), name, agent_source("HSA_AGENT_INFO_NAME"));
     else
-      facts.put_status(pre + ".gfx_target", Status::missing, agent_source("HSA_AGENT_INFO_NAME"),
-                       is_gpu ? "the GPU agent's name is not a gfx target: " + name
-                              : "not a GPU agent");
+      facts.put_status(
+          fact_keys::hsa::agent_gfx_target(i), Status::missing, agent_source("HSA_AGENT_INFO_NAME"),
+          is_gpu ? "the GPU agent's name is not a gfx target: " + name : "not a GPU agent");
 
     std::optional<std::int64_t> coarse;
     const auto pit = ev.pools.find(i);
     const std::vector<json> none;
     const std::vector<json>& pools = pit == ev.pools.end() ? none : pit->second;
     if (auto pf = ev.pools_failed.find(i); pf != ev.pools_failed.end())
-      facts.put_status(pre + ".pool_count", Status::error, "hsa_amd_agent_iterate_memory_pools",
-                       pf->second);
+      facts.put_status(fact_keys::hsa::agent_pool_count(i), Status::error,
+                       "hsa_amd_agent_iterate_memory_pools", pf->second);
     else
-      facts.put_ok(pre + ".pool_count", static_cast<std::int64_t>(pools.size()),
+      facts.put_ok(fact_keys::hsa::agent_pool_count(i), static_cast<std::int64_t>(pools.size()),
                    "hsa_amd_agent_iterate_memory_pools");
     for (const json& p : pools) {
-      const std::string pp = fmt::format("{}.pool.{}", pre, p.value("index", std::size_t{0}));
-      put_fields(facts, p, pp, kPoolFields, pool_source);
+      const std::size_t pi = p.value("index", std::size_t{0});
+      put_fields(facts, p, kPoolFields, pool_source, i, pi);
       const std::string fsrc = pool_source("HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS");
       if (p.contains("global_flags")) {
         const auto flags = p["global_flags"].get<std::uint32_t>();
-        facts.put_ok(pp + ".global_flags", static_cast<std::int64_t>(flags), fsrc);
-        facts.put_ok(pp + ".kernarg", (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) != 0,
-                     fsrc);
-        facts.put_ok(pp + ".fine_grained",
+        facts.put_ok(fact_keys::hsa::agent_pool_global_flags(i, pi),
+                     static_cast<std::int64_t>(flags), fsrc);
+        facts.put_ok(fact_keys::hsa::agent_pool_kernarg(i, pi),
+                     (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) != 0, fsrc);
+        facts.put_ok(fact_keys::hsa::agent_pool_fine_grained(i, pi),
                      (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) != 0, fsrc);
-        facts.put_ok(pp + ".coarse_grained",
+        facts.put_ok(fact_keys::hsa::agent_pool_coarse_grained(i, pi),
                      (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) != 0, fsrc);
-        facts.put_ok(pp + ".extended_fine_grained", (flags & kGlobalFlagExtendedFineGrained) != 0,
-                     fsrc);
+        facts.put_ok(fact_keys::hsa::agent_pool_extended_fine_grained(i, pi),
+                     (flags & kGlobalFlagExtendedFineGrained) != 0, fsrc);
         if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) != 0 && !coarse &&
             p.contains("size"))
           coarse = as_int64(p["size"]);
       } else {
-        for (const char* f :
-             {"global_flags", "kernarg", "fine_grained", "coarse_grained", "extended_fine_grained"})
-          facts.put_status(pp + "." + f, Status::missing, fsrc,
+        for (const PoolKey key : kFlagKeys)
+          facts.put_status(key(i, pi), Status::missing, fsrc,
                            p.value("segment", 0u) == kSegmentGlobal
                                ? "not reported by this ROCr"
                                : "only GLOBAL pools have flags");
@@ -386,24 +430,26 @@ void convert(const ProbeContext& ctx, const child::Result& run, const Events& ev
     }
 
     if (is_gpu) {
-      const std::string g = fmt::format("hsa.gpu.{}", gpu++);
-      const std::string src = fmt::format("derived: {}", pre);
-      facts.put_ok(g + ".agent", static_cast<std::int64_t>(i), src);
-      if (const Fact* f = facts.find(pre + ".gfx_target")) {
+      const std::int64_t g = gpu++;
+      const std::string src = fmt::format("derived: {}", fact_keys::hsa::prefix::agent(i));
+      facts.put_ok(fact_keys::hsa::gpu_agent(g), static_cast<std::int64_t>(i), src);
+      if (const Fact* f = facts.find(fact_keys::hsa::agent_gfx_target(i))) {
         Fact copy = *f;
-        copy.key = g + ".gfx_target";
+        copy.key = fact_keys::hsa::gpu_gfx_target(g);
         facts.put(copy);
       }
-      if (const Fact* f = facts.find(pre + ".apu")) {
+      if (const Fact* f = facts.find(fact_keys::hsa::agent_apu(i))) {
         Fact copy = *f;
-        copy.key = g + ".apu";
+        copy.key = fact_keys::hsa::gpu_apu(g);
         facts.put(copy);
       }
+      const std::string pools_src =
+          fmt::format("derived: {}", fact_keys::hsa::prefix::agent_pool(i, "*"));
       if (coarse)
-        facts.put_ok(g + ".coarse_pool_bytes", *coarse,
-                     src + ".pool.*: first GLOBAL coarse-grained pool");
+        facts.put_ok(fact_keys::hsa::gpu_coarse_pool_bytes(g), *coarse,
+                     pools_src + ": first GLOBAL coarse-grained pool");
       else
-        facts.put_status(g + ".coarse_pool_bytes", Status::missing, src + ".pool.*",
+        facts.put_status(fact_keys::hsa::gpu_coarse_pool_bytes(g), Status::missing, pools_src,
                          "ROCr lists no GLOBAL coarse-grained pool for this GPU agent");
     }
   }

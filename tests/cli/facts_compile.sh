@@ -29,6 +29,18 @@ for want in 'namespace ttm {' \
     '    "ttm.module.*.loaded",'; do
   grep -qxF "$want" "$tmp/fact_keys.hpp" || bad "<halo/fact_keys.hpp> lacks: $want"
 done
+# The heads of the patterns, in FAMILY::prefix: a function per proper prefix of two segments or
+# more, one argument per `*`, no trailing dot; heads of one name overload by arity
+# (ttm.module and ttm.module.*).
+for want in \
+    'inline ::std::string options() { return "modprobe.options"; }' \
+    'inline ::std::string agent(const auto& s1) { return ::fmt::format(FMT_COMPILE("hsa.agent.{}"), s1); }' \
+    'inline ::std::string agent_pool(const auto& s1, const auto& s2) { return ::fmt::format(FMT_COMPILE("hsa.agent.{}.pool.{}"), s1, s2); }' \
+    'inline ::std::string module() { return "ttm.module"; }' \
+    'inline ::std::string module(const auto& s1) { return ::fmt::format(FMT_COMPILE("ttm.module.{}"), s1); }'; do
+  grep -qxF "$want" "$tmp/fact_keys.hpp" || bad "<halo/fact_keys.hpp> lacks the head: $want"
+done
+[[ $(grep -c '^namespace prefix {$' "$tmp/fact_keys.hpp") -ge 10 ]] || bad "few FAMILY::prefix namespaces"
 
 # Each copy breaks checks/ttm/facts.json one way: LINES|SED|what the message says. Line 3 is the
 # first probe's id ("ttm"), line 4 its source, lines 7-10 its first fact, line 111 the second
@@ -93,4 +105,28 @@ else
   grep -qF "fact_keys::ttm::module_loaded" "$tmp/err" || { bad "the clashing name is not said:"; cat "$tmp/err"; }
 fi
 [[ -e $tmp/bad.cpp || -e $tmp/bad.hpp ]] && bad "files were written for clashing declarations"
+
+# Two heads with one name and one arity (ttm.module.* of ttm.module.*.loaded, ttm.*.module of
+# ttm.*.module.used) are both left out, and the header says so; the other heads stay.
+cp "$checks/ttm/facts.json" "$tmp/checks/ttm/facts.json"
+sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.*.module.used"/' "$tmp/checks/ttm/facts.json"
+if ! "$tool" "$tmp/checks" "$tmp/heads.cpp" "$tmp/heads.hpp" 2>"$tmp/err"; then
+  bad "declarations with two heads of one name were refused: $(cat "$tmp/err")"
+else
+  grep -qF 'return ::fmt::format(FMT_COMPILE("ttm.module.{}"), s1)' "$tmp/heads.hpp" && bad "an ambiguous head was named"
+  grep -qF 'return ::fmt::format(FMT_COMPILE("ttm.{}.module"), s1)' "$tmp/heads.hpp" && bad "an ambiguous head was named"
+  grep -qF 'inline ::std::string module() { return "ttm.module"; }' "$tmp/heads.hpp" || bad "the head ttm.module was lost"
+  grep -qxF '// Heads left out (two share a name and an arity): ttm.*.module, ttm.module.*.' "$tmp/heads.hpp" ||
+    bad "the heads left out are not listed"
+fi
+# A pattern named `prefix` (the namespace of its family's heads) fails the build naming it.
+cp "$checks/ttm/facts.json" "$tmp/checks/ttm/facts.json"
+sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.prefix"/' "$tmp/checks/ttm/facts.json"
+rm -f "$tmp/bad.cpp" "$tmp/bad.hpp"
+if "$tool" "$tmp/checks" "$tmp/bad.cpp" "$tmp/bad.hpp" 2>"$tmp/err"; then
+  bad "a pattern named fact_keys::ttm::prefix was compiled"
+else
+  grep -qF "'ttm.prefix' would be named fact_keys::ttm::prefix" "$tmp/err" || { bad "the name is not said:"; cat "$tmp/err"; }
+fi
+[[ -e $tmp/bad.cpp || -e $tmp/bad.hpp ]] && bad "files were written for a pattern named prefix"
 exit $fail
