@@ -54,6 +54,15 @@ struct ModelConfig {
   std::string torch_dtype;       ///< "bfloat16", "float16", "float32" or empty
   /// `final_logit_softcapping` (Gemma 2), 0 when absent or null.
   double final_logit_softcapping = 0;
+  /// `attn_logit_softcapping` (Gemma 2: Gemma2Config default 50.0 when absent; Gemma 3:
+  /// Gemma3TextConfig default None), 0 when absent for other types or null. Eager attention
+  /// applies it as scores / cap, tanh, * cap (modeling_gemma2.py eager_attention_forward).
+  double attn_logit_softcapping = 0;
+  /// Dropout probabilities active in training (model.train()): `attention_dropout` (GPT-2:
+  /// `attn_pdrop`, GPT2Config default 0.1) on eager attention's probabilities, and `resid_pdrop`
+  /// (GPT-2 default 0.1, Phi-3 default 0.0) after the attention and MLP outputs. 0 when absent.
+  double attention_dropout = 0;
+  double resid_dropout = 0;
   // Mixture of experts (Mixtral: num_local_experts/num_experts_per_tok; Qwen2-MoE/Qwen3-MoE:
   // num_experts, moe_intermediate_size, shared_expert_intermediate_size).
   std::int64_t num_experts = 0;
@@ -94,6 +103,12 @@ struct ParamCount {
 
 /// Counts the parameters of `m`.
 ParamCount count_parameters(const ModelConfig& m);
+
+/// True when `model_type`'s forward has been audited for the tensors it keeps for the backward
+/// (docs/plan.md, "Saved tensors by architecture": one table per type, from its transformers
+/// modeling file). The same list as the types whose parameters are counted exactly; any other
+/// type is estimated as a Llama-style decoder and its band widens (EstimateResult::unmeasured).
+bool audited_type(std::string_view model_type);
 
 /// One weight matrix a token passes through in the forward pass, as `halo-doctor bench --model`
 /// times it (docs/bench.md "Model"). Names are the modules of transformers' modeling_<type>.py.

@@ -142,11 +142,13 @@ constexpr double kContext = 768.0 * 1024 * 1024;
 constexpr double kContextHigh = 1.3e9;
 
 /// Bytes one token leaves per decoder layer for the backward pass, tensor by tensor, as autograd
-/// saves them in transformers' modeling_llama.py-style layers (Qwen2, Mistral, Gemma and Phi-3
-/// follow the same pattern). `ab`: bytes of an activation (2 under bf16/fp16 autocast or a 16-bit
-/// model, 4 in fp32). `full`: the layer's weights train (full fine-tuning), so every linear keeps
-/// its input; a frozen base layer keeps nothing for its own weight (autograd saves a matmul's
-/// input only when the weight needs a gradient: tools/autograd/derivatives.yaml mm/addmm).
+/// saves them in transformers' modeling_llama.py-style layers, with what each audited
+/// model_type's forward keeps beyond them (docs/plan.md, "Saved tensors by architecture", gives
+/// the table per model_type with its modeling-file lines). `ab`: bytes of an activation (2 under
+/// bf16/fp16 autocast or a 16-bit model, 4 in fp32). `full`: the layer's weights train (full
+/// fine-tuning), so every linear keeps its input; a frozen base layer keeps nothing for its own
+/// weight (autograd saves a matmul's input only when the weight needs a gradient:
+/// tools/autograd/derivatives.yaml mm/addmm).
 struct LayerSaved {
   double per_token = 0;           ///< bytes per token, all tensors
   double attention_per_token = 0; ///< of which eager attention's s-dependent matrices
@@ -167,23 +169,32 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
   const auto I = static_cast<double>(m.intermediate_size);
   const auto a = static_cast<double>(m.num_heads);
   const auto sl = static_cast<double>(s.seq_len.value);
-  const bool gpt2 = m.model_type == "gpt2";
-  const bool gemma = m.model_type.rfind("gemma", 0) == 0;
+  const std::string& t = m.model_type;
+  const bool gpt2 = t == "gpt2";
+  const bool gemma = t.rfind("gemma", 0) == 0;
+  const bool autocast = s.bf16.value || s.fp16.value;
   // Norms. LlamaRMSNorm.forward: hidden_states.to(torch.float32) -> pow(2) keeps the fp32 copy
   // (4 B); weight * hidden.to(input_dtype) keeps the normalised tensor when the weight trains.
-  // Gemma's RMSNorm keeps the fp32 normalised tensor (x.float() * (1 + weight.float())).
-  // GPT-2's LayerNorm (native_layer_norm) keeps its input. Gemma 2 and 3 have four norms.
-  const double norms_per_layer =
-      (m.model_type == "gemma2" || m.model_type == "gemma3_text") ? 4 : 2;
+  // Norms that multiply the weight in fp32 keep the fp32 normalised tensor instead:
+  // GemmaRMSNorm (modeling_gemma.py: output * (1.0 + self.weight.float()), then type_as(x);
+  // Gemma 2 and Gemma 3 inherit it) and Olmo2RMSNorm (modeling_olmo2.py:
+  // (self.weight * hidden_states).to(input_dtype), hidden_states fp32). Gemma 2 and 3 have four
+  // norms per layer (input, post-attention, pre- and post-feedforward); Olmo 2 two (post-attention
+  // and post-feedforward, none before).
+  // GPT-2's LayerNorm (native_layer_norm) keeps its input and fp32 mean and rstd per row
+  // (derivatives.yaml native_layer_norm: input, mean, rstd); under autocast layer_norm runs in
+  // fp32 (aten/src/ATen/autocast_mode.cpp fp32 list), so the kept input is the fp32 cast.
+  const bool fp32_weight_mul = gemma || t == "olmo2";
+  const double norms_per_layer = (t == "gemma2" || t == "gemma3_text") ? 4 : 2;
   double norm = 0;
   std::vector<double> norm_tensors;
   if (gpt2) {
-    norm = ab * h;
-    norm_tensors = {ab * h};
+    norm = (autocast ? 4 : ab) * h + 8;
+    norm_tensors = {norm};
   } else {
-    norm = 4 * h + (full ? (gemma ? 4 : ab) * h : 0);
+    norm = 4 * h + (full ? (fp32_weight_mul ? 4 : ab) * h : 0);
     norm_tensors = {4 * h};
-    if (full) norm_tensors.push_back((gemma ? 4 : ab) * h);
+    if (full) norm_tensors.push_back((fp32_weight_mul ? 4 : ab) * h);
   }
   r.per_token += norms_per_layer * norm;
   const auto keep_norm = [&] {
@@ -196,7 +207,6 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
   // keeps that copy (2 B), without autocast it keeps the fp32 tensor (4 B); lora_B keeps lora_A's
   // r-wide output. Each adapted module does this for its own input: q, k and v adapted
   // separately keep the same input three times.
-  const bool autocast = s.bf16.value || s.fp16.value;
   const double lora_in = (autocast ? 2 : 4) + (s.lora_dropout.value > 0 ? 1 : 0);
   const auto r_rank = static_cast<double>(s.lora_r.value);
   double lora = 0;
@@ -208,7 +218,7 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
         lora += static_cast<double>(l.count) *
                 (lora_in * static_cast<double>(l.in) + (autocast ? 2 : 4) * r_rank);
         ++adapted_count;
-        // (a layer's experts as one request each: their sum, as the MoE item is not audited)
+        // (a layer's experts as one request each: their sum)
         const auto c = static_cast<double>(l.count);
         if (s.lora_dropout.value > 0) lora_tensors.push_back(c * static_cast<double>(l.in));
         lora_tensors.push_back(c * (autocast ? 2 : 4) * static_cast<double>(l.in));
@@ -228,6 +238,12 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
     attn += v;
     r.tensors.push_back(v);
   };
+  // Phi-3's fused projection (modeling_phi3.py Phi3Attention.forward: qkv = self.qkv_proj(...);
+  // query/key/value_states = qkv[..., slices]): RoPE makes new Q and K, but V stays a view of
+  // qkv, so whatever keeps V keeps all of qkv, b x s x (q + 2 kv) x ab: SDPA (V passed as is)
+  // and eager when repeat_kv returns V itself (num_key_value_groups == 1).
+  const double qkv = ab * (q + 2 * kv);
+  const bool phi3 = t == "phi3";
   if (full) keep(ab * h); // q/k/v input (shared)
   if (s.attention.value == Attention::eager) {
     // modeling_llama.py eager_attention_forward: repeat_kv materialises K and V at all heads,
@@ -236,47 +252,111 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
     // for o_proj (kept when o_proj trains).
     keep(ab * q);
     keep(ab * q);
-    keep(ab * q);
-    r.attention_per_token = (4 + ab) * a * sl;
+    keep(phi3 && m.num_kv_heads == m.num_heads ? qkv : ab * q);
+    // Soft-capping (modeling_gemma2.py eager_attention_forward: attn_weights / softcap,
+    // torch.tanh, * softcap): tanh keeps its output (derivatives.yaml tanh: result), b x heads x
+    // s x s in the scores' dtype; the divisions and products by a Python float keep nothing.
+    double capped = 0;
+    if (m.attn_logit_softcapping > 0) {
+      capped = ab * a * sl;
+      keep(capped);
+    }
+    // The probabilities. softmax(dtype=float32) keeps its fp32 output and .to(query.dtype) makes
+    // the 16-bit copy matmul(P, V) keeps. GPT-2 (modeling_gpt2.py eager_attention_forward:
+    // softmax(attn_weights, dim=-1), then .type(value.dtype)) has no dtype argument: under
+    // autocast softmax runs in fp32 (autocast fp32 list) and the cast makes the copy; without
+    // autocast it keeps one tensor in the model's dtype. Dropout with p > 0
+    // (nn.functional.dropout -> native_dropout) keeps a 1-byte mask, and matmul(P, V) keeps
+    // the dropped copy instead of the cast (which is then freed); p == 0 returns its input
+    // (aten/src/ATen/native/Dropout.cpp).
+    const double probs = gpt2 && !autocast ? ab : 4;
+    const double copy = gpt2 && !autocast && m.attention_dropout <= 0 ? 0 : ab;
+    const double mask = m.attention_dropout > 0 ? 1 : 0;
+    r.attention_per_token = capped + (probs + copy + mask) * a * sl;
     r.probs_at = static_cast<int>(r.tensors.size());
-    keep(4 * a * sl);
-    keep(ab * a * sl);
+    keep(probs * a * sl);
+    if (copy > 0) keep(copy * a * sl);
+    if (mask > 0) keep(mask * a * sl);
     if (full) keep(ab * q);
   } else {
     keep(ab * q);
     keep(ab * kv);
-    keep(ab * kv);
+    keep(phi3 ? qkv : ab * kv);
     keep(ab * q);
   }
-  if (m.model_type == "qwen3" || m.model_type == "gemma3_text" || m.model_type == "olmo2")
-    keep((4 + (full ? ab : 0)) * (q + kv)); // q_norm/k_norm over the heads
+  // q_norm/k_norm (RMSNorms over the projections' outputs before RoPE): Qwen3 and Qwen3-MoE
+  // (modeling_qwen3.py / modeling_qwen3_moe.py Qwen3Attention: q_norm(q_proj(x).view(...)),
+  // over head_dim, Llama-style), Gemma 3 (Gemma3RMSNorm, fp32 weight multiply), Olmo 2
+  // (Olmo2RMSNorm over the whole q and k width, fp32 weight multiply). Each keeps the fp32
+  // copy of its input and, when its weight trains, the normalised tensor.
+  if (t == "qwen3" || t == "qwen3_moe" || t == "gemma3_text" || t == "olmo2")
+    keep((4 + (full ? (fp32_weight_mul ? 4 : ab) : 0)) * (q + kv));
+  // Residual dropout after the attention output (GPT-2 attn.resid_dropout, Phi-3
+  // resid_attn_dropout) with p > 0: the 1-byte mask.
+  if (m.resid_dropout > 0) keep(h);
   r.per_token += attn;
   keep_norm();
   // MLP. Gated (LlamaMLP: down(act(gate(x)) * up(x))): act keeps gate's output, the product keeps
   // act(gate) and up, down keeps the product when it trains; the input is kept when gate/up
-  // train. GPT-2 (GPT2MLP with NewGELU): c_fc keeps its input, gelu_new's tanh formula keeps its
-  // input, its cube and the tanh output, c_proj keeps the GELU output.
+  // train. Phi-3's gate_up_proj (modeling_phi3.py Phi3MLP.forward: chunk(2)) keeps the same
+  // bytes: gate and up are the two halves of one output. GPT-2 (GPT2MLP with gelu_new,
+  // activations.py NewGELUActivation: 0.5 * x * (1 + tanh(c * (x + 0.044715 * pow(x, 3))))):
+  // c_fc keeps its input; pow keeps x, tanh its output, the last product 0.5 x and 1 + tanh;
+  // under autocast pow runs in fp32 (autocast fp32 list), so x, tanh and 1 + tanh are kept in
+  // fp32 and 0.5 x in 16 bits; c_proj keeps the GELU output (cast to 16 bits under autocast).
   double mlp = 0;
+  double moe_route = 0;
+  double moe_router = 0;
+  double moe_shared = 0;
   if (gpt2) {
-    mlp = (full ? ab * h : 0) + 4 * ab * I + (full ? ab * I : 0);
+    mlp = (full ? ab * h : 0) + (autocast ? 12 + ab : 4 * ab) * I + (full ? ab * I : 0);
   } else if (m.num_experts > 0) {
-    const auto Ie = static_cast<double>(m.model_type == "mixtral" ? m.intermediate_size
-                                                                  : m.moe_intermediate_size);
+    // Mixtral, Qwen2-MoE, Qwen3-MoE (modeling_mixtral.py MixtralSparseMoeBlock.forward and the
+    // same block in modeling_qwen2_moe.py / modeling_qwen3_moe.py):
+    //   - the router: gate(x) keeps x when it trains; softmax(router_logits, dtype=float) keeps
+    //     its fp32 output (E x 4 B); topk keeps its int64 indices (k x 8 B);
+    //   - per routed token and expert (k per token): torch.where gives two int64 indices that
+    //     hidden_states[top_x], routing_weights[top_x, idx] and index_add_ keep (16 B); the
+    //     gathered input (a new tensor) kept by w1/w3 when they train; w1's and w3's outputs
+    //     (act and the product keep them), act's output, the product kept by w2 when it trains;
+    //     w2's output and the gathered routing weight, which multiply and keep each other;
+    //   - Qwen2-MoE's shared expert (Qwen2MoeSparseMoeBlock: shared_expert(x) *
+    //     sigmoid(shared_expert_gate(x))): a gated MLP of shared_expert_intermediate_size, the
+    //     sigmoid's one-wide output and the shared expert's output, kept by the product.
+    const auto Ie =
+        static_cast<double>(t == "mixtral" ? m.intermediate_size : m.moe_intermediate_size);
     const auto k = static_cast<double>(m.experts_per_token);
-    mlp = (full ? ab * h : 0) + k * (ab * h + 3 * ab * Ie + (full ? ab * Ie : 0)) +
-          4 * static_cast<double>(m.num_experts) +
-          4 * ab * static_cast<double>(m.shared_expert_intermediate_size);
+    const auto Is = static_cast<double>(m.shared_expert_intermediate_size);
+    moe_router = (full ? ab * h : 0) + 4 * static_cast<double>(m.num_experts) + 8 * k;
+    moe_route = 16 + (full ? ab * h : 0) + 3 * ab * Ie + (full ? ab * Ie : 0) + ab * h + ab;
+    moe_shared = Is > 0 ? 3 * ab * Is + (full ? ab * Is : 0) + ab * h + ab : 0;
+    mlp = moe_router + k * moe_route + moe_shared;
   } else {
     mlp = (full ? ab * h : 0) + 3 * ab * I + (full ? ab * I : 0);
   }
+  if (m.resid_dropout > 0) mlp += h; // the MLP output's residual dropout mask (GPT-2, Phi-3)
   r.per_token += mlp;
   // The MLP's kept tensors as separate requests: its input (when gate/up train), then the
-  // I-wide ones (gate output, act(gate), up, and the product when down trains).
+  // I-wide ones (gate output, act(gate), up, and the product when down trains); Phi-3's gate and
+  // up as the one 2I-wide output they are; MoE: the router's, then each route's as one request
+  // per routed token (k of them), the shared expert's.
   {
     double rest = mlp;
-    if (full && !gpt2) {
+    if (full && !gpt2 && m.num_experts == 0) {
       r.tensors.push_back(ab * h);
       rest -= ab * h;
+    }
+    if (phi3) {
+      r.tensors.push_back(2 * ab * I);
+      rest -= 2 * ab * I;
+    }
+    if (m.num_experts > 0) {
+      r.tensors.push_back(moe_router);
+      rest -= moe_router;
+      for (std::int64_t i = 0; i < m.experts_per_token; ++i) {
+        r.tensors.push_back(moe_route);
+        rest -= moe_route;
+      }
     }
     const double width = gpt2 ? I : (m.num_experts > 0 ? 0 : I);
     if (width > 0) {
@@ -285,7 +365,7 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
         rest -= ab * width;
       }
     }
-    if (rest > 0) r.tensors.push_back(rest);
+    if (rest > 0.5) r.tensors.push_back(rest);
   }
   if (norms_per_layer == 4) { // Gemma 2/3's post-attention and post-feedforward norms
     keep_norm();
@@ -293,8 +373,8 @@ LayerSaved layer_saved(const ModelConfig& m, const TrainSettings& s, double ab, 
   }
   {
     double listed = 0;
-    for (const double t : r.tensors)
-      listed += t;
+    for (const double v : r.tensors)
+      listed += v;
     if (r.per_token - listed > 0.5) r.tensors.push_back(r.per_token - listed);
   }
   r.detail =
@@ -768,8 +848,14 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
                                     "all-linear") != s.lora_targets.value.end();
   const std::set<std::string> adapted(s.lora_targets.value.begin(), s.lora_targets.value.end());
   const LayerSaved layer = layer_saved(m, s, ab, full, adapted, all_linear);
-  // The final norm and the LM head's input (kept when the head trains).
-  const double final_norm = (4 * h + (full ? 2 * ab * h : 0)) * tokens;
+  // The final norm and the LM head's input (kept when the head trains): as the layers' norms
+  // (layer_saved): GemmaRMSNorm and Olmo2RMSNorm keep the fp32 normalised tensor for their
+  // weight, GPT-2's ln_f its input and fp32 mean and rstd.
+  const bool fp32_norm = m.model_type.rfind("gemma", 0) == 0 || m.model_type == "olmo2";
+  double final_norm_per_token = 4 * h + (full ? 2 * ab * h : 0);
+  if (fp32_norm) final_norm_per_token = 4 * h + (full ? 4 * h + ab * h : 0);
+  if (m.model_type == "gpt2") final_norm_per_token = (mixed ? 4 : ab) * h + 8 + (full ? ab * h : 0);
+  const double final_norm = final_norm_per_token * tokens;
   double act = 0;
   double recompute = 0;
   std::string act_basis;
@@ -1072,9 +1158,21 @@ Estimate estimate_memory(const ModelConfig& m, const ParamCount& p, const TrainS
     e.unmeasured.push_back(fmt::format("{} (+{:.2f} GiB)", what, bytes / (1024.0 * 1024 * 1024)));
     high_extra += bytes;
   };
-  if (m.num_experts > 0)
-    unmeasured("MoE routing and experts: the activations", peak->act + peak->recomp);
-  if (!p.exact) unmeasured("an unknown model_type: the activations", peak->act + peak->recomp);
+  // Activations no measurement bounds: counted once more in whichever phase that makes the
+  // largest (at an optimizer-step peak the activation phases may overtake it), less the peak.
+  double act_doubled = peak_bytes;
+  for (const auto& ph : phases)
+    act_doubled = std::max(act_doubled, Wg + gathered + Ss + ph.grads + 2 * (ph.act + ph.recomp) +
+                                            ph.logit + ph.attn + ph.tied + ph.temp);
+  const double act_growth = act_doubled - peak_bytes;
+  if (m.num_experts > 0) unmeasured("MoE routing and experts: the activations", act_growth);
+  // A model_type whose forward docs/plan.md does not audit ("Saved tensors by architecture")
+  // is estimated as a Llama-style decoder, even when its weights index counts its parameters
+  // exactly: what it keeps for the backward is not known.
+  if (!audited_type(m.model_type))
+    unmeasured("a model_type whose forward has not been audited (estimated as a Llama-style "
+               "decoder): the activations",
+               act_growth);
   if (stage >= 1 || s.offload_optimizer.value || s.offload_params.value)
     unmeasured("ZeRO/FSDP sharding: the gathered weights and the states", gathered + Ss);
   if (has("8bit") || has("4bit") || has("paged") || has("adafactor"))

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -304,6 +305,26 @@ ModelConfig load_model(const std::string& path) {
   if (const auto cap = j->find("final_logit_softcapping");
       cap != j->end() && cap->is_number() && cap->get<double>() > 0)
     m.final_logit_softcapping = cap->get<double>();
+  // A number in [lo, hi] at `key`; `fallback` when the key is absent; 0 when it is null (None).
+  const auto number = [&](const char* key, double fallback, double lo, double hi) {
+    const auto it = j->find(key);
+    if (it == j->end()) return fallback;
+    if (it->is_number()) {
+      const double v = it->get<double>();
+      if (std::isfinite(v) && v >= lo && v <= hi) return v;
+    }
+    return 0.0;
+  };
+  // Attention soft-capping: Gemma2Config(attn_logit_softcapping=50.0); Gemma3TextConfig(None).
+  if (m.model_type == "gemma2" || m.model_type == "gemma3_text")
+    m.attn_logit_softcapping =
+        number("attn_logit_softcapping", m.model_type == "gemma2" ? 50.0 : 0.0, 0.0, 1.0e9);
+  // Dropout (configuration_gpt2.py GPT2Config(attn_pdrop=0.1, resid_pdrop=0.1);
+  // configuration_phi3.py Phi3Config(resid_pdrop=0.0, attention_dropout=0.0); the Llama-style
+  // configs attention_dropout=0.0).
+  m.attention_dropout = number(gpt2 ? "attn_pdrop" : "attention_dropout", gpt2 ? 0.1 : 0.0, 0, 1);
+  if (gpt2 || m.model_type == "phi3")
+    m.resid_dropout = number("resid_pdrop", gpt2 ? 0.1 : 0.0, 0, 1);
   m.num_experts = first_int(*j, {"num_local_experts", "num_experts", "n_routed_experts"}, 0,
                             kMaxExperts, origin, pos, prefix)
                       .value_or(0);
@@ -436,6 +457,12 @@ ParamCount count_parameters(const ModelConfig& m) {
           ? "MoE decoder: L*(attention + router h*E + E*3*h*I_expert + norms) + V*h*(1 or 2) + h"
           : "decoder: L*(h*a*d + 2*h*kv*d + a*d*h + 3*h*I + norms) + V*h*(1 or 2) + h";
   return p;
+}
+
+bool audited_type(std::string_view model_type) {
+  // One list: the types whose modules are counted are the types whose forward docs/plan.md
+  // audits ("Saved tensors by architecture"), so the two cannot disagree.
+  return known_type(model_type);
 }
 
 } // namespace halo::plan

@@ -201,4 +201,25 @@ if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['parame
   echo "ok --model ORG/NAME from HF_HUB_CACHE"; else echo "FAIL --model ORG/NAME:"; cat "$tmp/hub.err" "$tmp/hub.py"; fail=1; fi
 HF_HUB_CACHE="$tmp/empty" HF_HOME="$tmp/empty" HOME="$tmp" expect_error "uncached ORG/NAME" "Hugging Face cache" \
   plan --root $F/strix-halo-fixed --no-runtime --model meta-llama/Llama-3.2-1B
+# Issue 47 §2: a model_type whose forward no table in docs/plan.md audits is estimated as a Llama-style
+# decoder, and the report says so and widens the band (the same config as llama does not).
+mkdir -p "$tmp/unaudited"
+sed 's/"model_type": *"llama"/"model_type": "llama_next"/' $M/llama-3.2-1b/config.json >"$tmp/unaudited/config.json"
+for m in "$M/llama-3.2-1b" "$tmp/unaudited"; do
+  n=$(basename "$m")
+  "$bin" plan --root $F/strix-halo-fixed --no-runtime --color never --model "$m" --method full \
+    --load-dtype bfloat16 --batch 4 --seq 1024 >"$tmp/$n.txt" 2>&1
+  "$bin" plan --root $F/strix-halo-fixed --no-runtime --format json --model "$m" --method full \
+    --load-dtype bfloat16 --batch 4 --seq 1024 >"$tmp/$n.json" 2>/dev/null
+done
+if grep -qF "band widened, not measured: a model_type whose forward has not been audited" "$tmp/unaudited.txt" &&
+  ! grep -qF "not been audited" "$tmp/llama-3.2-1b.txt" &&
+  /usr/bin/python3 -c '
+import json, sys
+w = lambda p: (lambda m: m["high_bytes"] - m["required_bytes"])(json.load(open(p))["memory"])
+assert w(sys.argv[1]) > w(sys.argv[2]), (w(sys.argv[1]), w(sys.argv[2]))' "$tmp/unaudited.json" "$tmp/llama-3.2-1b.json"; then
+  echo "ok an unaudited model_type: the report says so and the band is wider"
+else
+  echo "FAIL an unaudited model_type:"; grep -F "band widened" "$tmp/unaudited.txt"; fail=1
+fi
 exit $fail

@@ -638,3 +638,174 @@ TEST_CASE("plan --measure refuses what one GPU cannot reproduce, with the reason
   CHECK_THAT(plan::measure(pl, "/nonexistent/python", 5.0).reason,
              Catch::Contains("not an executable"));
 }
+
+namespace {
+/// One small decoder of `type` (h 64, 4 heads of 16, 2 KV heads, I 128, 2 layers) plus `extra`
+/// JSON members, trained full (bf16 weights, bf16 autocast: 2 B activations), b 1, s 16: its
+/// activations per sequence (L x s x per-token-and-layer bytes + s x the final norm's).
+std::int64_t small_activations(const std::filesystem::path& dir, const std::string& type,
+                               const std::string& extra, plan::Attention attention) {
+  write(dir / type / "config.json",
+        R"({"model_type": ")" + type +
+            R"(", "hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 128,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "vocab_size": 100)" +
+            extra + "}");
+  const auto m = plan::load_model((dir / type).string());
+  const auto p = plan::count_parameters(m);
+  plan::Overrides o;
+  o.method = plan::Method::full;
+  o.micro_batch = 1;
+  o.seq_len = 16;
+  o.load_dtype = "bfloat16";
+  auto s = plan::load_train_settings({}, o);
+  s.bf16.value = true;
+  s.attention.value = attention;
+  return plan::estimate_memory(m, p, s).activations_per_sequence_bytes;
+}
+} // namespace
+
+// Each audited model_type against the Llama layer of the same shape: the difference is what its
+// transformers modeling file keeps beyond the generic layer (docs/plan.md, "Saved tensors by
+// architecture"). h 64, q = 4 x 16 = 64, kv = 2 x 16 = 32, I 128, L 2, s 16, ab 2.
+TEST_CASE("each architecture keeps what its modeling file saves beyond the Llama layer", "[plan]") {
+  const auto dir = temp_dir();
+  const auto sdpa = plan::Attention::sdpa;
+  const auto eager = plan::Attention::eager;
+  const std::int64_t L = 2;
+  const std::int64_t sl = 16;
+  const auto llama = small_activations(dir, "llama", "", sdpa);
+  const auto llama_eager = small_activations(dir, "llama", "", eager);
+  // Llama, per token and layer: 2 norms x (4h + 2h) = 768; q/k/v input 2h = 128, Q 2q = 128,
+  // K, V 2kv = 64 each, output 2q = 128; MLP input 2h = 128, gate/act/up/product 4 x 2I = 1024:
+  // 2432. Final norm 4h + 2h + the LM head's input 2h = 512.
+  CHECK(llama == L * sl * 2432 + sl * 512);
+
+  // Qwen3 (modeling_qwen3.py Qwen3Attention: q_norm/k_norm, Llama-style RMSNorm over head_dim):
+  // each keeps the fp32 copy of its input and the 16-bit normalised tensor: (4 + 2) x (q + kv)
+  // = 6 x 96 = 576.
+  CHECK(small_activations(dir, "qwen3", "", sdpa) - llama == L * sl * 576);
+
+  // Phi-3 (modeling_phi3.py Phi3Attention: V is a view of the fused qkv_proj output, kept by
+  // SDPA): all of qkv, 2 x (q + 2kv) = 256, instead of V's 2kv = 64: + 192. gate_up_proj keeps
+  // the same bytes as gate and up.
+  CHECK(small_activations(dir, "phi3", "", sdpa) - llama == L * sl * 192);
+  // resid_pdrop > 0 (Phi3DecoderLayer resid_attn_dropout, resid_mlp_dropout): two 1-byte masks
+  // of h: + 128.
+  CHECK(small_activations(dir, "phi3", R"(, "resid_pdrop": 0.1)", sdpa) - llama ==
+        L * sl * (192 + 128));
+
+  // Gemma 2, eager (modeling_gemma2.py): four Gemma RMSNorms, each 4h fp32 input + 4h fp32
+  // normalised tensor (output * (1 + weight.float())): 32h = 2048 against Llama's 12h = 768,
+  // + 1280; attention soft-capping (default 50.0) keeps tanh's output, 2 x heads x s = 128. The
+  // final norm keeps 4h + 4h + the LM head's 2h = 640 against 512: + 128 per token.
+  CHECK(small_activations(dir, "gemma2", "", eager) - llama_eager ==
+        L * sl * (1280 + 128) + sl * 128);
+  // attn_logit_softcapping null (None): no tanh.
+  CHECK(small_activations(dir, "gemma2", R"(, "attn_logit_softcapping": null)", eager) -
+            llama_eager ==
+        L * sl * 1280 + sl * 128);
+  // With SDPA the soft-capping is not applied (integrations/sdpa_attention.py takes no softcap).
+  CHECK(small_activations(dir, "gemma2", "", sdpa) - llama == L * sl * 1280 + sl * 128);
+
+  // Qwen3-MoE (modeling_qwen3_moe.py): the attention as Qwen3's (+ 576). The sparse block, with
+  // E 8, k 2 (num_experts_per_tok) and moe_intermediate_size 32, per token:
+  //   router: its input 2h = 128, the fp32 softmax 4E = 32, topk's int64 indices 8k = 16: 176;
+  //   per route: torch.where's two int64 indices 16, the gathered input 2h = 128, w1, w3 and
+  //   act outputs 3 x 2 x 32 = 192, the product 2 x 32 = 64, the expert's output 2h = 128, the
+  //   gathered routing weight 2: 530, twice: 1060.
+  // MLP 1236 against Llama's 1152 (2h + 4 x 2I): + 84.
+  CHECK(small_activations(dir, "qwen3_moe",
+                          R"(, "num_experts": 8, "num_experts_per_tok": 2,
+                          "moe_intermediate_size": 32)",
+                          sdpa) -
+            llama ==
+        L * sl * (576 + 84));
+  // Qwen2-MoE (modeling_qwen2_moe.py): no q/k norms; experts per token 4 (Qwen2MoeConfig
+  // default), so the router keeps 128 + 32 + 8 x 4 = 192 and the routes 4 x 530 = 2120; the
+  // shared expert (intermediate 64) keeps gate/act/up 3 x 2 x 64 = 384, its down input
+  // 2 x 64 = 128, its output 2h = 128 and the sigmoid gate's 2 B: 642. MLP 2954 against 1152:
+  // + 1802.
+  CHECK(small_activations(dir, "qwen2_moe",
+                          R"(, "num_experts": 8, "moe_intermediate_size": 32,
+                          "shared_expert_intermediate_size": 64)",
+                          sdpa) -
+            llama ==
+        L * sl * 1802);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a model_type whose forward is not audited says so and widens the band", "[plan]") {
+  const auto dir = temp_dir();
+  const auto band = [&](const std::string& type, bool index) {
+    write(dir / type / "config.json",
+          R"({"model_type": ")" + type +
+              R"(", "hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 128,
+              "num_attention_heads": 4, "vocab_size": 100, "torch_dtype": "bfloat16"})");
+    if (index)
+      write(dir / type / "model.safetensors.index.json",
+            R"({"metadata": {"total_size": 400000}, "weight_map": {}})");
+    const auto m = plan::load_model((dir / type).string());
+    const auto p = plan::count_parameters(m);
+    plan::Overrides o;
+    o.method = plan::Method::full;
+    o.micro_batch = 8; // the activations make the peak
+    o.seq_len = 2048;
+    o.load_dtype = "bfloat16";
+    return plan::estimate_memory(m, p, plan::load_train_settings({}, o));
+  };
+  for (const auto& t : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+                        "gemma", "gemma2", "phi3", "gpt2", "gemma3_text", "olmo2"})
+    CHECK(plan::audited_type(t));
+  CHECK_FALSE(plan::audited_type("falcon"));
+  const auto llama = band("llama", false);
+  CHECK(llama.unmeasured.empty());
+  // The same decoder under a type plan accepts but whose forward no table audits: counted as
+  // a Llama-style decoder, so its activations equal Llama's, and the high end adds them again.
+  for (const bool index : {false, true}) {
+    const auto other = band(index ? "other_indexed" : "other", index);
+    REQUIRE(other.unmeasured.size() == 1);
+    CHECK_THAT(other.unmeasured[0], Catch::Contains("has not been audited"));
+    CHECK(other.activations_per_sequence_bytes == llama.activations_per_sequence_bytes);
+    CHECK(other.high_bytes - other.required_bytes > llama.high_bytes - llama.required_bytes);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// GPT-2's dropout is on in training (GPT2Config attn_pdrop = resid_pdrop = 0.1, model.train()):
+// native_dropout keeps a 1-byte mask per element (aten/src/ATen/native/Dropout.cpp; p = 0 returns
+// its input and keeps nothing).
+TEST_CASE("GPT-2 keeps its dropout masks; p = 0 keeps none", "[plan]") {
+  const auto dir = temp_dir();
+  std::ifstream in(kPlan + "/models/gpt2/config.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto activations = [&](const std::string& name, bool dropout, plan::Attention attention) {
+    std::string t = text;
+    if (!dropout)
+      for (const std::string k : {"\"attn_pdrop\": 0.1", "\"resid_pdrop\": 0.1"})
+        t.replace(t.find(k), k.size(), k.substr(0, k.size() - 3) + "0.0");
+    write(dir / name / "config.json", t);
+    const auto m = plan::load_model((dir / name).string());
+    const auto p = plan::count_parameters(m);
+    plan::Overrides o;
+    o.method = plan::Method::full;
+    o.micro_batch = 1;
+    o.seq_len = 16;
+    o.load_dtype = "float32";
+    auto s = plan::load_train_settings({}, o);
+    s.bf16.value = true;
+    s.attention.value = attention;
+    return plan::estimate_memory(m, p, s).activations_per_sequence_bytes;
+  };
+  // 12 layers, h 768, 12 heads, s 16. The residual dropouts after the attention's and the MLP's
+  // c_proj: 2 x 768 B per token and layer.
+  CHECK(activations("gpt2", true, plan::Attention::sdpa) -
+            activations("gpt2-p0", false, plan::Attention::sdpa) ==
+        12LL * 16 * 2 * 768);
+  // Eager: also the mask on the probabilities, heads x s = 12 x 16 B per token and layer (the
+  // dropped copy replaces the 16-bit cast that matmul(P, V) keeps at p = 0).
+  CHECK(activations("gpt2-e", true, plan::Attention::eager) -
+            activations("gpt2-e0", false, plan::Attention::eager) ==
+        12LL * 16 * (2 * 768 + 12 * 16));
+  std::filesystem::remove_all(dir);
+}
