@@ -41,15 +41,10 @@ namespace {
 constexpr std::array<const char*, 5> kDmiFiles = {"product_name", "sys_vendor", "board_vendor",
                                                   "bios_vendor", "product_version"};
 
-std::vector<std::string> reads() {
-  std::vector<std::string> out{"/.dockerenv",
-                               "/run/.toolboxenv",
-                               "/run/.containerenv",
-                               "/run/systemd/container",
-                               "/var/run/secrets/kubernetes.io/serviceaccount",
-                               "/proc/1/cgroup",
-                               "/proc/self/status",
-                               "/proc/cpuinfo"};
+/// The DMI files it reads, from the table collect() reads (kDmiFiles), after the reads of its
+/// checks/host/facts.json entry.
+std::vector<std::string> dmi_reads() {
+  std::vector<std::string> out;
   for (const char* f : kDmiFiles)
     out.push_back(std::string("/sys/class/dmi/id/") + f);
   return out;
@@ -166,7 +161,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_runenv_probe() {
-  return std::make_unique<BasicProbe>("runenv", reads(), collect);
+  auto probe = std::make_unique<BasicProbe>("runenv", collect);
+  probe->add_reads(dmi_reads());
+  return probe;
 }
 
 } // namespace halo::probes
