@@ -5,6 +5,7 @@
 // the type its most specific declaration gives; no probe reads a fact outside its declared inputs
 // on any of them; docs/facts.md equals `halo-doctor facts --declared --format markdown`.
 #include "fixture_tree.hpp"
+#include "kernel_args/module_options.hpp"
 #include "probes.hpp"
 
 #include <halo/checks.hpp>
@@ -249,6 +250,15 @@ TEST_CASE("a probe's inputs, reads and environment variables are its facts.json 
   const auto framework = env_of("framework");
   for (const auto& name : env_of("framework_deep"))
     CHECK(std::ranges::find(framework, name) != framework.end());
+  // module_options() and hidden_host_config() read the facts of kModuleOptionInputs: each
+  // derivation that calls them lists those among its inputs.
+  for (const std::string_view id :
+       {"modparam", "amdgpu_driver", "amdgpu_gttsize", "ttm_configured"}) {
+    INFO(id);
+    const auto inputs = (*std::ranges::find(reg.probes(), id, &Probe::id))->inputs();
+    for (const std::string_view in : probes::kModuleOptionInputs)
+      CHECK(std::ranges::find(inputs, in) != inputs.end());
+  }
   // A probe built with the other class than its entry says is a programming error.
   CHECK_THROWS_AS(probes::BasicDerivation("ttm", [](const DeriveContext&, FactSet&) {}),
                   std::logic_error);
