@@ -292,6 +292,7 @@ std::unique_ptr<Probe> make_boot_stack_probe() {
   // which come from the tables collect() reads (kBinDirs x kTools), so the two cannot drift.
   auto probe = std::make_unique<BasicProbe>("boot_stack", collect);
   std::vector<std::string> tools;
+  tools.reserve(kBinDirs.size() * kTools.size());
   for (const char* d : kBinDirs)
     for (const char* t : kTools)
       tools.push_back(std::string(d) + "/" + t);

@@ -45,6 +45,7 @@ constexpr std::array<const char*, 5> kDmiFiles = {"product_name", "sys_vendor", 
 /// checks/host/facts.json entry.
 std::vector<std::string> dmi_reads() {
   std::vector<std::string> out;
+  out.reserve(kDmiFiles.size());
   for (const char* f : kDmiFiles)
     out.push_back(std::string("/sys/class/dmi/id/") + f);
   return out;
