@@ -288,20 +288,16 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_boot_stack_probe() {
-  std::vector<std::string> reads = {"/etc/os-release",          "/run/ostree-booted",
-                                    "/etc/default/grub",        "/etc/default/grub.d",
-                                    "/etc/kernel/cmdline",      "/etc/kernelstub/configuration",
-                                    "/boot/loader/entries",     "/efi/loader/entries",
-                                    "/boot/efi/loader/entries", "/etc/nixos"};
+  // Its inputs and reads are its checks/boot/facts.json entry, but for the tools it looks for,
+  // which come from the tables collect() reads (kBinDirs x kTools), so the two cannot drift.
+  auto probe = std::make_unique<BasicProbe>("boot_stack", collect);
+  std::vector<std::string> tools;
+  tools.reserve(kBinDirs.size() * kTools.size());
   for (const char* d : kBinDirs)
     for (const char* t : kTools)
-      reads.push_back(std::string(d) + "/" + t);
-  return std::make_unique<BasicProbe>(
-      "boot_stack",
-      std::vector<std::string>{std::string(fact_keys::os::id),
-                               std::string(fact_keys::os::variant_id),
-                               std::string(fact_keys::os::family)},
-      std::move(reads), collect);
+      tools.push_back(std::string(d) + "/" + t);
+  probe->add_reads(std::move(tools));
+  return probe;
 }
 
 } // namespace halo::probes

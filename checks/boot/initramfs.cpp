@@ -245,12 +245,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_initramfs_probe() {
-  return std::make_unique<BasicProbe>(
-      "initramfs",
-      std::vector<std::string>{std::string(keys::kernel_release),
-                               std::string(fact_keys::kernel_log::firmware_load_failures)},
-      std::vector<std::string>{"/boot/initrd.img-*", "/boot/initramfs-*.img", "/boot/initrd-*"},
-      collect);
+  return std::make_unique<BasicProbe>("initramfs", collect);
 }
 
 } // namespace halo::probes

@@ -46,10 +46,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_secure_boot_probe() {
-  return std::make_unique<BasicProbe>("secure_boot",
-                                      std::vector<std::string>{kSecureBootVar, "/sys/firmware/efi",
-                                                               "/sys/kernel/security/lockdown"},
-                                      collect);
+  return std::make_unique<BasicProbe>("secure_boot", collect);
 }
 
 } // namespace halo::probes

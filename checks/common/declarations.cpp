@@ -114,4 +114,18 @@ std::span<const FactDecl> declared_facts(std::string_view probe_id) {
   return declared_probe(probe_id).facts;
 }
 
+const DeclaredProbe& declared_probe(std::string_view probe_id, bool derivation) {
+  const DeclaredProbe& p = declared_probe(probe_id);
+  if (p.derivation != derivation)
+    throw std::logic_error(
+        fmt::format("probe '{}': its entry in {} {} \"derivation\": true, but it is built as a {}",
+                    probe_id, p.file, p.derivation ? "says" : "lacks",
+                    derivation ? "derivation (BasicDerivation)" : "probe (BasicProbe)"));
+  return p;
+}
+
+std::vector<std::string> declared_env_reads(std::string_view probe_id) {
+  return to_strings(declared_probe(probe_id).env);
+}
+
 } // namespace halo::probes

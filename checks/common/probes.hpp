@@ -19,7 +19,8 @@
 namespace halo::probes {
 
 /// One entry of a checks/<folder>/facts.json file, compiled in: a probe's id, the file, where its
-/// facts come from, and the facts it declares in the file's order.
+/// facts come from, the facts it declares in the file's order, and what it reads (issue 42: the
+/// probe's code no longer lists it; BasicProbe and BasicDerivation take it from here).
 struct DeclaredProbe {
   std::string_view id;   ///< "ttm" (Probe::id)
   std::string_view file; ///< "checks/ttm/facts.json"
@@ -27,6 +28,16 @@ struct DeclaredProbe {
   /// cited (docs/facts.md prints it under the probe's table); never empty.
   std::string_view source;
   std::span<const FactDecl> facts; ///< never empty (the schema requires one at least)
+  /// `"derivation": true`: a Derivation, built with BasicDerivation; it has no reads and no env.
+  bool derivation = false;
+  /// Probe::inputs(): key patterns of other probes' facts (exact segments or `*`), each
+  /// overlapping another entry's declaration (halo-facts-compile checks it).
+  std::span<const std::string_view> inputs;
+  /// Probe::reads(): absolute paths or globs, a comment after a space, and the text of the
+  /// `{"described": ...}` reads (places found at run time), in the entry's order.
+  std::span<const std::string_view> reads;
+  /// Probe::env_reads(): environment variable names or `PREFIX*`.
+  std::span<const std::string_view> env;
 };
 
 /// Every entry of checks/*/facts.json, sorted by id. Generated at build time by
@@ -45,33 +56,52 @@ const DeclaredProbe& declared_probe(std::string_view probe_id);
 /// order: declared_probe(probe_id).facts (and its std::logic_error).
 std::span<const FactDecl> declared_facts(std::string_view probe_id);
 
+/// declared_probe(probe_id), checked to be a derivation (`derivation` true) or a probe that reads
+/// the machine: a std::logic_error, naming the file, when its entry says otherwise (a probe built
+/// with the wrong class).
+const DeclaredProbe& declared_probe(std::string_view probe_id, bool derivation);
+
+/// The environment variables built-in probe `probe_id` reads, its entry's `env`
+/// (Probe::env_reads), as strings: the list a probe hands to read_environ (probe_util.hpp), so
+/// what it reads and what it declares are one list.
+std::vector<std::string> declared_env_reads(std::string_view probe_id);
+
+/// `views` as strings: what Probe::inputs(), reads() and env_reads() return.
+inline std::vector<std::string> to_strings(std::span<const std::string_view> views) {
+  return {views.begin(), views.end()};
+}
+
 /// A probe defined by data and one collect function; every module in checks/ builds one. Its
-/// facts and its source text (where they come from) are its entry of checks/<folder>/facts.json
-/// (declared_probe(id)); the constructors throw std::logic_error when there is none.
+/// facts, its source text (where they come from), the facts of other probes it reads (inputs),
+/// the paths it reads and its environment variables are its entry of checks/<folder>/facts.json
+/// (declared_probe(id)); the constructor throws std::logic_error when there is none, or when the
+/// entry is a derivation's.
 class BasicProbe : public Probe {
 public:
   using Collect = std::function<void(const ProbeContext&, FactSet&)>;
-  /// `reads`: the paths or globs it reads.
-  BasicProbe(std::string id, std::vector<std::string> reads, Collect collect)
-      : BasicProbe(std::move(id), {}, std::move(reads), std::move(collect)) {}
-  /// The same, for a probe that reads other probes' facts: `inputs`, their key patterns
-  /// (Probe::inputs).
-  BasicProbe(std::string id, std::vector<std::string> inputs, std::vector<std::string> reads,
-             Collect collect)
-      : id_(std::move(id)), declared_(&declared_probe(id_)), inputs_(std::move(inputs)),
-        reads_(std::move(reads)), collect_(std::move(collect)) {}
+  BasicProbe(std::string id, Collect collect)
+      : id_(std::move(id)), declared_(&declared_probe(id_, false)), collect_(std::move(collect)) {}
   std::string_view id() const override { return id_; }
   std::span<const FactDecl> declarations() const override { return declared_->facts; }
-  std::vector<std::string> inputs() const override { return inputs_; }
+  std::vector<std::string> inputs() const override { return to_strings(declared_->inputs); }
   /// The facts.json entry's source, or the text set_source() gave.
   std::string source() const override {
     return source_ ? *source_ : std::string(declared_->source);
   }
-  std::vector<std::string> reads() const override { return reads_; }
-  std::vector<std::string> env_reads() const override { return env_reads_; }
+  /// The entry's reads, then those add_reads() appended.
+  std::vector<std::string> reads() const override {
+    std::vector<std::string> out = to_strings(declared_->reads);
+    out.insert(out.end(), more_reads_.begin(), more_reads_.end());
+    return out;
+  }
+  std::vector<std::string> env_reads() const override { return to_strings(declared_->env); }
   void collect(const ProbeContext& ctx, FactSet& facts) const override { collect_(ctx, facts); }
-  /// Declares the environment variables the probe reads (Probe::env_reads).
-  void set_env_reads(std::vector<std::string> names) { env_reads_ = std::move(names); }
+  /// Appends reads computed from a table its code reads too, so the two cannot drift: the one
+  /// exception to "the reads are the entry's" (the runenv probe's DMI files, kDmiFiles; the
+  /// boot_stack probe's tools, kBinDirs x kTools).
+  void add_reads(std::vector<std::string> paths) {
+    more_reads_.insert(more_reads_.end(), paths.begin(), paths.end());
+  }
   /// Replaces the source text, for a probe whose source is computed from its code (the
   /// environment probe lists the variables it reads, env_reads()); every other probe's source is
   /// the data of its facts.json entry.
@@ -80,33 +110,30 @@ public:
 private:
   std::string id_;
   const DeclaredProbe* declared_;
-  std::vector<std::string> inputs_;
   std::optional<std::string> source_;
-  std::vector<std::string> reads_;
-  std::vector<std::string> env_reads_;
+  std::vector<std::string> more_reads_;
   Collect collect_;
 };
 
 /// A derivation defined by data and one derive function (include/halo/probe.hpp Derivation): the
-/// facts it reads (`inputs`: exact keys or `*` patterns, never `**`); the facts it provides and
-/// where they come from (its source text) are its entry of checks/<folder>/facts.json
-/// (declared_probe(id); the constructor throws std::logic_error when there is none).
+/// facts it reads (`inputs`: exact keys or `*` patterns, never `**`), the facts it provides and
+/// where they come from (its source text) are its entry of checks/<folder>/facts.json, flagged
+/// `"derivation": true` (declared_probe(id); the constructor throws std::logic_error when there
+/// is none, or when the entry is not a derivation's).
 class BasicDerivation : public Derivation {
 public:
   using Derive = std::function<void(const DeriveContext&, FactSet&)>;
-  BasicDerivation(std::string id, std::vector<std::string> inputs, Derive derive)
-      : id_(std::move(id)), declared_(&declared_probe(id_)), inputs_(std::move(inputs)),
-        derive_(std::move(derive)) {}
+  BasicDerivation(std::string id, Derive derive)
+      : id_(std::move(id)), declared_(&declared_probe(id_, true)), derive_(std::move(derive)) {}
   std::string_view id() const override { return id_; }
   std::span<const FactDecl> declarations() const override { return declared_->facts; }
-  std::vector<std::string> inputs() const override { return inputs_; }
+  std::vector<std::string> inputs() const override { return to_strings(declared_->inputs); }
   std::string source() const override { return std::string(declared_->source); }
   void derive(const DeriveContext& ctx, FactSet& facts) const override { derive_(ctx, facts); }
 
 private:
   std::string id_;
   const DeclaredProbe* declared_;
-  std::vector<std::string> inputs_;
   Derive derive_;
 };
 

@@ -111,10 +111,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_firmware_package_probe() {
-  return std::make_unique<BasicProbe>(
-      "firmware_package",
-      std::vector<std::string>{"/var/lib/dpkg/status", "/var/lib/pacman/local/linux-firmware*"},
-      collect);
+  return std::make_unique<BasicProbe>("firmware_package", collect);
 }
 
 } // namespace halo::probes

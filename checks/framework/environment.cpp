@@ -17,23 +17,17 @@
 namespace halo::probes {
 namespace {
 
-/// The variables this probe reads (Probe::env_reads): exact names or `PREFIX*`. Also the
-/// capture bundle's allow-list for the environment: nothing else is kept there.
+/// The variables this probe reads (Probe::env_reads): exact names or `PREFIX*`, the `env` of its
+/// checks/framework/facts.json entry. Also the capture bundle's allow-list for the environment:
+/// nothing else is kept there. Besides the ROCm runtime, HIP, rocBLAS, PyTorch allocator and
+/// BLAS, RCCL and MIOpen variables, it names flash_attn's backend choice (FLASH_ATTENTION_*,
+/// flash_attn/flash_attn_interface.py) and PyTorch's AOTriton tier switch
+/// (TORCH_ROCM_AOTRITON_*, sdp_utils.cpp); SUDO_UID (under sudo, device access is judged for the
+/// invoking user: checks/host/device_access.cpp); CONTAINER_ID (distrobox, distrobox-enter); and
+/// the debugging switches of the derived env.debug_settings (AMD_SERIALIZE_*, AMD_LOG_LEVEL,
+/// PYTORCH_NO_*_MEMORY_CACHING).
 const std::vector<std::string>& env_names() {
-  static const std::vector<std::string> names{
-      "HSA_*", "HIP_*", "ROCR_*", "GPU_*", "ROCBLAS_*", "TORCH_BLAS_*", "HCC_*", "PYTORCH_ROCM_*",
-      "PYTORCH_TUNABLEOP_*", "MIOPEN_*", "NCCL_*", "RCCL_*",
-      // flash_attn's backend choice (flash_attn/flash_attn_interface.py) and PyTorch's AOTriton
-      // tier switch (sdp_utils.cpp)
-      "FLASH_ATTENTION_*", "TORCH_ROCM_AOTRITON_*", "PYTORCH_HIP_ALLOC_CONF",
-      "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ROCM_PATH", "CUDA_VISIBLE_DEVICES",
-      // SUDO_UID: under sudo, device access is judged for the invoking user
-      // (checks/host/device_access.cpp).
-      "SUDO_UID",
-      "CONTAINER_ID", // distrobox (distrobox-enter)
-      // debugging switches (derived env.debug_settings)
-      "AMD_SERIALIZE_KERNEL", "AMD_SERIALIZE_COPY", "AMD_LOG_LEVEL",
-      "PYTORCH_NO_CUDA_MEMORY_CACHING", "PYTORCH_NO_HIP_MEMORY_CACHING"};
+  static const std::vector<std::string> names = declared_env_reads("environment");
   return names;
 }
 
@@ -63,9 +57,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_environment_probe() {
-  auto probe = std::make_unique<BasicProbe>(
-      "environment", std::vector<std::string>{"/proc/self/environ"}, collect);
-  probe->set_env_reads(env_names());
+  auto probe = std::make_unique<BasicProbe>("environment", collect);
   // The source text names the variables read: its facts.json entry is a format string whose `{}`
   // is that list (computed here, so the text cannot drift from env_reads()).
   probe->set_source(

@@ -54,16 +54,11 @@ constexpr std::string_view kEnvPythonUserBase = "PYTHONUSERBASE";
 constexpr std::string_view kEnvPythonNoUserSite = "PYTHONNOUSERSITE";
 constexpr std::string_view kEnvBnbRocmVersion = "BNB_ROCM_VERSION";
 
-/// The variables this probe reads: the interpreter's resolution (python_env.hpp) and the site
-/// directories' own.
+/// The variables this probe reads, the `env` of its checks/framework/facts.json entry: the
+/// interpreter's resolution (python_env_reads(), python_env.hpp) and the site directories' own
+/// (LD_LIBRARY_PATH, PYTHONUSERBASE, PYTHONNOUSERSITE, BNB_ROCM_VERSION).
 const std::vector<std::string>& framework_env_reads() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out = python_env_reads();
-    for (const auto name : {kEnvVirtualEnv, kEnvCondaPrefix, kEnvPath, kEnvLdLibraryPath, kEnvHome,
-                            kEnvPythonUserBase, kEnvPythonNoUserSite, kEnvBnbRocmVersion})
-      if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
-    return out;
-  }();
+  static const std::vector<std::string> names = declared_env_reads("framework");
   return names;
 }
 
@@ -429,41 +424,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 namespace halo::probes {
 
 std::unique_ptr<Probe> make_framework_probe() {
-  using namespace framework_files;
-  auto probe = std::make_unique<BasicProbe>(
-      "framework",
-      std::vector<std::string>{
-          "/proc/self/environ",
-          "PATH entries/python3 (the first 4 KiB: a pyenv shim?)",
-          "$PYENV_DIR or $PWD and their parents/.python-version, $PYENV_ROOT/version",
-          "$PYENV_ROOT/versions/",
-          "$VIRTUAL_ENV/pyvenv.cfg",
-          "--python PATH: PATH/../../pyvenv.cfg",
-          "PATH/../../lib/python3.*/site-packages/torch/version.py",
-          "$VIRTUAL_ENV/lib/python3.*/site-packages/torch/version.py",
-          "$CONDA_PREFIX/lib/python3.*/site-packages/torch/version.py",
-          "/usr/local/lib/python3.*/dist-packages/torch/version.py",
-          "/usr/local/lib/python3.*/site-packages/torch/version.py",
-          "/usr/lib/python3/dist-packages/torch/version.py",
-          "/usr/lib/python3.*/site-packages/torch/version.py",
-          "/usr/lib64/python3.*/site-packages/torch/version.py",
-          "SITE/torch/lib/rocblas/library/",
-          "SITE/torch/lib/hipblaslt/library/",
-          "SITE/torch/lib/libtorch_hip.so (.hip_fatbin, .dynamic)",
-          "LD_LIBRARY_PATH and DT_RPATH/DT_RUNPATH directories: DT_NEEDED names",
-          "SITE/torch/lib/aotriton.images/amd-*/, SITE/torch/lib/libaotriton*",
-          "SITE/_rocm_sdk_libraries_*/lib/{rocblas,hipblaslt}/library/",
-          "SITE/bitsandbytes-*.dist-info/METADATA",
-          "SITE/bitsandbytes/__init__.py",
-          "SITE/bitsandbytes/libbitsandbytes_rocm*.so",
-          "SITE/flash_attn/__init__.py, SITE/flash_attn-*.dist-info/METADATA",
-          "SITE/flash_attn_2_cuda*.so (.hip_fatbin section)",
-          "SITE/torchvision/version.py",
-          "SITE/torchaudio/version.py",
-          "SITE/torch{vision,audio}-*.dist-info/METADATA"},
-      framework_files::collect);
-  probe->set_env_reads(framework_files::framework_env_reads());
-  return probe;
+  return std::make_unique<BasicProbe>("framework", framework_files::collect);
 }
 
 } // namespace halo::probes

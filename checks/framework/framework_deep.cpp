@@ -233,14 +233,7 @@ std::pair<std::string, std::string> choose_python(const std::string& given) {
 }
 
 std::unique_ptr<Probe> make_framework_deep_probe() {
-  auto probe = std::make_unique<BasicProbe>(
-      "framework_deep",
-      std::vector<std::string>{
-          "/proc/self/environ (the interpreter, chosen as the framework probe chooses it)",
-          "python -c (torch.cuda queries)"},
-      collect);
-  probe->set_env_reads(python_env_reads());
-  return probe;
+  return std::make_unique<BasicProbe>("framework_deep", collect);
 }
 
 } // namespace halo::probes

@@ -428,40 +428,28 @@ void derive_framework_deep(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_framework_env_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "framework_env",
-      std::vector<std::string>{"env.*", "gpu.count", "gpu.*.kfd_node", "gpu.*.gfx_target"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_alloc_conf(facts);
-        derive_debug_settings(facts);
-        derive_hsa_override(facts);
-      });
+  return std::make_unique<BasicDerivation>("framework_env",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_alloc_conf(facts);
+                                             derive_debug_settings(facts);
+                                             derive_hsa_override(facts);
+                                           });
 }
 
 std::unique_ptr<Probe> make_framework_torch_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "framework_torch",
-      std::vector<std::string>{
-          "framework.torch.version", "framework.torch.build", "framework.torchvision.version",
-          "framework.torchvision.build", "framework.torchaudio.version",
-          "framework.torchaudio.build", "framework.torch.offload_targets",
-          "framework.torch.gfx_targets", "framework.torch.hip_version",
-          "framework.flash_attn.offload_targets", "framework.bitsandbytes.library_targets"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_framework_companions(facts);
-        derive_framework_kernel_targets(facts);
-        derive_framework_offload_kernel_targets(facts);
-        derive_companion_kernel_targets(facts);
-        derive_framework_rocm_version(facts);
-      });
+  return std::make_unique<BasicDerivation>("framework_torch",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_framework_companions(facts);
+                                             derive_framework_kernel_targets(facts);
+                                             derive_framework_offload_kernel_targets(facts);
+                                             derive_companion_kernel_targets(facts);
+                                             derive_framework_rocm_version(facts);
+                                           });
 }
 
 std::unique_ptr<Probe> make_framework_deep_capacity_derivation() {
   return std::make_unique<BasicDerivation>(
       "framework_deep_capacity",
-      std::vector<std::string>{"framework.deep.status", "framework.deep.device0.total_bytes",
-                               "gpu.device0", "gpu.*.vram_total_bytes", "gpu.*.apu",
-                               "ttm.recommended_bytes"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_framework_deep(facts); });
 }
 

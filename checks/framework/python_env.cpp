@@ -11,6 +11,7 @@
 #include "python_env.hpp"
 
 #include "probe_util.hpp"
+#include "probes.hpp"
 
 #include <fmt/format.h>
 
@@ -409,18 +410,7 @@ PythonChoice resolve_pyenv(const Root& root, const Env& env, const OnPath& shim)
 } // namespace
 
 const std::vector<std::string>& python_env_reads() {
-  static const std::vector<std::string> names{std::string(kVirtualEnv),
-                                              std::string(kCondaPrefix),
-                                              std::string(kCondaDefaultEnv),
-                                              std::string(kPath),
-                                              std::string(kPyenvVersion),
-                                              std::string(kPyenvRoot),
-                                              std::string(kPyenvDir),
-                                              std::string(kPwd),
-                                              std::string(kHome),
-                                              std::string(kUvProjectEnvironment),
-                                              std::string(kUvProject),
-                                              std::string(kUvNoProject)};
+  static const std::vector<std::string> names = declared_env_reads("framework_deep");
   return names;
 }
 

@@ -40,7 +40,9 @@ struct PythonChoice {
 
 /// The environment variables the resolution reads (a probe's env_reads): VIRTUAL_ENV,
 /// CONDA_PREFIX, CONDA_DEFAULT_ENV, PATH, PYENV_VERSION, PYENV_ROOT, PYENV_DIR, PWD, HOME,
-/// UV_PROJECT_ENVIRONMENT, UV_PROJECT, UV_NO_PROJECT.
+/// UV_PROJECT_ENVIRONMENT, UV_PROJECT, UV_NO_PROJECT: the `env` of the framework_deep probe's
+/// entry in checks/framework/facts.json, which the framework probe's `env` includes (both
+/// resolve the interpreter; tests/unit/test_fact_declarations.cpp holds it).
 const std::vector<std::string>& python_env_reads();
 
 /// Resolves the interpreter of the environment training will see, from `/proc/self/environ`

@@ -220,27 +220,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_drm_probe() {
-  return std::make_unique<BasicProbe>(
-      "drm",
-      std::vector<std::string>{
-          "/sys/class/drm/card*/device/vendor", "/sys/class/drm/card*/device/driver",
-          "/sys/class/drm/card*/device/device", "/sys/class/drm/card*/device/uevent",
-          "/sys/class/drm/card*/device/mem_info_*",
-          "/sys/class/drm/card*/device/current_*_partition",
-          "/sys/class/drm/card*/device/available_*_partition",
-          "/sys/class/drm/card*/device/power_dpm_force_performance_level",
-          "/sys/class/drm/card*/device/uma/carveout",
-          "/sys/class/drm/card*/device/uma/carveout_options",
-          "/sys/class/drm/card*/device/drm/renderD*",
-          "/sys/class/drm/card*/device/current_link_speed",
-          "/sys/class/drm/card*/device/current_link_width",
-          "/sys/class/drm/card*/device/max_link_speed",
-          "/sys/class/drm/card*/device/max_link_width",
-          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_label",
-          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_input",
-          "/sys/class/drm/card*/device/hwmon/hwmon*/temp*_crit",
-          "/sys/class/drm/card*/device/hwmon/hwmon*/power1_*"},
-      collect);
+  return std::make_unique<BasicProbe>("drm", collect);
 }
 
 } // namespace halo::probes

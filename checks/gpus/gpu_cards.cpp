@@ -263,21 +263,15 @@ void derive_libdrm_per_gpu(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_cards_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "gpu_cards",
-      std::vector<std::string>{"gpu.count", "gpu.*.card", "gpu.*.partition_index",
-                               "gpu.*.instinct_series", "gpu.*.device_id", "gpu.*.render_minor",
-                               "gpu.*.pci_slot", "ras.*.*", "drm.*.pcie.*", "drm.*.temp.*",
-                               "drm.*.power.*", "drm.*.perf_level", "xgmi.*.*", "gpu_metrics.*.*",
-                               "fw.*.*", "access.render.*.*", "libdrm.dev.*.*", "libdrm.status"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_ras_per_gpu(facts);
-        derive_link_and_thermal_per_gpu(facts);
-        derive_xgmi(facts);
-        derive_gpu_firmware(facts);
-        derive_render_access(facts);
-        derive_libdrm_per_gpu(facts);
-      });
+  return std::make_unique<BasicDerivation>("gpu_cards",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_ras_per_gpu(facts);
+                                             derive_link_and_thermal_per_gpu(facts);
+                                             derive_xgmi(facts);
+                                             derive_gpu_firmware(facts);
+                                             derive_render_access(facts);
+                                             derive_libdrm_per_gpu(facts);
+                                           });
 }
 
 } // namespace halo::probes

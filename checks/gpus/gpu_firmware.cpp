@@ -66,11 +66,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_firmware_probe() {
-  return std::make_unique<BasicProbe>(
-      "gpu_firmware", std::vector<std::string>{std::string(kAmdCards)},
-      std::vector<std::string>{"/sys/class/drm/card*/device/fw_version/*_fw_version",
-                               "/sys/class/drm/card*/device/vbios_version"},
-      collect);
+  return std::make_unique<BasicProbe>("gpu_firmware", collect);
 }
 
 } // namespace halo::probes

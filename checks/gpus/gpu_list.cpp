@@ -347,43 +347,16 @@ void derive_binding(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_list_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "gpu_list",
-      std::vector<std::string>{"kfd.gpu_nodes",
-                               std::string(kAmdCards),
-                               "pci.amd_gpu_count",
-                               "drm.*.render_minor",
-                               "drm.*.pci_slot",
-                               "drm.*.device_id",
-                               "drm.*.driver",
-                               "drm.*.vram_total_bytes",
-                               "drm.*.vis_vram_total_bytes",
-                               "drm.*.gtt_total_bytes",
-                               "drm.*.current_compute_partition",
-                               "drm.*.current_memory_partition",
-                               "kfd.node.*.gfx_target",
-                               "kfd.node.*.device_id",
-                               "kfd.node.*.drm_render_minor",
-                               "kfd.node.*.location_id",
-                               "kfd.node.*.domain",
-                               "kfd.node.*.num_xcc",
-                               "kfd.node.*.mem_bank.*.size_bytes",
-                               "kfd.node.*.mem_bank.*.heap_type",
-                               "pci.gpu.*.device_id",
-                               "pci.gpu.*.driver",
-                               "pci.gpu.*.slot"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_gpus(facts);
-        derive_partitions(facts);
-      });
+  return std::make_unique<BasicDerivation>("gpu_list",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_gpus(facts);
+                                             derive_partitions(facts);
+                                           });
 }
 
 std::unique_ptr<Probe> make_gpu_binding_derivation() {
   return std::make_unique<BasicDerivation>(
-      "gpu_binding",
-      std::vector<std::string>{"pci.amd_gpu_count", "pci.gpu.*.driver", "pci.gpu.*.slot",
-                               "pci.gpu.*.device_id"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_binding(facts); });
+      "gpu_binding", [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_binding(facts); });
 }
 
 } // namespace halo::probes

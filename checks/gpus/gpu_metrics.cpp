@@ -214,9 +214,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_gpu_metrics_probe() {
-  return std::make_unique<BasicProbe>(
-      "gpu_metrics", std::vector<std::string>{std::string(kAmdCards)},
-      std::vector<std::string>{"/sys/class/drm/card*/device/gpu_metrics"}, collect);
+  return std::make_unique<BasicProbe>("gpu_metrics", collect);
 }
 
 } // namespace halo::probes

@@ -220,26 +220,18 @@ void derive_usable_memory(FactSet& facts) {
 std::unique_ptr<Probe> make_gpu_visibility_derivation() {
   return std::make_unique<BasicDerivation>(
       "gpu_visibility",
-      std::vector<std::string>{
-          "gpu.count", "gpu.*.gfx_target", "gpu.*.apu", "gpu.*.card", "gpu.*.vram_total_bytes",
-          "gpu.*.gtt_total_bytes", "gpu.*.amdgpu_bound", "env.rocr_visible_devices",
-          "env.hip_visible_devices", "env.cuda_visible_devices", "drm.*.uma_carveout_min_bytes",
-          "hsa.status", "hsa.gpu.*.coarse_pool_bytes"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_visibility(facts); });
 }
 
 std::unique_ptr<Probe> make_gpu_aotriton_derivation() {
   return std::make_unique<BasicDerivation>(
       "gpu_aotriton",
-      std::vector<std::string>{"gpu.count", "gpu.*.gfx_target", "framework.torch.aotriton_images"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_aotriton_per_gpu(facts); });
 }
 
 std::unique_ptr<Probe> make_gpu_usable_memory_derivation() {
   return std::make_unique<BasicDerivation>(
       "gpu_usable_memory",
-      std::vector<std::string>{"gpu.count", "gpu.*.hsa_coarse_pool_bytes", "gpu.*.vram_total_bytes",
-                               "gpu.*.apu", "gpu.*.gtt_total_bytes", "ttm.pages_limit_bytes"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_usable_memory(facts); });
 }
 

@@ -114,11 +114,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kfd_topology_probe() {
-  return std::make_unique<BasicProbe>(
-      "kfd_topology",
-      std::vector<std::string>{"/sys/class/kfd/kfd/topology/nodes/*/properties",
-                               "/sys/class/kfd/kfd/topology/nodes/*/mem_banks/*/properties"},
-      collect);
+  return std::make_unique<BasicProbe>("kfd_topology", collect);
 }
 
 } // namespace halo::probes

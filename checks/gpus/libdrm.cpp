@@ -300,10 +300,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 std::unique_ptr<Probe> make_libdrm_probe() {
   // The libdrm.dev.*.<key> declarations name every key of device_keys() (statuses are set for
   // each of those when a query fails).
-  return std::make_unique<BasicProbe>(
-      "libdrm",
-      std::vector<std::string>{"/dev/dri/renderD* (drmGetDevices2, libdrm_amdgpu ioctls)"},
-      collect);
+  return std::make_unique<BasicProbe>("libdrm", collect);
 }
 
 } // namespace halo::probes

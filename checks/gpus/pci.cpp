@@ -53,11 +53,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_pci_probe() {
-  return std::make_unique<BasicProbe>(
-      "pci",
-      std::vector<std::string>{"/sys/bus/pci/devices/*/vendor", "/sys/bus/pci/devices/*/class",
-                               "/sys/bus/pci/devices/*/device", "/sys/bus/pci/devices/*/driver"},
-      collect);
+  return std::make_unique<BasicProbe>("pci", collect);
 }
 
 } // namespace halo::probes

@@ -150,11 +150,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_ras_probe() {
-  return std::make_unique<BasicProbe>(
-      "ras", std::vector<std::string>{std::string(kAmdCards)},
-      std::vector<std::string>{"/sys/class/drm/card*/device/ras/*_err_count",
-                               "/sys/class/drm/card*/device/ras/gpu_vram_bad_pages"},
-      collect);
+  return std::make_unique<BasicProbe>("ras", collect);
 }
 
 } // namespace halo::probes

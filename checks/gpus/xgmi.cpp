@@ -101,14 +101,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_xgmi_probe() {
-  return std::make_unique<BasicProbe>(
-      "xgmi", std::vector<std::string>{std::string(kAmdCards)},
-      // Named one by one: xgmi_error must never be read (nor captured), reading clears it.
-      std::vector<std::string>{"/sys/class/drm/card*/device/xgmi_device_id",
-                               "/sys/class/drm/card*/device/xgmi_physical_id",
-                               "/sys/class/drm/card*/device/xgmi_num_hops",
-                               "/sys/class/drm/card*/device/xgmi_hive_info/xgmi_hive_id"},
-      collect);
+  // Its reads (checks/gpus/facts.json) name the files one by one: xgmi_error must never be read
+  // (nor captured), reading clears it.
+  return std::make_unique<BasicProbe>("xgmi", collect);
 }
 
 } // namespace halo::probes

@@ -236,15 +236,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_device_access_probe() {
-  return std::make_unique<BasicProbe>(
-      "device_access",
-      std::vector<std::string>{fact_keys::env::key("sudo_uid"),
-                               std::string(fact_keys::kfd::gpu_nodes),
-                               fact_keys::kfd::node_drm_render_minor("*"), std::string(kAmdCards),
-                               fact_keys::drm::render_minor("*")},
-      std::vector<std::string>{"/proc/self/status", "/etc/passwd", "/etc/group", "/dev/kfd",
-                               "/dev/dri/renderD*"},
-      collect);
+  return std::make_unique<BasicProbe>("device_access", collect);
 }
 
 } // namespace halo::probes

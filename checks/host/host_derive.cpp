@@ -131,17 +131,11 @@ void derive_runenv(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_host_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "host",
-      std::vector<std::string>{"runenv.toolboxenv", "runenv.kubernetes", "runenv.containerenv",
-                               "runenv.dockerenv", "runenv.systemd_container",
-                               "runenv.cgroup_engine", "runenv.dmi.*", "runenv.cpu_hypervisor_flag",
-                               "env.container_id", "pci.amd_gpu_count", "access.kfd.exists",
-                               "wsl.wsl2"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_runenv(facts);
-        derive_virtualization(facts);
-      });
+  return std::make_unique<BasicDerivation>("host",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_runenv(facts);
+                                             derive_virtualization(facts);
+                                           });
 }
 
 } // namespace halo::probes

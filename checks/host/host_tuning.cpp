@@ -142,15 +142,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_host_tuning_probe() {
-  return std::make_unique<BasicProbe>(
-      "host_tuning",
-      std::vector<std::string>{"/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
-                               "/sys/devices/system/cpu/cpu*/cpuidle/state2/disable",
-                               "/sys/devices/system/cpu/cpu*/cpuidle/state2/name",
-                               "/sys/kernel/mm/transparent_hugepage/enabled",
-                               "/proc/sys/vm/compaction_proactiveness",
-                               "/proc/sys/vm/compact_unevictable_allowed", "/proc/self/limits"},
-      collect);
+  return std::make_unique<BasicProbe>("host_tuning", collect);
 }
 
 } // namespace halo::probes

@@ -46,7 +46,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_memory_probe() {
-  return std::make_unique<BasicProbe>("memory", std::vector<std::string>{"/proc/meminfo"}, collect);
+  return std::make_unique<BasicProbe>("memory", collect);
 }
 
 } // namespace halo::probes

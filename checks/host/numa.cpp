@@ -49,10 +49,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_numa_probe() {
-  return std::make_unique<BasicProbe>("numa",
-                                      std::vector<std::string>{"/proc/sys/kernel/numa_balancing",
-                                                               "/sys/devices/system/node/online"},
-                                      collect);
+  return std::make_unique<BasicProbe>("numa", collect);
 }
 
 } // namespace halo::probes

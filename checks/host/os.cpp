@@ -74,11 +74,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_os_probe() {
-  return std::make_unique<BasicProbe>("os",
-                                      std::vector<std::string>{"/proc/sys/kernel/hostname",
-                                                               "/etc/os-release",
-                                                               "/usr/lib/os-release"},
-                                      collect);
+  return std::make_unique<BasicProbe>("os", collect);
 }
 
 } // namespace halo::probes

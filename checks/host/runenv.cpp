@@ -47,15 +47,11 @@ constexpr std::array<std::string_view, kDmiFiles.size()> kDmiKeys = {
     fact_keys::runenv::dmi_board_vendor, fact_keys::runenv::dmi_bios_vendor,
     fact_keys::runenv::dmi_product_version};
 
-std::vector<std::string> reads() {
-  std::vector<std::string> out{"/.dockerenv",
-                               "/run/.toolboxenv",
-                               "/run/.containerenv",
-                               "/run/systemd/container",
-                               "/var/run/secrets/kubernetes.io/serviceaccount",
-                               "/proc/1/cgroup",
-                               "/proc/self/status",
-                               "/proc/cpuinfo"};
+/// The DMI files it reads, from the table collect() reads (kDmiFiles), after the reads of its
+/// checks/host/facts.json entry.
+std::vector<std::string> dmi_reads() {
+  std::vector<std::string> out;
+  out.reserve(kDmiFiles.size());
   for (const char* f : kDmiFiles)
     out.push_back(std::string("/sys/class/dmi/id/") + f);
   return out;
@@ -173,7 +169,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_runenv_probe() {
-  return std::make_unique<BasicProbe>("runenv", reads(), collect);
+  auto probe = std::make_unique<BasicProbe>("runenv", collect);
+  probe->add_reads(dmi_reads());
+  return probe;
 }
 
 } // namespace halo::probes

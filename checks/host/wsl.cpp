@@ -119,9 +119,9 @@ constexpr const char* kSdkVersion = "rocm.sdk.version";
 /// the VMBus core prints class_id ("{%pUl}", lower case).
 constexpr const char* kVgpuClassId = "{6e382d18-3336-4f4b-acc4-2b7703d4df4a}";
 
+/// The variables it reads: the `env` of its checks/host/facts.json entry (Probe::env_reads).
 const std::vector<std::string>& env_names() {
-  static const std::vector<std::string> names{"WSL_DISTRO_NAME", "WSL_INTEROP", "LD_LIBRARY_PATH",
-                                              "ROCM_PATH", "HSA_ENABLE_DXG_DETECTION"};
+  static const std::vector<std::string> names = declared_env_reads("wsl");
   return names;
 }
 
@@ -569,17 +569,9 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_wsl_probe() {
-  auto probe = std::make_unique<BasicProbe>(
-      "wsl", std::vector<std::string>{kInstallVersion, kInstallPrefix, kPythonEnv, kSdkVersion},
-      // The small files only: librocdxg, DXCore and ROCr are binaries looked up by name in the
-      // ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
-      std::vector<std::string>{
-          "/proc/sys/kernel/osrelease", "/proc/self/environ", "/proc/sys/fs/binfmt_misc/WSLInterop",
-          "/proc/sys/fs/binfmt_misc/WSLInterop-late", "/dev/dxg", "/sys/bus/vmbus/drivers/dxgkrnl",
-          "/etc/ld.so.conf", "/etc/ld.so.conf.d/*.conf", "/sys/bus/vmbus/devices/*/class_id"},
-      collect);
-  probe->set_env_reads(env_names());
-  return probe;
+  // Its reads are the small files only: librocdxg, DXCore and ROCr are binaries looked up by
+  // name in the ROCm and loader directories (a capture bundle keeps the wsl.* facts instead).
+  return std::make_unique<BasicProbe>("wsl", collect);
 }
 
 } // namespace halo::probes

@@ -77,11 +77,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_amdgpu_module_probe() {
-  return std::make_unique<BasicProbe>("amdgpu_module",
-                                      std::vector<std::string>{"/sys/module/amdgpu/initstate",
-                                                               "/sys/module/amdgpu/version",
-                                                               "/sys/module/amdgpu/parameters/*"},
-                                      collect);
+  return std::make_unique<BasicProbe>("amdgpu_module", collect);
 }
 
 } // namespace halo::probes

@@ -249,47 +249,17 @@ void derive_gttsize(FactSet& facts) {
 std::unique_ptr<Probe> make_modparam_derivation() {
   return std::make_unique<BasicDerivation>(
       "modparam",
-      std::vector<std::string>{
-          std::string(kModuleOptionInputs[0]), std::string(kModuleOptionInputs[1]),
-          std::string(kModuleOptionInputs[2]), std::string(kModuleOptionInputs[3])},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_invalid_options(facts); });
 }
 
 std::unique_ptr<Probe> make_amdgpu_driver_derivation() {
   return std::make_unique<BasicDerivation>(
-      "amdgpu_driver",
-      std::vector<std::string>{"amdgpu.initstate",
-                               "amdgpu.builtin",
-                               "amdgpu.loaded",
-                               "amdgpu.dkms",
-                               "amdgpu.module.origin",
-                               std::string(kAmdCards),
-                               "drm.*.driver",
-                               "kernel.cmdline.param.nomodeset",
-                               "kernel.cmdline.param.module_blacklist",
-                               "kernel.cmdline.modprobe_blacklist",
-                               "modprobe.blacklist_source.amdgpu",
-                               "modprobe.install.*",
-                               "modprobe.install_pattern.*",
-                               "modprobe.install_why.*",
-                               "modprobe.install_effect.amdgpu",
-                               "modprobe.install_effect_as_dependency.*",
-                               "modparam.invalid_modules",
-                               "ttm.module",
-                               std::string(kModuleOptionInputs[0]),
-                               std::string(kModuleOptionInputs[1]),
-                               std::string(kModuleOptionInputs[2]),
-                               std::string(kModuleOptionInputs[3])},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_driver(facts); });
+      "amdgpu_driver", [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_driver(facts); });
 }
 
 std::unique_ptr<Probe> make_gttsize_derivation() {
   return std::make_unique<BasicDerivation>(
       "amdgpu_gttsize",
-      std::vector<std::string>{"amdgpu.param.gttsize", std::string(kModuleOptionInputs[0]),
-                               std::string(kModuleOptionInputs[1]),
-                               std::string(kModuleOptionInputs[2]),
-                               std::string(kModuleOptionInputs[3])},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_gttsize(facts); });
 }
 

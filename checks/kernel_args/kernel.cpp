@@ -82,8 +82,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_probe() {
-  return std::make_unique<BasicProbe>(
-      "kernel", std::vector<std::string>{"/proc/sys/kernel/osrelease", "/proc/cmdline"}, collect);
+  return std::make_unique<BasicProbe>("kernel", collect);
 }
 
 } // namespace halo::probes

@@ -298,13 +298,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_modprobe_probe() {
-  return std::make_unique<BasicProbe>(
-      "modprobe",
-      std::vector<std::string>{
-          "/etc/modprobe.d/*.conf", "/run/modprobe.d/*.conf", "/usr/local/lib/modprobe.d/*.conf",
-          "/usr/lib/modprobe.d/*.conf", "/lib/modprobe.d/*.conf", "/etc/modprobe.d/*.alias",
-          "/run/modprobe.d/*.alias", "/usr/lib/modprobe.d/*.alias", "/lib/modprobe.d/*.alias"},
-      collect);
+  return std::make_unique<BasicProbe>("modprobe", collect);
 }
 
 } // namespace halo::probes

@@ -473,17 +473,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_module_file_probe() {
-  return std::make_unique<BasicProbe>(
-      "module_file",
-      std::vector<std::string>{
-          std::string(keys::kernel_release), std::string(fact_keys::amdgpu::initstate),
-          std::string(fact_keys::boot::secure_boot), std::string(fact_keys::boot::lockdown)},
-      std::vector<std::string>{
-          "$MODDIR/modules.dep.bin ($MODDIR = /lib/modules/<kernel.release>, from the kernel "
-          "probe; libkmod in a child process)",
-          "$MODDIR/modules.alias.bin", "$MODDIR/modules.builtin.bin",
-          "$MODDIR/<the path modules.dep.bin gives for amdgpu> (at most 128 MiB)"},
-      collect);
+  return std::make_unique<BasicProbe>("module_file", collect);
 }
 
 } // namespace halo::probes

@@ -166,9 +166,6 @@ void derive_suspects(FactSet& facts) {
 std::unique_ptr<Probe> make_cmdline_suspects_derivation() {
   return std::make_unique<BasicDerivation>(
       "cmdline_suspects",
-      std::vector<std::string>{"kernel.cmdline.names", "kernel.cmdline.param.amd_iommu",
-                               "amdgpu.param_names", "ttm.module.*.param_names",
-                               "modprobe.options.*.*", "modprobe.note_words.*", "modprobe.files"},
       [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_suspects(facts); });
 }
 

@@ -253,14 +253,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_log_probe() {
-  return std::make_unique<BasicProbe>(
-      "kernel_log", std::vector<std::string>{std::string(keys::kernel_release)},
-      std::vector<std::string>{"/dev/kmsg (live root)", "/.halo/dmesg.txt (under --root)",
-                               "/sys/module/firmware_class/parameters/path",
-                               "$FW_PATH/<each file that failed to load>{,.zst,.xz} ($FW_PATH: "
-                               "firmware_class.path, /lib/firmware/updates/<release>, "
-                               "/lib/firmware/updates, /lib/firmware/<release>, /lib/firmware)"},
-      collect);
+  return std::make_unique<BasicProbe>("kernel_log", collect);
 }
 
 } // namespace halo::probes

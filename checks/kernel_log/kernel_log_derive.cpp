@@ -118,15 +118,11 @@ void derive_probe_causes(FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_kernel_log_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "kernel_log_causes",
-      std::vector<std::string>{std::string(fact_keys::kernel_log::firmware_load_failures),
-                               std::string(fact_keys::kernel_log::firmware_on_disk),
-                               std::string(fact_keys::kernel_log::amdgpu_probe_errors)},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) {
-        derive_firmware_now(facts);
-        derive_probe_causes(facts);
-      });
+  return std::make_unique<BasicDerivation>("kernel_log_causes",
+                                           [](const DeriveContext& /*ctx*/, FactSet& facts) {
+                                             derive_firmware_now(facts);
+                                             derive_probe_causes(facts);
+                                           });
 }
 
 } // namespace halo::probes

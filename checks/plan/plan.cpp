@@ -140,8 +140,7 @@ void collect(const DeriveContext& ctx, FactSet& facts) {
 
 std::unique_ptr<Probe> make_plan_probe() {
   return std::make_unique<BasicDerivation>(
-      "plan", std::vector<std::string>{},
-      [](const DeriveContext& ctx, FactSet& facts) { collect(ctx, facts); });
+      "plan", [](const DeriveContext& ctx, FactSet& facts) { collect(ctx, facts); });
 }
 
 } // namespace halo::probes

@@ -62,11 +62,7 @@ void derive_plan(FactSet& facts) {
 
 std::unique_ptr<Probe> make_plan_gpu_derivation() {
   return std::make_unique<BasicDerivation>(
-      "plan_gpu",
-      std::vector<std::string>{"plan.present", "gpu.device0", "gpu.*.usable_bytes", "gpu.*.apu",
-                               "gpu.*.gfx_target", "gpu.*.vram_total_bytes",
-                               "ttm.recommended_bytes"},
-      [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_plan(facts); });
+      "plan_gpu", [](const DeriveContext& /*ctx*/, FactSet& facts) { derive_plan(facts); });
 }
 
 } // namespace halo::probes

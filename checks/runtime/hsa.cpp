@@ -534,12 +534,7 @@ void decode_child_lines(const ProbeContext& ctx, const std::vector<std::string>&
 } // namespace hsa
 
 std::unique_ptr<Probe> make_hsa_probe() {
-  return std::make_unique<BasicProbe>(
-      "hsa",
-      std::vector<std::string>{
-          "libhsa-runtime64.so.1 (--hsa-library, $ROCM_PATH/lib, /opt/rocm/lib, loader path)",
-          "/dev/kfd (through ROCr)", "PREFIX/.info/version"},
-      hsa::collect);
+  return std::make_unique<BasicProbe>("hsa", hsa::collect);
 }
 
 } // namespace halo::probes

@@ -127,16 +127,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_rocm_install_probe() {
-  auto p = std::make_unique<BasicProbe>(
-      "rocm_install",
-      std::vector<std::string>{fact_keys::env::key("rocm_path"),
-                               std::string(fact_keys::framework::python_env)},
-      std::vector<std::string>{
-          "/opt/rocm/.info/version", "/opt/rocm/share/therock/therock_manifest.json",
-          "$ROCM_PATH/.info/version", "$ROCM_PATH/share/therock/therock_manifest.json",
-          "SITE/_rocm_sdk_core/.info/version",
-          "SITE/_rocm_sdk_core/share/therock/therock_manifest.json"},
-      collect);
+  auto p = std::make_unique<BasicProbe>("rocm_install", collect);
   return p;
 }
 

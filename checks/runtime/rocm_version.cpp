@@ -64,12 +64,7 @@ void derive(const DeriveContext& /*ctx*/, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_rocm_version_derivation() {
-  return std::make_unique<BasicDerivation>(
-      "rocm_version",
-      std::vector<std::string>{std::string(fact_keys::hsa::rocm_version),
-                               std::string(fact_keys::rocm::install_version),
-                               std::string(fact_keys::rocm::sdk_version)},
-      derive);
+  return std::make_unique<BasicDerivation>("rocm_version", derive);
 }
 
 } // namespace halo::probes

@@ -123,13 +123,7 @@ void collect(const ProbeContext& ctx, FactSet& facts) {
 } // namespace
 
 std::unique_ptr<Probe> make_ttm_probe() {
-  return std::make_unique<BasicProbe>(
-      "ttm",
-      std::vector<std::string>{std::string(fact_keys::amdgpu::loaded),
-                               std::string(fact_keys::amdgpu::dkms)},
-      std::vector<std::string>{"/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
-                               "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"},
-      collect);
+  return std::make_unique<BasicProbe>("ttm", collect);
 }
 
 } // namespace halo::probes

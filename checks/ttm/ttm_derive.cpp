@@ -205,10 +205,6 @@ void derive_ttm(FactSet& facts, const ProbeOptions& opt) {
 std::unique_ptr<Probe> make_ttm_configured_derivation() {
   return std::make_unique<BasicDerivation>(
       "ttm_configured",
-      std::vector<std::string>{
-          std::string(fact_keys::ttm::module), std::string(fact_keys::mem::total_bytes),
-          std::string(kModuleOptionInputs[0]), std::string(kModuleOptionInputs[1]),
-          std::string(kModuleOptionInputs[2]), std::string(kModuleOptionInputs[3])},
       [](const DeriveContext& ctx, FactSet& facts) { derive_ttm(facts, ctx.options); });
 }
 

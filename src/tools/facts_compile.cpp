@@ -15,12 +15,20 @@
 //    the file is in (one home per fact family);
 //  - a meaning is one line;
 //  - a source (Probe::source, docs/facts.md's paragraph under the probe's table) is one paragraph
-//    on one line, and not only white space.
+//    on one line, and not only white space;
+//  - what the probe reads is in its entry too (issue 42): `inputs`, the facts of other probes it
+//    reads (Probe::inputs), each overlapping (patterns_overlap) a pattern another entry declares or
+//    the registry provides (`probe.*.status`, `bench.**`), so a typo fails the build, not the
+//    registry at start-up; `reads` (Probe::reads), each an absolute path or glob (the capture
+//    bundle expands it) or, for a place found at run time, {"described": text}; `env`
+//    (Probe::env_reads), variable names or `PREFIX*`; and a derivation, flagged `"derivation":
+//    true`, has no reads and no env (it reads no machine: include/halo/probe.hpp Derivation).
 // The first error fails the build with "checks/FOLDER/facts.json:LINE: probe 'ID' ...: what".
 // The tool reads no probe: that every built-in probe has an entry, and every entry a probe, is
 // checked when the registry is built (declared_probe throws) and by
 // tests/unit/test_fact_declarations.cpp.
 #include <halo/error.hpp>
+#include <halo/fact.hpp>
 #include <halo/io.hpp>
 #include <halo/probe.hpp>
 #include <halo/schema.hpp>
@@ -30,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -51,12 +60,23 @@ struct Decl {
   std::string meaning;
 };
 
+/// One input of an entry (Probe::inputs) and the line it is on, for the second pass (which needs
+/// every file's declarations).
+struct Input {
+  std::string pattern;
+  std::size_t line = 0;
+};
+
 /// One entry of a facts.json file, validated.
 struct Entry {
   std::string id;
   std::string file;   ///< "checks/FOLDER/facts.json"
   std::string source; ///< Probe::source: one line of Markdown
   std::vector<Decl> facts;
+  bool derivation = false;        ///< `"derivation": true`: a Derivation (BasicDerivation)
+  std::vector<Input> inputs;      ///< Probe::inputs
+  std::vector<std::string> reads; ///< Probe::reads, a described read as its text
+  std::vector<std::string> env;   ///< Probe::env_reads
 };
 
 /// The FactType spelled `name` by fact_type_name (the schema admits no other).
@@ -99,7 +119,14 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
   std::vector<Entry> out;
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const nlohmann::json& p = doc[i];
-    Entry e{p.at("probe").get<std::string>(), origin, p.at("source").get<std::string>(), {}};
+    Entry e{p.at("probe").get<std::string>(),
+            origin,
+            p.at("source").get<std::string>(),
+            {},
+            false,
+            {},
+            {},
+            {}};
     const auto fail = [&](const std::string& pointer, const std::string& what) {
       return halo::InputError(
           fmt::format("{}:{}: probe '{}': {}", origin, pos.line(pointer), e.id, what));
@@ -111,6 +138,35 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
       throw fail(at + "/source", "the source is only white space");
     if (e.source.find_first_of("\r\n") != std::string::npos)
       throw fail(at + "/source", "the source is one paragraph on one line (no line break)");
+    e.derivation = p.contains("derivation");
+    if (p.contains("inputs"))
+      for (std::size_t j = 0; j < p["inputs"].size(); ++j)
+        e.inputs.push_back(
+            Input{p["inputs"][j].get<std::string>(), pos.line(fmt::format("{}/inputs/{}", at, j))});
+    if (p.contains("reads"))
+      for (std::size_t j = 0; j < p["reads"].size(); ++j) {
+        const nlohmann::json& r = p["reads"][j];
+        if (r.is_object()) {
+          e.reads.push_back(r.at("described").get<std::string>());
+          continue;
+        }
+        // An absolute path or glob, optionally followed by a space and a comment: the capture
+        // bundle expands the part before the space (src/core/bundle.cpp patterns()).
+        const auto& read = r.get_ref<const std::string&>();
+        if (read.front() != '/')
+          throw fail(fmt::format("{}/reads/{}", at, j),
+                     fmt::format("read '{}' is not an absolute path (a place found at run time "
+                                 "is {{\"described\": \"...\"}})",
+                                 read));
+        e.reads.push_back(read);
+      }
+    if (p.contains("env"))
+      for (const auto& v : p["env"])
+        e.env.push_back(v.get<std::string>());
+    if (e.derivation && (!e.reads.empty() || !e.env.empty()))
+      throw fail(at + (e.reads.empty() ? "/env" : "/reads"),
+                 "a derivation reads no file and no environment variable (it reads the facts of "
+                 "its inputs): no \"reads\" or \"env\"");
     const nlohmann::json& facts = p.at("facts");
     for (std::size_t j = 0; j < facts.size(); ++j) {
       const std::string fat = fmt::format("{}/facts/{}", at, j);
@@ -138,6 +194,47 @@ std::vector<Entry> read_file(const fs::path& path, std::string_view folder,
     out.push_back(std::move(e));
   }
   return out;
+}
+
+/// Checks every entry's inputs against the other entries' declarations: an input must overlap
+/// (halo::patterns_overlap) a pattern another probe declares, or one the registry provides itself
+/// (`probe.*.status`, `bench.**`: ProbeRegistry::resolve's rule), else it names a fact nobody
+/// produces: a typo, or a declaration removed under it. Throws halo::InputError naming the file,
+/// line, probe and input.
+void check_inputs(const std::vector<Entry>& entries) {
+  const std::vector<std::string> registry = {std::string(halo::keys::bench_all),
+                                             halo::keys::probe_status("*")};
+  for (const Entry& e : entries)
+    for (const Input& in : e.inputs) {
+      const auto overlaps = [&](std::string_view pattern) {
+        return halo::patterns_overlap(pattern, in.pattern);
+      };
+      const bool found =
+          std::ranges::any_of(registry, overlaps) ||
+          std::ranges::any_of(entries, [&](const Entry& other) {
+            return &other != &e && std::ranges::any_of(other.facts, [&](const Decl& d) {
+              return overlaps(d.pattern);
+            });
+          });
+      if (!found)
+        throw halo::InputError(fmt::format(
+            "{}:{}: probe '{}': input '{}' matches no pattern another probe declares (a typo? "
+            "the facts it reads are another entry's \"facts\")",
+            e.file, in.line, e.id, in.pattern));
+    }
+}
+
+/// `values` as the elements of a constexpr std::string_view array, appended to `text`; returns
+/// the span expression viewing them in kText (`first` counts the strings written before).
+std::string text_span(std::string& text, std::size_t& first,
+                      const std::vector<std::string>& values) {
+  if (values.empty()) return "{}";
+  for (const std::string& v : values)
+    text += fmt::format("    {},\n", cxx_literal(v));
+  std::string span =
+      fmt::format("std::span<const std::string_view>(kText + {}, {})", first, values.size());
+  first += values.size();
+  return span;
 }
 
 /// The generated C++: every declaration in one constexpr array (file order), and the probes
@@ -180,12 +277,34 @@ std::string generated_source(const std::vector<Entry>& entries) {
     slices.emplace(e.id, std::pair{first, &e});
     first += e.facts.size();
   }
+  // The inputs, reads and env of every probe, each probe's three lists one after the other.
+  text +=
+      "};\n\n// Inputs, reads and environment variables.\nconstexpr std::string_view kText[] = {\n";
+  std::map<std::string, std::array<std::string, 3>> lists; // id -> span expressions
+  std::size_t strings = 0;
+  for (const Entry& e : entries) {
+    std::vector<std::string> inputs;
+    inputs.reserve(e.inputs.size());
+    for (const Input& in : e.inputs)
+      inputs.push_back(in.pattern);
+    text += fmt::format("    // {}: {}\n", e.file, e.id);
+    std::array<std::string, 3> spans;
+    spans[0] = text_span(text, strings, inputs);
+    spans[1] = text_span(text, strings, e.reads);
+    spans[2] = text_span(text, strings, e.env);
+    lists.emplace(e.id, std::move(spans));
+  }
+  if (strings == 0) text += "    {},\n"; // an array has one element at least
   text += "};\n\n// Sorted by id.\nconstexpr DeclaredProbe kProbes[] = {\n";
-  for (const auto& [id, slice] : slices)
-    text +=
-        fmt::format("    {{{}, {},\n     {},\n     std::span<const FactDecl>(kFacts + {}, {})}},\n",
-                    cxx_literal(id), cxx_literal(slice.second->file),
-                    cxx_literal(slice.second->source), slice.first, slice.second->facts.size());
+  for (const auto& [id, slice] : slices) {
+    const auto& [inputs, reads, env] = lists.at(id);
+    text += fmt::format(
+        "    {{{}, {},\n     {},\n     std::span<const FactDecl>(kFacts + {}, {}), {},\n"
+        "     {},\n     {},\n     {}}},\n",
+        cxx_literal(id), cxx_literal(slice.second->file), cxx_literal(slice.second->source),
+        slice.first, slice.second->facts.size(), slice.second->derivation ? "true" : "false",
+        inputs, reads, env);
+  }
   text += "};\n\n} // namespace\n\nstd::span<const DeclaredProbe> declared_probes() { return "
           "kProbes; }\n\n} // namespace halo::probes\n";
   return text;
@@ -508,6 +627,7 @@ int main(int argc, char** argv) {
       for (Entry& e :
            read_file(dir / folder / "facts.json", folder, schema, seen_ids, seen_patterns))
         entries.push_back(std::move(e));
+    check_inputs(entries);
     if (argc == 4) halo::write_output_file(argv[3], key_header(entries));
     halo::write_output_file(out, generated_source(entries));
     return 0;

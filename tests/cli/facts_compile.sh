@@ -15,6 +15,16 @@ bad() { echo "FAIL: $*"; fail=1; }
 "$tool" "$checks" "$tmp/ok.cpp" "$tmp/fact_keys.hpp" || bad "the source declarations were refused (exit $?)"
 grep -q 'std::span<const DeclaredProbe> declared_probes()' "$tmp/ok.cpp" || bad "no tables written"
 grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.module.*.loaded not compiled"
+# What a probe reads (issue 42): its entry's inputs, reads (a described one as its text) and env, and
+# the derivation flag, compiled into its DeclaredProbe.
+for want in '    "amdgpu.loaded",' '    "/sys/module/amdttm/parameters/*",' '    "$ROCM_PATH/.info/version",' \
+    '    "HSA_*",' '    "WSL_DISTRO_NAME",'; do
+  grep -qxF "$want" "$tmp/ok.cpp" || bad "the tables lack: $want"
+done
+grep -A2 '^    {"ttm_configured", ' "$tmp/ok.cpp" | grep -q 'std::span<const FactDecl>(kFacts + [0-9]*, [0-9]*), true,$' ||
+  bad "ttm_configured is not compiled as a derivation"
+grep -A2 '^    {"ttm", ' "$tmp/ok.cpp" | grep -q 'std::span<const FactDecl>(kFacts + [0-9]*, [0-9]*), false,$' ||
+  bad "ttm is not compiled as a probe"
 # The names of <halo/fact_keys.hpp> (issue 42; the scheme is docs/adding-a-probe.md): a fixed key is a
 # constant in its family's namespace, a `*` pattern a function of its segments, `_of` where a constant
 # of the family has the name.
@@ -43,19 +53,34 @@ done
 [[ $(grep -c '^namespace prefix {$' "$tmp/fact_keys.hpp") -ge 10 ]] || bad "few FAMILY::prefix namespaces"
 
 # Each copy breaks checks/ttm/facts.json one way: LINES|SED|what the message says. Line 3 is the
-# first probe's id ("ttm"), line 4 its source, lines 7-10 its first fact, line 111 the second
-# probe's id.
+# first probe's id ("ttm"), line 4 its source, line 5 opens its inputs (6: "amdgpu.loaded"), line 9
+# its reads (10: "/sys/module/ttm/parameters/*"), lines 17-20 its first fact; line 121 is the second
+# probe's id (ttm_configured, a derivation: line 123 its `"derivation": true`).
 breakages=(
-  '8|s/"type": "bool"/"type": "boolean"/|facts.json:8: 0/facts/0/type: '
-  '7|s/"ttm.module.\*.loaded"/"ttm..loaded"/|facts.json:7: 0/facts/0/pattern: '
-  '7|s/"ttm.module.\*.loaded"/"ttm.module.**.loaded"/|facts.json:7: 0/facts/0/pattern: '
-  '7|s/"ttm.module.\*.loaded"/"gpu.module.*.loaded"/|facts.json:7: probe '"'ttm'"': '"'gpu.module.*.loaded'"': family '"'gpu'"' lives in checks/gpus/'
-  '7|s/"ttm.module.\*.loaded"/"nosuchfamily.loaded"/|facts.json:7: probe '"'ttm'"': '"'nosuchfamily.loaded'"': family '"'nosuchfamily'"' is not in src/core/fact_families.cpp'
-  '13|s/"ttm.module.\*.used_by_amdgpu"/"ttm.module.*.loaded"/|facts.json:13: probe '"'ttm'"': '"'ttm.module.*.loaded'"' is declared again (first in checks/ttm/facts.json probe '"'ttm'"')'
-  '111|s/"ttm_configured"/"ttm"/|facts.json:111: probe '"'ttm'"': declared again (first in checks/ttm/facts.json)'
-  '10|s/is loaded"/is\\nloaded"/|facts.json:10: probe '"'ttm'"': '"'ttm.module.*.loaded'"': the meaning is one line'
-  '10|s/"meaning": ".*"/"meaning": ""/|facts.json:10: 0/facts/0/meaning: '
-  '27|s/"unit": "pages"/"unit": "page"/|facts.json:27: 0/facts/3/unit: '
+  '18|s/"type": "bool"/"type": "boolean"/|facts.json:18: 0/facts/0/type: '
+  '17|s/"ttm.module.\*.loaded"/"ttm..loaded"/|facts.json:17: 0/facts/0/pattern: '
+  '17|s/"ttm.module.\*.loaded"/"ttm.module.**.loaded"/|facts.json:17: 0/facts/0/pattern: '
+  '17|s/"ttm.module.\*.loaded"/"gpu.module.*.loaded"/|facts.json:17: probe '"'ttm'"': '"'gpu.module.*.loaded'"': family '"'gpu'"' lives in checks/gpus/'
+  '17|s/"ttm.module.\*.loaded"/"nosuchfamily.loaded"/|facts.json:17: probe '"'ttm'"': '"'nosuchfamily.loaded'"': family '"'nosuchfamily'"' is not in src/core/fact_families.cpp'
+  '23|s/"ttm.module.\*.used_by_amdgpu"/"ttm.module.*.loaded"/|facts.json:23: probe '"'ttm'"': '"'ttm.module.*.loaded'"' is declared again (first in checks/ttm/facts.json probe '"'ttm'"')'
+  '121|s/"ttm_configured"/"ttm"/|facts.json:121: probe '"'ttm'"': declared again (first in checks/ttm/facts.json)'
+  '20|s/is loaded"/is\\nloaded"/|facts.json:20: probe '"'ttm'"': '"'ttm.module.*.loaded'"': the meaning is one line'
+  '20|s/"meaning": ".*"/"meaning": ""/|facts.json:20: 0/facts/0/meaning: '
+  '37|s/"unit": "pages"/"unit": "page"/|facts.json:37: 0/facts/3/unit: '
+  # What the probe reads (issue 42). An input that matches no pattern of another probe: a typo, one
+  # of its own facts (a probe does not read itself), a `**` pattern (inputs are narrow).
+  '6|s/"amdgpu.loaded"/"amdgpu.loded"/|facts.json:6: probe '"'ttm'"': input '"'amdgpu.loded'"' matches no pattern another probe declares'
+  '6|s/"amdgpu.loaded"/"ttm.module.*.loaded"/|facts.json:6: probe '"'ttm'"': input '"'ttm.module.*.loaded'"' matches no pattern another probe declares'
+  '6|s/"amdgpu.loaded"/"amdgpu.**"/|facts.json:6: 0/inputs/0: '
+  # A read that is not absolute (the capture bundle could not expand it), an empty one.
+  '10|s#"/sys/module/ttm/parameters/\*"#"sys/module/ttm/parameters/*"#|facts.json:10: probe '"'ttm'"': read '"'sys/module/ttm/parameters/*'"' is not an absolute path'
+  '10|s#"/sys/module/ttm/parameters/\*"#""#|facts.json:10: 0/reads/0: '
+  # An environment variable that is not a name or PREFIX*.
+  '5|s/"inputs": \[/"env": ["HSA_*", "HSA-X"], "inputs": [/|facts.json:5: 0/env/1: '
+  # A derivation reads no file and no variable; the flag is true or absent.
+  '123|s#"derivation": true,#"derivation": true, "reads": ["/proc/meminfo"],#|facts.json:123: probe '"'ttm_configured'"': a derivation reads no file and no environment variable'
+  '123|s#"derivation": true,#"derivation": true, "env": ["HOME"],#|facts.json:123: probe '"'ttm_configured'"': a derivation reads no file and no environment variable'
+  '123|s#"derivation": true,#"derivation": false,#|facts.json:123: 1/derivation: '
   # The source (Probe::source, docs/facts.md's paragraph under the table): required, not empty, not
   # only white space, one paragraph on one line.
   '4|d|facts.json:2: 0: Missing required property '"'source'"'.'
@@ -95,7 +120,7 @@ for f in "$checks"/*/facts.json; do
   mkdir "$tmp/checks/$(basename "$(dirname "$f")")"
   cp "$f" "$tmp/checks/$(basename "$(dirname "$f")")/"
 done
-sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.module_loaded.*"/' "$tmp/checks/ttm/facts.json"
+sed -i '23s/"ttm.module.\*.used_by_amdgpu"/"ttm.module_loaded.*"/' "$tmp/checks/ttm/facts.json"
 if "$tool" "$tmp/checks" "$tmp/bad.cpp" "$tmp/bad.hpp" 2>"$tmp/err"; then
   bad "two patterns named fact_keys::ttm::module_loaded were compiled"
 else

@@ -5,6 +5,7 @@
 // the type its most specific declaration gives; no probe reads a fact outside its declared inputs
 // on any of them; docs/facts.md equals `halo-doctor facts --declared --format markdown`.
 #include "fixture_tree.hpp"
+#include "kernel_args/module_options.hpp"
 #include "probes.hpp"
 
 #include <halo/checks.hpp>
@@ -14,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -192,6 +194,76 @@ TEST_CASE(
   // The ids are sorted, which declared_facts()'s binary search needs.
   CHECK(std::ranges::is_sorted(declared, {}, &probes::DeclaredProbe::id));
   CHECK_THROWS_AS(probes::declared_facts("no_such_probe"), std::logic_error);
+}
+
+TEST_CASE("a probe's inputs, reads and environment variables are its facts.json entry's",
+          "[facts]") {
+  // Read from the files themselves, not from the compiled tables, so that a compiler that put
+  // one list in another's place (or dropped one) fails here.
+  const fs::path checks = fs::path(HALO_RULES_DIR).parent_path() / "checks";
+  std::map<std::string, nlohmann::json, std::less<>> entries;
+  for (const auto& dir : fs::directory_iterator(checks))
+    if (fs::exists(dir.path() / "facts.json"))
+      for (const auto& e : nlohmann::json::parse(read_file(dir.path() / "facts.json")))
+        entries.emplace(e.at("probe").get<std::string>(), e);
+  const auto list = [](const nlohmann::json& e, const char* field) {
+    std::vector<std::string> out;
+    for (const auto& v : e.value(field, nlohmann::json::array()))
+      out.push_back(v.is_object() ? v.at("described").get<std::string>() : v.get<std::string>());
+    return out;
+  };
+  // The two probes that append reads computed from a table their code reads (add_reads), and
+  // how many.
+  const std::map<std::string, std::size_t, std::less<>> computed = {{"runenv", 5},
+                                                                    {"boot_stack", 48}};
+  const ProbeRegistry reg = builtin_probes();
+  std::size_t with_inputs = 0;
+  for (const auto& p : reg.probes()) {
+    INFO(p->id());
+    const auto it = entries.find(p->id());
+    REQUIRE(it != entries.end());
+    const nlohmann::json& e = it->second;
+    CHECK(p->inputs() == list(e, "inputs"));
+    CHECK(p->env_reads() == list(e, "env"));
+    CHECK(p->is_derivation() == e.value("derivation", false));
+    std::vector<std::string> reads = p->reads();
+    const auto extra = computed.find(p->id());
+    const std::size_t more = extra == computed.end() ? 0 : extra->second;
+    REQUIRE(reads.size() >= more);
+    reads.resize(reads.size() - more);
+    CHECK(reads == list(e, "reads"));
+    with_inputs += p->inputs().empty() ? 0 : 1;
+  }
+  CHECK(entries.size() == reg.probes().size());
+  CHECK(with_inputs > 20); // the lists were read at all (30 probes have inputs)
+  // One exact entry, written out: ttm reads amdgpu's two facts and four sysfs globs.
+  const auto& ttm = *std::ranges::find(reg.probes(), "ttm", &Probe::id);
+  CHECK(ttm->inputs() == std::vector<std::string>{"amdgpu.loaded", "amdgpu.dkms"});
+  CHECK(ttm->reads() == std::vector<std::string>{
+                            "/sys/module/ttm/parameters/*", "/sys/module/amdttm/parameters/*",
+                            "/sys/module/amd_ttm/parameters/*", "/sys/module/*/holders/amdgpu"});
+  // The interpreter's resolution (python_env.cpp) runs under both framework probes: what the
+  // deep probe reads of the environment, the framework probe reads too.
+  const auto env_of = [&](std::string_view id) {
+    return (*std::ranges::find(reg.probes(), id, &Probe::id))->env_reads();
+  };
+  const auto framework = env_of("framework");
+  for (const auto& name : env_of("framework_deep"))
+    CHECK(std::ranges::find(framework, name) != framework.end());
+  // module_options() and hidden_host_config() read the facts of kModuleOptionInputs: each
+  // derivation that calls them lists those among its inputs.
+  for (const std::string_view id :
+       {"modparam", "amdgpu_driver", "amdgpu_gttsize", "ttm_configured"}) {
+    INFO(id);
+    const auto inputs = (*std::ranges::find(reg.probes(), id, &Probe::id))->inputs();
+    for (const std::string_view in : probes::kModuleOptionInputs)
+      CHECK(std::ranges::find(inputs, in) != inputs.end());
+  }
+  // A probe built with the other class than its entry says is a programming error.
+  CHECK_THROWS_AS(probes::BasicDerivation("ttm", [](const DeriveContext&, FactSet&) {}),
+                  std::logic_error);
+  CHECK_THROWS_AS(probes::BasicProbe("ttm_configured", [](const ProbeContext&, FactSet&) {}),
+                  std::logic_error);
 }
 
 TEST_CASE("the most specific declaration governs a key", "[facts]") {
