@@ -111,10 +111,6 @@ namespace wsl_keys = fact_keys::wsl;
 constexpr const char* kDxg = "/dev/dxg";
 constexpr const char* kLibDxcore = "libdxcore.so";
 constexpr const char* kLibRocdxg = "librocdxg.so"; // the name ROCr dlopen()s (thunk_loader.cpp)
-constexpr const char* kInstallVersion = "rocm.install.version";
-constexpr const char* kInstallPrefix = "rocm.install.prefix";
-constexpr const char* kPythonEnv = "framework.python_env";
-constexpr const char* kSdkVersion = "rocm.sdk.version";
 /// The per-GPU dxgkrnl VMBus channel's type (include/linux/hyperv.h HV_GPUP_DXGK_VGPU_GUID), as
 /// the VMBus core prints class_id ("{%pUl}", lower case).
 constexpr const char* kVgpuClassId = "{6e382d18-3336-4f4b-acc4-2b7703d4df4a}";

@@ -3,8 +3,8 @@
 """Guard for issues 10 and 42: no fact key and no rule id as a string literal in src/ outside
 src/rules/, nor in the public headers (include/) outside the declarations (fact.hpp's halo::keys,
 rules.hpp's halo::rule_ids), nor in checks/, whose code names facts by <halo/fact_keys.hpp> (the
-names halo-facts-compile generates from checks/*/facts.json) but for the files of CHECKS_PENDING,
-not converted yet, each held to the number of key literals it has.
+names halo-facts-compile generates from checks/*/facts.json; what a probe reads is its facts.json
+entry's `inputs`).
 
 Code outside the rule engine asks for facts by declared name (the constants and helpers of
 `halo::keys` in include/halo/fact.hpp) and names rules through `halo::rule_ids`
@@ -138,23 +138,6 @@ def literals(text):
             i += 1
 
 
-# The files of checks/ that still write fact keys as literals (issue 42 §1: each is to name its
-# facts by <halo/fact_keys.hpp>, generated from checks/*/facts.json), with how many they held when
-# listed. Every other file of checks/ is held to the rule. A file here may hold at most that many
-# (a new key is named by the header, never typed), and one that holds none fails, so the list
-# only shrinks.
-CHECKS_PENDING = {  # file: the key literals it held when listed
-    "checks/framework/framework_derive.cpp": 21,
-    "checks/gpus/gpu_cards.cpp": 18,
-    "checks/gpus/gpu_list.cpp": 26,
-    "checks/gpus/gpu_visibility.cpp": 22,
-    "checks/host/host_derive.cpp": 12,
-    "checks/host/wsl.cpp": 4,
-    "checks/kernel_args/driver_derive.cpp": 18,
-    "checks/kernel_args/suspects_derive.cpp": 7,
-    "checks/plan/plan_gpu.cpp": 7,
-}
-
 # The declarations themselves: halo::keys and halo::rule_ids, and the compile-time check that
 # every key of halo::keys is declared (its `gpu.*.` and `hsa.gpu.*.` heads).
 DECLARATIONS = {"include/halo/fact.hpp", "include/halo/rules.hpp", "checks/common/declarations.cpp"}
@@ -181,7 +164,6 @@ def main():
     key = key_re(root)
     allowed = {(p, lit): why for p, lit, why in ALLOWED}
     used = set()
-    pending_left = {}
     findings = []
     files = sorted(p for d in ("src", "include", "checks") for p in (root / d).rglob("*")
                    if p.suffix in (".cpp", ".hpp", ".h") and p.is_file())
@@ -200,20 +182,9 @@ def main():
             if (rel, lit) in allowed:
                 used.add((rel, lit))
                 continue
-            if rel in CHECKS_PENDING and kind == "fact key":
-                pending_left.setdefault(rel, []).append(f'{rel}:{line}: {kind} "{lit}"')
-                continue
             findings.append(f'{rel}:{line}: {kind} "{lit}"')
     stale = [f'{p}: "{lit}" is in ALLOWED but no longer occurs' for p, lit in allowed
              if (p, lit) not in used]
-    stale += [f"{p}: is in CHECKS_PENDING but writes no fact key by hand any more: drop it"
-              for p in sorted(set(CHECKS_PENDING) - set(pending_left))]
-    for p, found in sorted(pending_left.items()):
-        if len(found) > CHECKS_PENDING[p]:
-            findings += found
-            findings.append(f"{p}: {len(found)} fact key literals, more than the "
-                            f"{CHECKS_PENDING[p]} CHECKS_PENDING allows: name new keys by "
-                            "<halo/fact_keys.hpp>")
     if not files:
         sys.exit(f"key_literals.py: no source files under {root / 'src'}")
     for f in findings + stale:
