@@ -134,7 +134,7 @@ fi
 # Two heads with one name and one arity (ttm.module.* of ttm.module.*.loaded, ttm.*.module of
 # ttm.*.module.used) are both left out, and the header says so; the other heads stay.
 cp "$checks/ttm/facts.json" "$tmp/checks/ttm/facts.json"
-sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.*.module.used"/' "$tmp/checks/ttm/facts.json"
+sed -i '23s/"ttm.module.\*.used_by_amdgpu"/"ttm.*.module.used"/' "$tmp/checks/ttm/facts.json"
 if ! "$tool" "$tmp/checks" "$tmp/heads.cpp" "$tmp/heads.hpp" 2>"$tmp/err"; then
   bad "declarations with two heads of one name were refused: $(cat "$tmp/err")"
 else
@@ -146,7 +146,7 @@ else
 fi
 # A pattern named `prefix` (the namespace of its family's heads) fails the build naming it.
 cp "$checks/ttm/facts.json" "$tmp/checks/ttm/facts.json"
-sed -i '13s/"ttm.module.\*.used_by_amdgpu"/"ttm.prefix"/' "$tmp/checks/ttm/facts.json"
+sed -i '23s/"ttm.module.\*.used_by_amdgpu"/"ttm.prefix"/' "$tmp/checks/ttm/facts.json"
 rm -f "$tmp/bad.cpp" "$tmp/bad.hpp"
 if "$tool" "$tmp/checks" "$tmp/bad.cpp" "$tmp/bad.hpp" 2>"$tmp/err"; then
   bad "a pattern named fact_keys::ttm::prefix was compiled"
