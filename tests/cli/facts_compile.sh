@@ -17,6 +17,7 @@ grep -q 'std::span<const DeclaredProbe> declared_probes()' "$tmp/ok.cpp" || bad 
 grep -q '{"ttm.module.\*.loaded", boolean, "", ' "$tmp/ok.cpp" || bad "ttm.module.*.loaded not compiled"
 # What a probe reads (issue 42): its entry's inputs, reads (a described one as its text) and env, and
 # the derivation flag, compiled into its DeclaredProbe.
+# shellcheck disable=SC2016 # "$ROCM_PATH/.info/version" is the text of a described read, not an expansion
 for want in '    "amdgpu.loaded",' '    "/sys/module/amdttm/parameters/*",' '    "$ROCM_PATH/.info/version",' \
     '    "HSA_*",' '    "WSL_DISTRO_NAME",'; do
   grep -qxF "$want" "$tmp/ok.cpp" || bad "the tables lack: $want"
